@@ -1,0 +1,65 @@
+"""Command line: ``ppviz run zb-h1 -p 4 -m 8`` prints a text Gantt chart and the metrics."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import PpvizError
+
+
+def _run(args) -> int:
+    from .config import Config
+    from .simulate import simulate
+
+    options = {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
+                                 ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
+                                 ("w_share", args.w_share), ("params", args.params)) if v is not None}
+    config = Config(schedule=args.schedule, devices=args.p, microbatches=args.m, **options)
+    result = simulate(config)
+    print(result.to_text(args.width))
+    print()
+    print(result.summary())
+    return 0
+
+
+def _list(args) -> int:
+    from .schedules.registry import schedules
+
+    print(repr(schedules()))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ppviz", description="Simulate pipeline-parallel training schedules.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="simulate one schedule and print a text Gantt chart and its metrics")
+    run.add_argument("schedule", help="registry name or alias, e.g. 1f1b, zb-h1, Interleaved1F1B")
+    run.add_argument("-p", type=int, default=4, help="devices (default 4)")
+    run.add_argument("-m", type=int, default=8, help="microbatches (default 8)")
+    run.add_argument("-v", type=int, default=None, help="stages per device (default: the schedule's)")
+    run.add_argument("--f", type=float, default=None, help="forward time per 1/p of the model (default 1)")
+    run.add_argument("--b", type=float, default=None, help="backward-for-inputs time (default 1)")
+    run.add_argument("--w", type=float, default=None, help="backward-for-weights time (default 1)")
+    run.add_argument("--comm", type=float, default=None, help="latency of a cross-device dependency (default 0)")
+    run.add_argument("--fb", type=float, default=None, help="time of an overlapped F&B pair (default f+b+w)")
+    run.add_argument("--group-size", type=int, default=None, help="interleaved microbatch group size (default p)")
+    run.add_argument("--w-share", type=float, default=None, help="share of the activation W keeps after I")
+    run.add_argument("--params", type=float, default=None, help="static memory per 1/p of the model, activation units")
+    run.add_argument("--width", type=int, default=80, help="width of the text chart (default 80)")
+    run.set_defaults(handler=_run)
+    lst = sub.add_parser("list", help="show the schedule registry")
+    lst.set_defaults(handler=_list)
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except PpvizError as exc:
+        print(f"ppviz: error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # output piped into head & co.
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

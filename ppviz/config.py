@@ -1,0 +1,201 @@
+"""``ppviz.Config``: everything needed to build and simulate one schedule, validated on construction."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .errors import ConfigError
+
+#: Default share of a microbatch's activation that W still needs after I. The zero-bubble
+#: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
+#: with flash attention the 5as²b term is not stored, leaving M_W / M_B = 32/34.
+DEFAULT_W_SHARE = 32 / 34
+
+_STAGE_COST_KEYS = ("f", "b", "w", "activation")
+
+
+class FrozenMapping(Mapping):
+    """A read-only, hashable mapping (keeps ``Config`` hashable and immutable)."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data=()):
+        self._data = dict(data)
+        self._hash = None
+
+    def __getitem__(self, key):
+        return self._data[key]
+
+    def __iter__(self):
+        return iter(self._data)
+
+    def __len__(self):
+        return len(self._data)
+
+    def __hash__(self):
+        if self._hash is None:
+            self._hash = hash(tuple(sorted(self._data.items(), key=lambda kv: repr(kv[0]))))
+        return self._hash
+
+    def __eq__(self, other):
+        return isinstance(other, Mapping) and dict(self._data) == dict(other)
+
+    def __repr__(self):
+        return repr(self._data)
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) or (hasattr(x, "__index__") and not isinstance(x, (bool, float)))
+
+
+def _number(name: str, value, *, minimum: float = 0.0, strict: bool = False, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise ConfigError(name, value, f"give a number {'>' if strict else '>='} {minimum:g}")
+    x = float(value)
+    if not math.isfinite(x) or x < minimum or (strict and x == minimum):
+        raise ConfigError(name, value, f"give a finite number {'>' if strict else '>='} {minimum:g}")
+    return x
+
+
+def _positive_int(name: str, value, *, allow_none: bool = False):
+    if value is None and allow_none:
+        return None
+    if not _is_int(value) or int(value) < 1:
+        raise ConfigError(name, value, "give a whole number >= 1")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class Config:
+    """One pipeline-parallel run to build and simulate.
+
+    Times ``f``, ``b`` and ``w`` are the forward, backward-for-inputs and backward-for-weights
+    time of one microbatch through 1/p of the model (so a full backward B costs ``b + w``).
+    A stage holding 1/(v·p) of the model costs 1/v of them, so schedules with different v
+    compare on the same model. Memory is counted in activation units: the activation of one
+    microbatch through 1/p of the model.
+
+    Parameters
+    ----------
+    schedule : registry name or alias (case-insensitive): ``"1f1b"``, ``"Interleaved1F1B"``, ``"ZB1P"`` …
+    devices : p, the number of pipeline ranks.
+    microbatches : m.
+    stages_per_device : v; ``None`` takes the schedule's default (1, or 2 for V-shaped schedules).
+    f, b, w : op times as above.
+    comm : latency added to every dependency that crosses devices.
+    fb : time of an overlapped F&B pair whose ops each hold 1/p of the model; ``None`` means
+        f + b + w (no gain from overlapping). Pairs of smaller stages scale in proportion.
+    stage_costs : per-stage overrides, ``{stage: {"f": .., "b": .., "w": .., "activation": ..}}``,
+        absolute values for that stage (e.g. an expensive loss head on the last stage).
+    microbatch_group_size : Megatron's ``microbatch_group_size_per_vp_stage`` for interleaved
+        schedules; ``None`` means p (or torch's round size when m is not a multiple of p).
+    activation : activation units one microbatch allocates through 1/p of the model.
+    w_share : share of that activation W still needs after I (I frees the rest, W frees this share).
+    params : static memory (parameters, gradients, optimizer state) of 1/p of the model, in
+        activation units; doubled on devices that hold two replicas (DualPipe).
+    activation_bytes : bytes in one activation unit, to report memory in bytes too.
+    label : a display name for charts and comparisons (defaults to the schedule name).
+    """
+
+    schedule: str = "1f1b"
+    devices: int = 4
+    microbatches: int = 8
+    stages_per_device: int | None = None
+    f: float = 1.0
+    b: float = 1.0
+    w: float = 1.0
+    comm: float = 0.0
+    fb: float | None = None
+    stage_costs: Mapping[int, Mapping[str, float]] = field(default_factory=FrozenMapping)
+    microbatch_group_size: int | None = None
+    activation: float = 1.0
+    w_share: float = DEFAULT_W_SHARE
+    params: float = 0.0
+    activation_bytes: float | None = None
+    label: str | None = None
+
+    def __post_init__(self):
+        from .schedules.registry import lookup
+
+        set_ = object.__setattr__
+        if not isinstance(self.schedule, str):
+            raise ConfigError("schedule", self.schedule, "give a schedule name such as '1f1b'; see ppviz.schedules()")
+        spec = lookup(self.schedule)
+        set_(self, "schedule", spec.name)
+        set_(self, "devices", _positive_int("devices", self.devices))
+        set_(self, "microbatches", _positive_int("microbatches", self.microbatches))
+        v = _positive_int("stages_per_device", self.stages_per_device, allow_none=True)
+        set_(self, "stages_per_device", spec.default_v if v is None else v)
+        for name in ("f", "b", "w", "comm", "activation", "params"):
+            set_(self, name, _number(name, getattr(self, name)))
+        if self.f + self.b + self.w <= 0:
+            raise ConfigError("f+b+w", self.f + self.b + self.w, "at least one of f, b, w must be > 0")
+        set_(self, "fb", _number("fb", self.fb, strict=True, allow_none=True))
+        set_(self, "activation_bytes", _number("activation_bytes", self.activation_bytes, strict=True, allow_none=True))
+        share = _number("w_share", self.w_share)
+        if share > 1:
+            raise ConfigError("w_share", self.w_share, "give a share between 0 and 1")
+        set_(self, "w_share", share)
+        set_(self, "microbatch_group_size",
+             _positive_int("microbatch_group_size", self.microbatch_group_size, allow_none=True))
+        if self.label is not None and not isinstance(self.label, str):
+            raise ConfigError("label", self.label, "give a string or None")
+        set_(self, "stage_costs", self._checked_stage_costs(spec))
+        spec.check(self)
+
+    def _checked_stage_costs(self, spec) -> FrozenMapping:
+        raw = self.stage_costs
+        if raw is None:
+            return FrozenMapping()
+        if not isinstance(raw, Mapping):
+            raise ConfigError("stage_costs", raw, "give a dict {stage: {'f': .., 'b': .., 'w': .., 'activation': ..}}")
+        stages = spec.stage_count(self.devices, self.stages_per_device)
+        out = {}
+        for stage, costs in raw.items():
+            if not _is_int(stage) or not 0 <= int(stage) < stages:
+                raise ConfigError("stage_costs", raw, f"stage keys must be integers 0..{stages - 1}; got {stage!r}")
+            if not isinstance(costs, Mapping):
+                raise ConfigError(f"stage_costs[{stage}]", costs, "give a dict such as {'f': 1.5}")
+            entry = {}
+            for key, value in costs.items():
+                if key not in _STAGE_COST_KEYS:
+                    raise ConfigError(f"stage_costs[{stage}]", dict(costs),
+                                      f"keys must be among {', '.join(_STAGE_COST_KEYS)}; got {key!r}")
+                entry[key] = _number(f"stage_costs[{stage}][{key!r}]", value)
+            out[int(stage)] = FrozenMapping(entry)
+        return FrozenMapping(out)
+
+    # Derived values ---------------------------------------------------------------------
+
+    @property
+    def spec(self):
+        from .schedules.registry import lookup
+
+        return lookup(self.schedule)
+
+    @property
+    def stages(self) -> int:
+        """Number of distinct stages S (p·v; DualPipe's two replicas share stage numbers)."""
+        return self.spec.stage_count(self.devices, self.stages_per_device)
+
+    @property
+    def display_name(self) -> str:
+        return self.label if self.label is not None else self.schedule
+
+    @property
+    def uniform(self) -> bool:
+        """True when no per-stage override changes a cost (closed forms assume this)."""
+        return not any(k in ("f", "b", "w") for costs in self.stage_costs.values() for k in costs)
+
+    def replace(self, **changes) -> "Config":
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+    def build(self):
+        """The program (per-device op orders) this config's schedule produces."""
+        return self.spec.build_program(self)

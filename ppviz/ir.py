@@ -1,0 +1,509 @@
+"""The program IR: for each device, the ordered list of compute ops it runs.
+
+Ops are F (forward), B (full backward), I (backward for inputs) and W (backward for
+weights) of one (stage, microbatch); two ops may form an F&B pair that runs as one slot.
+The text form is torch's action strings: ``0F1`` is stage 0 forward microbatch 1, ``2I0``,
+``2W0``, ``3B5``, and a pair ``(0F7;7B3)OVERLAP_F_B``.
+
+A program is stored as flat numpy columns in device order (``offsets[d]:offsets[d+1]`` are
+device d's ops) so that a million ops build, validate and simulate in well under a second.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .errors import ParseError, ProgramError
+from .placement import Placement
+
+F, B, I, W = 0, 1, 2, 3
+KINDS = "FBIW"
+KIND_NAMES = {"F": "forward", "B": "full backward", "I": "backward for inputs", "W": "backward for weights"}
+
+_STAGE_BITS = 20
+_PAIR_BIT = 1 << 3
+
+
+def action(kind: int, stage: int, microbatch: int) -> str:
+    """torch's action string of one op, e.g. ``action(F, 0, 1) == "0F1"``."""
+    return f"{stage}{KINDS[kind]}{microbatch}"
+
+
+class DeviceOps:
+    """Collects one device's ops in order; schedules are written against this small API.
+
+    Each op is packed into one Python int so that building long programs stays cheap.
+    """
+
+    __slots__ = ("codes",)
+
+    def __init__(self):
+        self.codes: list[int] = []
+
+    def _add(self, kind: int, stage: int, microbatch: int, pair: int = 0) -> None:
+        self.codes.append((((microbatch << _STAGE_BITS) | stage) << 4) | pair | kind)
+
+    def f(self, stage: int, microbatch: int) -> None:
+        self._add(F, stage, microbatch)
+
+    def b(self, stage: int, microbatch: int) -> None:
+        self._add(B, stage, microbatch)
+
+    def i(self, stage: int, microbatch: int) -> None:
+        self._add(I, stage, microbatch)
+
+    def w(self, stage: int, microbatch: int) -> None:
+        self._add(W, stage, microbatch)
+
+    def fb(self, f_stage: int, f_microbatch: int, b_stage: int, b_microbatch: int, *, split: bool = False) -> None:
+        """An overlapped F&B pair; the backward is a full B, or an I when ``split``."""
+        self._add(F, f_stage, f_microbatch, _PAIR_BIT)
+        self._add(I if split else B, b_stage, b_microbatch)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def _decode(codes: list[int]) -> tuple[np.ndarray, ...]:
+    x = np.array(codes, dtype=np.int64)
+    kind = (x & 7).astype(np.int8)
+    pair = (x & _PAIR_BIT).astype(bool)
+    stage = ((x >> 4) & ((1 << _STAGE_BITS) - 1)).astype(np.int32)
+    microbatch = (x >> (4 + _STAGE_BITS)).astype(np.int32)
+    return kind, stage, microbatch, pair
+
+
+class Program:
+    """Per-device op orders plus the placement they assume.
+
+    Build one with :meth:`from_device_ops` (schedules), :meth:`from_text` /
+    :meth:`from_torch` (users), or :meth:`from_arrays`.
+    """
+
+    __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name", "_device")
+
+    def __init__(self, kind, stage, microbatch, pair, offsets, *, stages: int, microbatches: int,
+                 placement: Placement | None = None, name: str = "custom"):
+        self.kind = np.asarray(kind, dtype=np.int8)
+        self.stage = np.asarray(stage, dtype=np.int32)
+        self.microbatch = np.asarray(microbatch, dtype=np.int32)
+        self.pair = np.zeros(len(self.kind), bool) if pair is None else np.asarray(pair, dtype=bool)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+        self.stages = int(stages)
+        self.microbatches = int(microbatches)
+        self.placement = placement
+        self.name = name
+        self._device = None
+
+    # Construction -----------------------------------------------------------------------
+
+    @classmethod
+    def from_device_ops(cls, ops: Sequence[DeviceOps], **meta) -> "Program":
+        codes: list[int] = []
+        offsets = [0]
+        for device_ops in ops:
+            codes.extend(device_ops.codes)
+            offsets.append(len(codes))
+        kind, stage, microbatch, pair = _decode(codes)
+        return cls(kind, stage, microbatch, pair, offsets, **meta)
+
+    @classmethod
+    def from_arrays(cls, per_device: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]], **meta) -> "Program":
+        """From (kind, stage, microbatch) arrays per device; used by vectorised schedules."""
+        lengths = [len(k) for k, _, _ in per_device]
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        kind = np.concatenate([k for k, _, _ in per_device]) if per_device else np.zeros(0)
+        stage = np.concatenate([s for _, s, _ in per_device]) if per_device else np.zeros(0)
+        microbatch = np.concatenate([m for _, _, m in per_device]) if per_device else np.zeros(0)
+        return cls(kind, stage, microbatch, None, offsets, **meta)
+
+    @classmethod
+    def from_text(cls, text: str | Mapping[int, str | Sequence[str]], *, microbatches: int | None = None,
+                  stages: int | None = None, placement: Placement | str | None = None,
+                  name: str = "custom") -> "Program":
+        """Parse torch action strings.
+
+        ``text`` is either a string with one device per line (an optional ``"device 0:"`` or
+        ``"rank 0:"`` prefix; actions separated by spaces or commas), or a dict
+        ``{device: "0F0 0F1 ..." or ["0F0", "0F1", ...]}``.
+        """
+        if isinstance(text, str):
+            rows = _rows_from_text(text)
+        elif isinstance(text, Mapping):
+            rows = _rows_from_mapping(text)
+        else:
+            raise ParseError(
+                f"from_text expects a string (one device per line) or a dict {{device: actions}}; "
+                f"got {type(text).__name__}"
+            )
+        return cls.from_torch(rows, microbatches=microbatches, stages=stages, placement=placement, name=name)
+
+    @classmethod
+    def from_torch(cls, actions: Mapping[int, Sequence] | Sequence[Sequence], *, microbatches: int | None = None,
+                   stages: int | None = None, placement: Placement | str | None = None,
+                   name: str = "custom") -> "Program":
+        """From torch's ``pipeline_order``: ``{rank: [action or None, ...]}``.
+
+        Actions may be strings or torch ``_Action`` objects. ``None`` and empty strings
+        (torch's idle steps) are dropped; communication actions (``SEND_F``, ``RECV_B``,
+        ``UNSHARD``, ``REDUCE_GRAD`` …) are dropped too because ppviz models communication
+        as a latency on cross-device edges.
+        """
+        if isinstance(actions, Mapping):
+            keys = list(actions)
+            bad = [k for k in keys if not isinstance(k, (int, np.integer)) or k < 0]
+            if bad:
+                raise ParseError(f"device keys must be integers 0..p-1; got {bad[0]!r}")
+            p = max(keys) + 1 if keys else 0
+            missing = sorted(set(range(p)) - set(keys))
+            if missing:
+                raise ParseError(f"device {missing[0]} has no row; give every device 0..{p - 1} a (possibly empty) list")
+            rows = [actions[d] for d in range(p)]
+        else:
+            rows = list(actions)
+        if not rows:
+            raise ParseError("the program has no devices; give at least one row of actions")
+        per_device = []
+        for d, row in enumerate(rows):
+            if isinstance(row, str):
+                row = _split_actions(row)
+            ops = DeviceOps()
+            for position, item in enumerate(row):
+                _parse_into(ops, item, d, position)
+            per_device.append(ops)
+        program = cls.from_device_ops(per_device, stages=1, microbatches=1, name=name)
+        return program._with_inferred_shape(microbatches, stages, placement)
+
+    def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
+        if len(self.kind) == 0:
+            raise ParseError("the program has no compute actions; write actions such as 0F0 0B0")
+        self.stages = int(stages) if stages is not None else int(self.stage.max()) + 1
+        self.microbatches = int(microbatches) if microbatches is not None else int(self.microbatch.max()) + 1
+        p = self.devices
+        if isinstance(placement, Placement):
+            self.placement = placement
+        elif placement in (None, "infer"):
+            self.placement = self._infer_placement()
+        elif placement == "bidirectional":
+            self.placement = Placement.bidirectional(p, self.microbatches)
+        elif placement in ("contiguous", "loop", "v"):
+            if self.stages % p:
+                raise ProgramError(f"placement {placement!r} needs stages divisible by devices; got {self.stages} stages on {p} devices")
+            v = self.stages // p
+            self.placement = {"contiguous": Placement.contiguous, "loop": Placement.loop, "v": Placement.v_shape}[placement](p, v)
+        else:
+            raise ProgramError(
+                f"placement={placement!r} is not accepted; use a Placement, 'infer', 'contiguous', 'loop', 'v' or 'bidirectional'"
+            )
+        return self
+
+    def _infer_placement(self) -> Placement:
+        device = self.device
+        seen = np.full(self.stages, -1, dtype=np.int64)
+        order = np.argsort(self.stage, kind="stable")
+        stages_sorted = self.stage[order]
+        first = np.ones(len(order), bool)
+        first[1:] = stages_sorted[1:] != stages_sorted[:-1]
+        seen[stages_sorted[first]] = device[order[first]]
+        clash = device[order] != seen[stages_sorted]
+        if clash.any():
+            k = order[np.argmax(clash)]
+            s = int(self.stage[k])
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): stage {s} already runs on device {int(seen[s])}; "
+                f"a stage lives on one device (for DualPipe's two replicas pass placement='bidirectional')",
+                device=d, position=pos,
+            )
+        missing = np.flatnonzero(seen < 0)
+        if len(missing):
+            raise ProgramError(
+                f"stage {int(missing[0])} has no ops on any device; stages must be numbered 0..{self.stages - 1} without gaps"
+            )
+        return Placement.from_mapping(self.devices, seen)
+
+    # Queries ----------------------------------------------------------------------------
+
+    @property
+    def devices(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def device(self) -> np.ndarray:
+        """Device of each op (derived from the offsets)."""
+        if self._device is None:
+            self._device = np.repeat(np.arange(self.devices, dtype=np.int32), np.diff(self.offsets))
+        return self._device
+
+    @property
+    def stages_per_device(self) -> float:
+        return self.stages / self.devices
+
+    def __len__(self) -> int:
+        return len(self.kind)
+
+    def _locate(self, index: int) -> tuple[int, int]:
+        d = int(np.searchsorted(self.offsets, index, side="right") - 1)
+        return d, int(index - self.offsets[d])
+
+    def action_at(self, index: int) -> str:
+        """torch action string of flat op ``index`` (a pair prints as its overlapped form)."""
+        if self.pair[index]:
+            return f"({action(self.kind[index], self.stage[index], self.microbatch[index])};" \
+                   f"{action(self.kind[index + 1], self.stage[index + 1], self.microbatch[index + 1])})OVERLAP_F_B"
+        return action(int(self.kind[index]), int(self.stage[index]), int(self.microbatch[index]))
+
+    def device_actions(self, device: int) -> list[str]:
+        """One device's actions in torch's string format; a pair is one entry."""
+        lo, hi = int(self.offsets[device]), int(self.offsets[device + 1])
+        out = []
+        i = lo
+        while i < hi:
+            out.append(self.action_at(i))
+            i += 2 if self.pair[i] else 1
+        return out
+
+    def to_torch(self) -> dict[int, list[str]]:
+        """``{device: ["0F0", "0F1", ...]}`` in torch's action-string format."""
+        return {d: self.device_actions(d) for d in range(self.devices)}
+
+    def to_text(self) -> str:
+        """One line per device, readable back by :meth:`from_text`."""
+        return "\n".join(f"device {d}: " + " ".join(acts) for d, acts in self.to_torch().items())
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        return (np.array_equal(self.offsets, other.offsets) and np.array_equal(self.kind, other.kind)
+                and np.array_equal(self.stage, other.stage) and np.array_equal(self.microbatch, other.microbatch)
+                and np.array_equal(self.pair, other.pair))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return (f"<Program {self.name!r}: {self.devices} devices, {self.stages} stages, "
+                f"{self.microbatches} microbatches, {len(self)} ops>")
+
+    # Validation -------------------------------------------------------------------------
+
+    def validate(self) -> "Program":
+        """Check the rules torch's ``_validate_schedule`` checks, and say exactly what is wrong.
+
+        Every (stage, microbatch) has one F and either one B or one I and one W, on the device
+        the placement assigns; on that device F comes before B/I and I before W. Returns self.
+        """
+        n = len(self)
+        S, m = self.stages, self.microbatches
+        if n == 0:
+            raise ProgramError("the program has no ops")
+        self._check_pairs()
+        bad = (self.stage < 0) | (self.stage >= S) | (self.microbatch < 0) | (self.microbatch >= m)
+        if bad.any():
+            k = int(np.argmax(bad))
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): stage must be in 0..{S - 1} "
+                f"and microbatch in 0..{m - 1}", device=d, position=pos)
+        key = self.stage.astype(np.int64) * m + self.microbatch
+        counts = np.zeros((4, S * m), dtype=np.int64)
+        np.add.at(counts, (self.kind.astype(np.intp), key), 1)
+        for kind in range(4):
+            dup = counts[kind] > 1
+            if dup.any():
+                k0 = int(np.argmax(dup))
+                hits = np.flatnonzero((key == k0) & (self.kind == kind))
+                d1, p1 = self._locate(int(hits[0]))
+                d2, p2 = self._locate(int(hits[1]))
+                raise ProgramError(
+                    f"device {d2}, position {p2} ({self.action_at(int(hits[1]))}): {KINDS[kind]} of stage {k0 // m} "
+                    f"microbatch {k0 % m} runs twice (first at device {d1}, position {p1}); each op runs exactly once",
+                    device=d2, position=p2)
+        f_, b_, i_, w_ = counts
+        missing_f = f_ == 0
+        if missing_f.any():
+            k0 = int(np.argmax(missing_f))
+            raise ProgramError(
+                f"stage {k0 // m} microbatch {k0 % m} is never forwarded: no {k0 // m}F{k0 % m} on any device; "
+                f"every (stage, microbatch) needs one F")
+        both = (b_ > 0) & ((i_ > 0) | (w_ > 0))
+        if both.any():
+            k0 = int(np.argmax(both))
+            raise ProgramError(
+                f"stage {k0 // m} microbatch {k0 % m} has both a full backward B and a split I/W; use one B or one I plus one W")
+        i_without_w = (i_ > 0) & (w_ == 0)
+        if i_without_w.any():
+            k0 = int(np.argmax(i_without_w))
+            k = int(np.flatnonzero((key == k0) & (self.kind == I))[0])
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): W is missing for this I; "
+                f"add {k0 // m}W{k0 % m} after it on device {d}", device=d, position=pos)
+        w_without_i = (w_ > 0) & (i_ == 0)
+        if w_without_i.any():
+            k0 = int(np.argmax(w_without_i))
+            k = int(np.flatnonzero((key == k0) & (self.kind == W))[0])
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): W without an I for stage {k0 // m} "
+                f"microbatch {k0 % m}; split backwards need {k0 // m}I{k0 % m} before the W", device=d, position=pos)
+        no_backward = (b_ == 0) & (i_ == 0)
+        if no_backward.any():
+            k0 = int(np.argmax(no_backward))
+            raise ProgramError(
+                f"stage {k0 // m} microbatch {k0 % m} is never backwarded: add {k0 // m}B{k0 % m} "
+                f"(or {k0 // m}I{k0 % m} and {k0 // m}W{k0 % m})")
+        self._check_placement()
+        self._check_local_order(key)
+        return self
+
+    def _check_pairs(self) -> None:
+        starts = np.flatnonzero(self.pair)
+        if len(starts) == 0:
+            return
+        seconds = starts + 1
+        ok = seconds < len(self)
+        ok[ok] &= np.searchsorted(self.offsets, starts[ok], side="right") == np.searchsorted(self.offsets, seconds[ok], side="right")
+        if not ok.all():
+            k = int(starts[np.argmin(ok)])
+            d, pos = self._locate(k)
+            raise ProgramError(f"device {d}, position {pos}: an F&B pair needs two ops on the same device", device=d, position=pos)
+        if self.pair[seconds].any():
+            k = int(seconds[np.argmax(self.pair[seconds])])
+            d, pos = self._locate(k)
+            raise ProgramError(f"device {d}, position {pos}: F&B pairs cannot nest", device=d, position=pos)
+        kinds_ok = (self.kind[starts] == F) & np.isin(self.kind[seconds], (B, I))
+        if not kinds_ok.all():
+            k = int(starts[np.argmin(kinds_ok)])
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): an overlapped pair is one F and one B or I, "
+                f"written (sFm;sBm)OVERLAP_F_B", device=d, position=pos)
+
+    def _check_placement(self) -> None:
+        if self.placement is None:
+            return
+        pl = self.placement
+        if pl.devices != self.devices or pl.stages != self.stages:
+            raise ProgramError(
+                f"the placement is for {pl.devices} devices and {pl.stages} stages but the program has "
+                f"{self.devices} devices and {self.stages} stages")
+        expected = pl.device_of(self.stage, self.microbatch)
+        wrong = expected != self.device
+        if wrong.any():
+            k = int(np.argmax(wrong))
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): stage {int(self.stage[k])} "
+                f"{'for this microbatch ' if pl.reverse_device is not None else ''}belongs on device {int(expected[k])} "
+                f"under the {pl.style} placement", device=d, position=pos)
+
+    def _check_local_order(self, key: np.ndarray) -> None:
+        size = self.stages * self.microbatches
+        idx = np.arange(len(self), dtype=np.int64)
+        pos_f = np.full(size, -1, np.int64)
+        pos_g = np.full(size, -1, np.int64)
+        pos_w = np.full(size, -1, np.int64)
+        is_f = self.kind == F
+        is_g = (self.kind == B) | (self.kind == I)
+        is_w = self.kind == W
+        pos_f[key[is_f]] = idx[is_f]
+        pos_g[key[is_g]] = idx[is_g]
+        pos_w[key[is_w]] = idx[is_w]
+        early = pos_g < pos_f
+        if early.any():
+            k0 = int(np.argmax(early))
+            k = int(pos_g[k0])
+            d, pos = self._locate(k)
+            fd, fpos = self._locate(int(pos_f[k0]))
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): the backward runs before its forward "
+                f"{k0 // self.microbatches}F{k0 % self.microbatches} (device {fd}, position {fpos}); "
+                f"F must come first", device=d, position=pos)
+        has_w = pos_w >= 0
+        early_w = has_w & (pos_w < pos_g)
+        if early_w.any():
+            k0 = int(np.argmax(early_w))
+            k = int(pos_w[k0])
+            d, pos = self._locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): W runs before its I "
+                f"{k0 // self.microbatches}I{k0 % self.microbatches}; I must come first", device=d, position=pos)
+
+
+# Parsing helpers -----------------------------------------------------------------------
+
+_ACTION_RE = re.compile(r"^(\d+)([FBIW])(\d+)$")
+_PAIR_RE = re.compile(r"^\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$")
+_COMM_RE = re.compile(r"^\d+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)\d*$")
+_PREFIX_RE = re.compile(r"^\s*(?:device|rank|dev)?\s*(\d+)\s*:\s*", re.IGNORECASE)
+
+
+def _split_actions(row: str) -> list[str]:
+    # a pair contains ';' but never spaces or commas, so splitting on those is safe
+    return [tok for tok in re.split(r"[\s,]+", row.strip()) if tok]
+
+
+def _rows_from_text(text: str) -> list[list[str]]:
+    rows: dict[int, list[str]] = {}
+    next_device = 0
+    for line_number, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        match = _PREFIX_RE.match(line)
+        if match:
+            device = int(match.group(1))
+            line = line[match.end():]
+        else:
+            device = next_device
+        if device in rows:
+            raise ParseError(f"line {line_number}: device {device} appears twice; give each device one line")
+        rows[device] = _split_actions(line)
+        next_device = device + 1
+    if not rows:
+        raise ParseError("the text holds no devices; write one line of actions per device, e.g. '0F0 0F1 0B0 0B1'")
+    return _rows_from_mapping(rows)
+
+
+def _rows_from_mapping(mapping: Mapping) -> list:
+    try:
+        keys = sorted(int(k) for k in mapping)
+    except (TypeError, ValueError):
+        raise ParseError(f"device keys must be integers; got {list(mapping)!r}") from None
+    lookup = {int(k): v for k, v in mapping.items()}
+    p = keys[-1] + 1 if keys else 0
+    missing = sorted(set(range(p)) - set(keys))
+    if missing:
+        raise ParseError(f"device {missing[0]} has no row; give every device 0..{p - 1} a (possibly empty) row")
+    return [_split_actions(lookup[d]) if isinstance(lookup[d], str) else list(lookup[d]) for d in range(p)]
+
+
+def _parse_into(ops: DeviceOps, item, device: int, position: int) -> None:
+    if item is None:
+        return
+    if not isinstance(item, str):
+        if hasattr(item, "computation_type") and hasattr(item, "stage_index"):
+            item = str(item)  # a torch _Action prints as its action string
+        else:
+            raise ParseError(f"device {device}, position {position}: expected an action string such as '0F1'; "
+                             f"got {type(item).__name__} {item!r}", device=device, position=position)
+    token = item.strip()
+    if not token:
+        return
+    match = _ACTION_RE.match(token)
+    if match:
+        stage, kind, microbatch = match.groups()
+        ops._add(KINDS.index(kind), int(stage), int(microbatch))
+        return
+    match = _PAIR_RE.match(token)
+    if match:
+        fs, fm, bs, bk, bm = match.groups()
+        ops.fb(int(fs), int(fm), int(bs), int(bm), split=bk == "I")
+        return
+    if _COMM_RE.match(token):
+        return
+    raise ParseError(
+        f"device {device}, position {position}: {token!r} is not an action; write [stage][F|B|I|W][microbatch] "
+        f"such as '0F1' or '3I0', or a pair '(0F7;7B3)OVERLAP_F_B'", device=device, position=position)

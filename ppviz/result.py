@@ -1,0 +1,156 @@
+"""``ppviz.Result``: the simulated timeline with its metrics, memory curves and closed forms."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .ir import KINDS
+from .memory import MemoryCurves, activation_curves, static_memory
+
+_KIND_CHARS = np.array(list(KINDS))
+
+
+@dataclass(frozen=True)
+class Ops:
+    """The timeline as equal-length columns, one row per op (a pair is its two ops, same times)."""
+
+    device: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    kind: np.ndarray  # "F", "B", "I", "W"
+    start: np.ndarray
+    end: np.ndarray
+    pair: np.ndarray  # True on both ops of an F&B pair
+    waited_for: np.ndarray  # index of the op whose result this op waited for, −1 if none
+
+    COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return getattr(self, name)
+
+    def keys(self):
+        return self.COLUMNS
+
+    @property
+    def duration(self) -> np.ndarray:
+        return self.end - self.start
+
+
+class Result:
+    """What :func:`ppviz.simulate` returns.
+
+    Attributes: ``config``, ``program``, ``ops`` (the timeline), ``makespan``, ``busy`` and
+    ``idle`` (per device), ``bubble_fraction`` (idle / (p × makespan)), ``bubble_rate``
+    ((makespan − ideal) / ideal), ``ideal`` (the busiest device's compute; m·(f+b+w) for
+    uniform costs), ``peak_activation``, ``static_memory`` and ``peak_memory`` (their sum), one
+    value per device in activation units, ``memory`` (curves over time) and ``closed_form``
+    (the published figures for this schedule, or None).
+    """
+
+    def __init__(self, config, program, start, end, dep, cost):
+        self.config = config
+        self.program = program
+        p = program.devices
+        pair = program.pair.copy()
+        pair[1:] |= program.pair[:-1]
+        self.ops = Ops(
+            device=program.device,
+            stage=program.stage,
+            microbatch=program.microbatch,
+            kind=_KIND_CHARS[program.kind],
+            start=start,
+            end=end,
+            pair=pair,
+            waited_for=_binding_dependency(program, start, end, dep, config.comm),
+        )
+        self._cost = cost
+        self.makespan = float(end.max()) if len(end) else 0.0
+        self.busy = np.bincount(program.device, weights=cost, minlength=p)
+        self.idle = self.makespan - self.busy
+        self.ideal = float(self.busy.max())
+        self.bubble_fraction = float(self.idle.sum() / (p * self.makespan)) if self.makespan else 0.0
+        self.bubble_rate = (self.makespan - self.ideal) / self.ideal if self.ideal else 0.0
+        self.memory: MemoryCurves = activation_curves(program, config, start, end)
+        self.peak_activation = self.memory.peaks()
+        self.static_memory = static_memory(program, config)
+        self.peak_memory = self.peak_activation + self.static_memory
+        spec = config.spec
+        self.closed_form = spec.closed_form(config) if spec.closed_form is not None and spec.name == program.name else None
+
+    @property
+    def devices(self) -> int:
+        return self.program.devices
+
+    @property
+    def peak_memory_bytes(self) -> np.ndarray | None:
+        b = self.config.activation_bytes
+        return None if b is None else self.peak_memory * b
+
+    def memory_at(self, t: float) -> np.ndarray:
+        """Activation + static memory of each device at time t."""
+        return self.memory.at(t) + self.static_memory
+
+    def to_pandas(self):
+        """The timeline as a pandas DataFrame (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("Result.to_pandas needs pandas: pip install pandas") from exc
+        o = self.ops
+        return pd.DataFrame({"device": o.device, "stage": o.stage, "microbatch": o.microbatch, "kind": o.kind,
+                             "start": o.start, "end": o.end, "pair": o.pair})
+
+    def summary(self) -> str:
+        """A few lines of text: makespan, bubble and peak memory, simulated and closed form."""
+        c = self.config
+        cf = self.closed_form
+        name = c.display_name
+        lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={c.stages_per_device} "
+                 f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
+        lines.append(f"  makespan         {self.makespan:.6g}" + (f"   closed form {cf.makespan:.6g}" if cf else ""))
+        lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +
+                     (f"   closed form {cf.bubble_fraction:.4f}  [{cf.bubble_formula} per device]" if cf else ""))
+        lines.append(f"  bubble rate      {self.bubble_rate:.4f}" + (f"   closed form {cf.bubble_rate:.4f}" if cf else ""))
+        peaks = " ".join(f"{x:.3g}" for x in self.peak_activation)
+        lines.append(f"  peak activation  {peaks}")
+        if cf and cf.peak_activation:
+            lines.append("    closed form    " + " ".join(f"{x:.3g}" for x in cf.peak_activation) + f"  [{cf.memory_formula}]")
+        if self.static_memory.any():
+            lines.append("  peak memory      " + " ".join(f"{x:.3g}" for x in self.peak_memory))
+        if cf and not cf.applies:
+            lines.append(f"  (closed form assumes {cf.assumptions}; this config does not meet all of it)")
+        return "\n".join(lines)
+
+    def to_text(self, width: int = 80) -> str:
+        """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
+        from .text import text_gantt
+
+        return text_gantt(self, width)
+
+    def __repr__(self) -> str:
+        return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
+                f"bubble {self.bubble_fraction:.1%}, peak activation {self.peak_activation.max():.3g}>")
+
+
+def _binding_dependency(program, start, end, dep, comm) -> np.ndarray:
+    """For each op, the dependency that set its start (−1 if the device itself was the limit)."""
+    n = len(start)
+    has = dep >= 0
+    ready = np.full(n, -np.inf)
+    cross = np.zeros(n)
+    cross[has] = np.where(program.device[dep[has]] != program.device[has], comm, 0.0)
+    ready[has] = end[dep[has]] + cross[has]
+    prev_end = np.zeros(n)
+    prev_end[1:] = end[:-1]
+    first = program.offsets[:-1]
+    prev_end[first[first < n]] = 0.0
+    # the second op of a pair follows its partner, so its device limit is the partner's predecessor
+    second = np.flatnonzero(program.pair) + 1
+    prev_end[second] = prev_end[second - 1]
+    binding = has & (ready >= prev_end) & (ready > 0) & np.isclose(ready, start)
+    return np.where(binding, dep, -1)

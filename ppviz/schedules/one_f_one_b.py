@@ -1,0 +1,173 @@
+"""1F1B and interleaved 1F1B, built from Megatron's schedule table.
+
+Sources: PipeDream-Flush (Narayanan et al., arXiv 2006.09503) and Megatron-LM's
+``forward_backward_pipelining_without_interleaving`` for 1F1B; Megatron's virtual pipeline
+(arXiv 2104.04473, ``forward_backward_pipelining_with_interleaving``,
+``get_schedule_table``) for interleaved. Per-device orders equal torch's ``Schedule1F1B`` (as it
+executes: p−r warmup forwards on rank r, then backward/forward) and ``ScheduleInterleaved1F1B``.
+
+Each device walks the table of (microbatch, chunk) pairs: forwards in table order, backwards
+in the same order with chunk v−1−c. Rank r first runs ``warmup`` forwards, then alternates
+one forward and one backward, then drains the remaining backwards.
+
+* 1F1B: warmup = min(p−r−1, m). Bubble: idle (p−1)(f+b+w) per device, fraction
+  (p−1)/(m+p−1). Memory: rank r holds min(p−r, m) activations; peak p on device 0.
+* Interleaved (v chunks, group size g = ``microbatch_group_size_per_vp_stage``):
+  warmup = min(2(p−r−1) + (v−1)·g, m·v). Bubble: idle (p−1)(f+b+w)/v per device,
+  ratio to ideal (p−1)/(v·m). Memory: rank r peaks at min(warmup+1, m·v) chunks, i.e.
+  p + (p−1)/v activation units on device 0 when g = p.
+
+Group size: Megatron accepts p <= g <= m unless 0 < m mod g < p. torch instead uses
+g = m // max(1, m // p) and requires m mod g = 0; that also covers m < p (g = m). ppviz's
+default is g = p when Megatron accepts it and torch's value otherwise, so every (p, m) torch
+accepts builds, and equals Megatron whenever Megatron accepts the default.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import B, F, Program
+from ..placement import Placement
+from ..errors import ScheduleConstraintError
+from .registry import ScheduleSpec, register, require
+
+
+def schedule_table(m: int, v: int, g: int) -> tuple[np.ndarray, np.ndarray]:
+    """Megatron's ``get_schedule_table``: (microbatch, chunk) in forward order.
+
+    Groups of g microbatches run through chunk 0, then chunk 1, …; the last group takes
+    whatever remains. Example (m=5, v=2, g=3): microbatch 0 1 2 0 1 2 3 4 3 4, chunk 0 0 0 1 1 1 0 0 1 1.
+    """
+    mbs, chunks = [], []
+    for first in range(0, m, g):
+        last = m if first + g >= m else first + g
+        group = np.arange(first, last)
+        for c in range(v):
+            mbs.append(group)
+            chunks.append(np.full(len(group), c))
+    return np.concatenate(mbs).astype(np.int32), np.concatenate(chunks).astype(np.int32)
+
+
+def one_f_one_b_order(f_mb, f_stage, b_mb, b_stage, warmup: int):
+    """Warmup forwards, then one forward and one backward alternately, then the remaining backwards."""
+    n = len(f_mb)
+    steady = n - warmup
+    kind = np.concatenate([np.full(warmup, F), np.tile(np.array([F, B]), steady), np.full(warmup, B)]).astype(np.int8)
+
+    def weave(f_vals, b_vals):
+        middle = np.empty(2 * steady, dtype=np.int32)
+        middle[0::2] = f_vals[warmup:]
+        middle[1::2] = b_vals[:steady]
+        return np.concatenate([f_vals[:warmup], middle, b_vals[steady:]])
+
+    return kind, weave(f_stage, b_stage), weave(f_mb, b_mb)
+
+
+def group_size(config) -> int:
+    """The interleaved group size g this config runs with (see the module docstring)."""
+    p, m = config.devices, config.microbatches
+    if config.microbatch_group_size is not None:
+        return config.microbatch_group_size
+    if m % p == 0:
+        return p
+    return m // max(1, m // p)
+
+
+def build_1f1b(config) -> Program:
+    p, m = config.devices, config.microbatches
+    mb = np.arange(m, dtype=np.int32)
+    per_device = []
+    for r in range(p):
+        stage = np.full(m, r, np.int32)
+        per_device.append(one_f_one_b_order(mb, stage, mb, stage, min(p - r - 1, m)))
+    return Program.from_arrays(per_device, stages=p, microbatches=m, placement=Placement.contiguous(p, 1))
+
+
+def interleaved_warmup(rank: int, p: int, v: int, m: int, g: int, factor: int = 2) -> int:
+    """Megatron's / torch's warmup forwards on ``rank``: (v−1)·g + factor·(p−1−rank), capped at m·v."""
+    return min((v - 1) * g + factor * (p - 1 - rank), m * v)
+
+
+def build_interleaved(config) -> Program:
+    p, m, v = config.devices, config.microbatches, config.stages_per_device
+    g = group_size(config)
+    table_mb, table_chunk = schedule_table(m, v, g)
+    per_device = []
+    for r in range(p):
+        f_stage = table_chunk * p + r
+        b_stage = (v - 1 - table_chunk) * p + r
+        per_device.append(one_f_one_b_order(table_mb, f_stage, table_mb, b_stage, interleaved_warmup(r, p, v, m, g)))
+    return Program.from_arrays(per_device, stages=p * v, microbatches=m, placement=Placement.loop(p, v))
+
+
+def _validate_1f1b(config) -> None:
+    require(config.stages_per_device == 1, config, "stages_per_device",
+            "use 1, or interleaved-1f1b for v >= 2", "holds one stage per device")
+    require(config.microbatch_group_size is None, config, "microbatch_group_size",
+            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+
+
+def validate_group_size(config) -> None:
+    p, m = config.devices, config.microbatches
+    g = group_size(config)
+    if config.microbatch_group_size is None:
+        if not 0 < m % g < p:
+            return
+        ok = [k for k in range(max(1, m - p), m + p + 1) if k % max(1, k // p) == 0]
+        near = sorted(ok, key=lambda k: (abs(k - m), k))[:2]
+        raise ScheduleConstraintError(
+            "microbatches", m,
+            f"use m = {' or '.join(map(str, sorted(near)))}, or set microbatch_group_size",
+            reason=(f"{config.schedule} with p={p} needs m to be a multiple of p (Megatron, g = p) or of the "
+                    f"number of rounds m // p (torch); both refuse m={m}"))
+    accepted = (f"give p <= g <= m (Megatron: {p} <= g <= {m}) without 0 < m mod g < p, "
+                f"or leave it unset for the default")
+    require(g <= m, config, "microbatch_group_size", accepted, "needs the group size to be at most m")
+    require(g >= p or g == m, config, "microbatch_group_size", accepted,
+            "deadlocks with a group smaller than p (the first backward would wait for a forward queued behind it)")
+    require(not (0 < m % g < p), config, "microbatch_group_size", accepted,
+            f"would leave a last group of {m % g} < p microbatches, which Megatron refuses (dependency bubbles)")
+
+
+def _validate_interleaved(config) -> None:
+    require(config.stages_per_device >= 2, config, "stages_per_device", "use v >= 2, or 1f1b for v = 1",
+            "interleaves several stages per device")
+    validate_group_size(config)
+
+
+def _closed_1f1b(config):
+    from ..formulas import one_f_one_b
+
+    return one_f_one_b(config)
+
+
+def _closed_interleaved(config):
+    from ..formulas import interleaved
+
+    return interleaved(config)
+
+
+register(ScheduleSpec(
+    name="1f1b",
+    summary="one forward, one backward: PipeDream-Flush / Megatron non-interleaved",
+    reference="PipeDream-Flush (arXiv 2006.09503); Megatron-LM; torch Schedule1F1B",
+    builder=build_1f1b,
+    aliases=("Schedule1F1B", "pipedream-flush", "oneFoneB"),
+    validate=_validate_1f1b,
+    closed_form=_closed_1f1b,
+    constraints="v = 1",
+))
+
+register(ScheduleSpec(
+    name="interleaved-1f1b",
+    summary="1F1B over v model chunks per device (virtual pipeline)",
+    reference="Megatron-LM virtual pipeline (arXiv 2104.04473); torch ScheduleInterleaved1F1B",
+    builder=build_interleaved,
+    aliases=("ScheduleInterleaved1F1B", "interleaved", "vpp", "virtual-pipeline"),
+    default_v=2,
+    v_rule=">= 2",
+    validate=_validate_interleaved,
+    closed_form=_closed_interleaved,
+    constraints="v >= 2; group size g: p <= g <= m and not 0 < m mod g < p (default p, or torch's m // (m // p))",
+))

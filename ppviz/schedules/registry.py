@@ -1,0 +1,147 @@
+"""The schedule registry: names, aliases, constraints and builders.
+
+Names are matched case-insensitively and ignoring ``-``, ``_``, spaces and torch's
+``Schedule`` class prefix, so ``"ScheduleInterleaved1F1B"``, ``"interleaved_1f1b"`` and
+``"Interleaved1F1B"`` all name the same schedule.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import ConfigError, ScheduleConstraintError, UnknownScheduleError
+
+
+@dataclass(frozen=True)
+class ScheduleSpec:
+    """What the registry knows about one schedule."""
+
+    name: str
+    summary: str
+    reference: str
+    builder: Callable | None
+    aliases: tuple[str, ...] = ()
+    default_v: int = 1
+    v_rule: str = "1"
+    constraints: str = ""
+    validate: Callable | None = None
+    closed_form: Callable | None = None
+    replicas: int = 1
+    split_backward: bool = False
+
+    def stage_count(self, devices: int, v: int) -> int | None:
+        if self.builder is None:
+            return None
+        if self.replicas == 2:
+            return devices
+        return devices * v
+
+    def check(self, config) -> None:
+        if self.validate is not None:
+            self.validate(config)
+
+    def build_program(self, config):
+        if self.builder is None:
+            raise ConfigError(
+                "schedule", config.schedule,
+                "a custom schedule is a Program: build it with ppviz.Program.from_text(...) and call "
+                "ppviz.simulate(program, config)")
+        program = self.builder(config)
+        program.name = config.schedule
+        return program
+
+
+_REGISTRY: dict[str, ScheduleSpec] = {}
+_ALIASES: dict[str, str] = {}
+
+
+def _normal(name: str) -> str:
+    key = name.strip().lower()
+    key = re.sub(r"^schedule", "", key) if key != "schedule" else key
+    return re.sub(r"[\s_\-]+", "", key)
+
+
+def register(spec: ScheduleSpec) -> ScheduleSpec:
+    for alias in (spec.name, *spec.aliases):
+        key = _normal(alias)
+        if key in _ALIASES and _ALIASES[key] != spec.name:
+            raise RuntimeError(f"alias {alias!r} already names {_ALIASES[key]!r}")
+        _ALIASES[key] = spec.name
+    _REGISTRY[spec.name] = spec
+    return spec
+
+
+def lookup(name: str) -> ScheduleSpec:
+    _load()
+    key = _normal(name)
+    if key in _ALIASES:
+        return _REGISTRY[_ALIASES[key]]
+    names = list(_REGISTRY)
+    candidates = {**{_normal(a): a for a in _ALIASES}, **{_normal(n): n for n in names}}
+    close = difflib.get_close_matches(key, list(candidates), n=3, cutoff=0.5)
+    suggestions = []
+    for c in close:
+        canonical = _ALIASES[c]
+        if canonical not in suggestions:
+            suggestions.append(canonical)
+    raise UnknownScheduleError(name, suggestions, names)
+
+
+def all_specs() -> list[ScheduleSpec]:
+    _load()
+    return list(_REGISTRY.values())
+
+
+_loaded = False
+
+
+def _load() -> None:
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    # importing the family modules registers their schedules
+    from . import custom, gpipe, one_f_one_b, zero_bubble  # noqa: F401
+
+
+def require(condition: bool, config, field: str, accepted: str, reason: str) -> None:
+    """Raise a ScheduleConstraintError naming the schedule, the field and what would work."""
+    if not condition:
+        raise ScheduleConstraintError(field, getattr(config, field, None), accepted,
+                                      reason=f"{config.schedule} {reason}")
+
+
+class ScheduleTable(tuple):
+    """The registry as returned by ``ppviz.schedules()``: a tuple of specs that prints as a table."""
+
+    def __repr__(self) -> str:
+        rows = [("name", "v", "aliases", "what it is")]
+        for s in self:
+            rows.append((s.name, s.v_rule, ", ".join(s.aliases[:4]), s.summary))
+        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        lines = []
+        for r in rows:
+            lines.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        head = "<tr><th>name</th><th>v</th><th>aliases</th><th>what it is</th><th>reference</th><th>constraints</th></tr>"
+        body = "".join(
+            f"<tr><td><code>{escape(s.name)}</code></td><td>{escape(s.v_rule)}</td><td>{escape(', '.join(s.aliases))}</td>"
+            f"<td>{escape(s.summary)}</td><td>{escape(s.reference)}</td><td>{escape(s.constraints)}</td></tr>"
+            for s in self
+        )
+        return f"<table>{head}{body}</table>"
+
+    def names(self) -> list[str]:
+        return [s.name for s in self]
+
+
+def schedules() -> ScheduleTable:
+    """The registry: every schedule's name, aliases, constraints and a one-line description."""
+    return ScheduleTable(all_specs())

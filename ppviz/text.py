@@ -1,0 +1,37 @@
+"""Plain-text Gantt chart for terminals."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def text_gantt(result, width: int = 80) -> str:
+    p = result.devices
+    label = [f"dev {d} " for d in range(p)]
+    lw = max(len(s) for s in label)
+    cols = max(10, width - lw - 1)
+    span = result.makespan or 1.0
+    # whole columns per time unit keep equal ops equally wide, so labels line up
+    scale = float(int(cols // span)) if span <= cols else cols / span
+    cols = min(cols, int(np.ceil(span * scale)))
+    o = result.ops
+    rows = [[" "] * cols for _ in range(p)]
+    order = np.argsort(o.start, kind="stable")
+    for k in order.tolist():
+        d = int(o.device[k])
+        a = int(round(o.start[k] * scale))
+        e = int(round(o.end[k] * scale))
+        if e <= a:
+            continue
+        kind = "#" if o.pair[k] else str(o.kind[k])
+        text = f"{kind}{int(o.microbatch[k])}"
+        cell = (text + kind * (e - a))[: e - a] if len(text) <= e - a else kind * (e - a)
+        for j, ch in enumerate(cell):
+            if a + j < cols:
+                rows[d][a + j] = ch
+    for d in range(p):
+        rows[d] = ["·" if ch == " " else ch for ch in rows[d]]
+    axis = f"{'':{lw}} 0{'':{cols - len(f'{span:g}') - 1}}{span:g}"
+    lines = [label[d].ljust(lw) + "".join(rows[d]) for d in range(p)]
+    legend = "F forward  B backward  I input-grad  W weight-grad  # F&B pair  · idle"
+    return "\n".join(lines + [axis, legend])

@@ -1,0 +1,102 @@
+import math
+
+import pytest
+
+import ppviz
+from ppviz import Config, ConfigError, ScheduleConstraintError, UnknownScheduleError
+
+
+def test_defaults_and_normalised_name():
+    cfg = Config(schedule="Interleaved1F1B", devices=4, microbatches=8)
+    assert cfg.schedule == "interleaved-1f1b"
+    assert cfg.stages_per_device == 2  # the schedule's default
+    assert cfg.stages == 8
+
+
+@pytest.mark.parametrize("alias, name", [
+    ("1F1B", "1f1b"), ("Schedule1F1B", "1f1b"), ("ScheduleGPipe", "gpipe"), ("GPIPE", "gpipe"),
+    ("ZB1P", "zb-h1"), ("zb_h1", "zb-h1"), ("interleaved_1f1b", "interleaved-1f1b"), ("VPP", "interleaved-1f1b"),
+])
+def test_aliases_are_case_insensitive(alias, name):
+    assert Config(schedule=alias).schedule == name
+
+
+def test_unknown_schedule_suggests_close_names():
+    with pytest.raises(UnknownScheduleError) as err:
+        Config(schedule="zb-h3")
+    assert "zb-h1" in err.value.suggestions
+    assert "zb-h3" in str(err.value) and "known schedules" in str(err.value)
+    assert isinstance(err.value, ValueError)
+
+
+@pytest.mark.parametrize("field, value, fragment", [
+    ("devices", 0, "devices=0"),
+    ("devices", 2.5, "devices=2.5"),
+    ("devices", True, "devices=True"),
+    ("microbatches", -1, "microbatches=-1"),
+    ("f", -1.0, "f=-1.0"),
+    ("b", math.nan, "b=nan"),
+    ("w", math.inf, "w=inf"),
+    ("comm", -0.5, "comm=-0.5"),
+    ("fb", 0.0, "fb=0.0"),
+    ("w_share", 1.5, "w_share=1.5"),
+    ("stages_per_device", 0, "stages_per_device=0"),
+    ("f", "fast", "f='fast'"),
+])
+def test_bad_values_name_field_value_and_what_is_accepted(field, value, fragment):
+    with pytest.raises(ConfigError) as err:
+        Config(**{field: value})
+    text = str(err.value)
+    assert fragment in text
+    assert "give" in text  # says what would be accepted
+    assert err.value.field == field
+
+
+def test_all_costs_zero_is_refused():
+    with pytest.raises(ConfigError, match="at least one of f, b, w"):
+        Config(f=0, b=0, w=0)
+
+
+def test_schedule_constraints_say_which_rule_failed():
+    with pytest.raises(ScheduleConstraintError, match="1f1b holds one stage per device"):
+        Config(schedule="1f1b", stages_per_device=2)
+    with pytest.raises(ScheduleConstraintError, match="interleaves several stages"):
+        Config(schedule="interleaved-1f1b", stages_per_device=1)
+    with pytest.raises(ScheduleConstraintError, match="at most m"):
+        Config(schedule="interleaved-1f1b", devices=4, microbatches=8, microbatch_group_size=9)
+    with pytest.raises(ScheduleConstraintError, match="smaller than p"):
+        Config(schedule="interleaved-1f1b", devices=4, microbatches=8, microbatch_group_size=2)
+    with pytest.raises(ScheduleConstraintError, match="last group of 2"):
+        Config(schedule="interleaved-1f1b", devices=4, microbatches=10, microbatch_group_size=4)
+
+
+def test_stage_costs_are_checked_and_frozen():
+    cfg = Config(schedule="1f1b", devices=4, stage_costs={3: {"f": 2.0}})
+    assert cfg.stage_costs[3]["f"] == 2.0
+    assert not cfg.uniform
+    hash(cfg)  # frozen and hashable
+    with pytest.raises(ConfigError, match="stage keys must be integers 0..3"):
+        Config(schedule="1f1b", devices=4, stage_costs={4: {"f": 1}})
+    with pytest.raises(ConfigError, match="keys must be among"):
+        Config(schedule="1f1b", devices=4, stage_costs={0: {"forward": 1}})
+    with pytest.raises(ConfigError, match="stage_costs\\[0\\]\\['f'\\]"):
+        Config(schedule="1f1b", devices=4, stage_costs={0: {"f": -1}})
+
+
+def test_replace_revalidates():
+    cfg = Config(schedule="1f1b", devices=4, microbatches=8)
+    assert cfg.replace(microbatches=16).microbatches == 16
+    with pytest.raises(ConfigError):
+        cfg.replace(devices=0)
+    with pytest.raises(AttributeError):
+        cfg.devices = 3  # frozen
+
+
+def test_registry_lists_every_schedule_with_aliases():
+    table = ppviz.schedules()
+    names = table.names()
+    for name in ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1"):
+        assert name in names
+    text = repr(table)
+    assert "ScheduleInterleaved1F1B" in text and "ZB1P" in text
+    assert "<table>" in table._repr_html_()

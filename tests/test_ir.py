@@ -1,0 +1,91 @@
+import pytest
+
+import ppviz
+from ppviz import Config, ParseError, Program, ProgramError
+
+
+def test_round_trip_through_torch_strings():
+    for name, v in [("gpipe", 1), ("1f1b", 1), ("interleaved-1f1b", 2), ("zb-h1", 1)]:
+        program = Config(schedule=name, devices=4, microbatches=8, stages_per_device=v).build()
+        back = Program.from_torch(program.to_torch())
+        assert back == program
+        assert Program.from_text(program.to_text()) == program
+        assert back.placement.style == program.placement.style
+
+
+def test_to_torch_uses_action_strings():
+    actions = Config(schedule="1f1b", devices=2, microbatches=3).build().to_torch()
+    assert actions == {0: ["0F0", "0F1", "0B0", "0F2", "0B1", "0B2"], 1: ["1F0", "1B0", "1F1", "1B1", "1F2", "1B2"]}
+
+
+def test_pairs_parse_and_print_like_torch():
+    text = """
+    device 0: 0F0 0F1 (0F2;0B0)OVERLAP_F_B 0B1 0B2
+    device 1: 1F0 1B0 1F1 1B1 1F2 1B2
+    """
+    program = Program.from_text(text)
+    assert program.to_torch()[0][2] == "(0F2;0B0)OVERLAP_F_B"
+    assert len(program) == 12
+    program.validate()
+
+
+def test_idle_steps_and_comm_actions_are_dropped():
+    program = Program.from_torch({0: ["0F0", None, "", "0SEND_F0", "0B0"], 1: ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]})
+    assert program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+
+
+def test_dict_of_strings_and_commas():
+    program = Program.from_text({0: "0F0, 0B0", 1: ["1F0", "1B0"]})
+    assert program.devices == 2 and program.stages == 2 and program.microbatches == 1
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("0F0 0X0 0B0", "device 0, position 1: '0X0' is not an action"),
+    ("0F0 0B0\n1F0 F1", "device 1, position 1: 'F1' is not an action"),
+    ("device 0: 0F0\ndevice 0: 0B0", "device 0 appears twice"),
+    ("", "holds no devices"),
+    ("device 1: 1F0 1B0", "device 0 has no row"),
+])
+def test_parse_errors_name_device_and_position(text, fragment):
+    with pytest.raises(ParseError) as err:
+        Program.from_text(text)
+    assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize("rows, fragment", [
+    ({0: "0F0 0I0 0F1 0B1", 1: "1F0 1I0 1W0 1F1 1B1"}, "device 0, position 1 (0I0): W is missing for this I; add 0W0"),
+    ({0: "0F0 0B0", 1: "1F0 1B0 1B1"}, "stage 0 microbatch 1 is never forwarded"),
+    ({0: "0F0 0B0 0F1", 1: "1F0 1B0 1F1 1B1"}, "stage 0 microbatch 1 is never backwarded"),
+    ({0: "0F0 0B0 0F1 0B1", 1: "1F0 1B0 1F1 1B1 1F0"}, "runs twice"),
+    ({0: "0B0 0F0", 1: "1F0 1B0"}, "device 0, position 0 (0B0): the backward runs before its forward 0F0"),
+    ({0: "0F0 0W0 0I0", 1: "1F0 1B0"}, "device 0, position 1 (0W0): W runs before its I 0I0"),
+    ({0: "0F0 0B0 1F1 1B1", 1: "1F0 1B0 0F1 0B1"}, "device 1, position 2 (0F1): stage 0 already runs on device 0"),
+    ({0: "0F0 0B0 0F1 0B1", 1: "1F0 1B0 1F1 1W1"}, "W without an I"),
+    ({0: "0F0 0I0 0W0 0B0", 1: "1F0 1B0"}, "both a full backward B and a split I/W"),
+])
+def test_validation_names_the_rule(rows, fragment):
+    with pytest.raises(ProgramError) as err:
+        Program.from_text(rows).validate()
+    assert fragment in str(err.value)
+
+
+def test_validation_catches_placement_mismatch():
+    program = Config(schedule="1f1b", devices=2, microbatches=2).build()
+    program.placement = ppviz.Placement.from_mapping(2, [1, 0])
+    with pytest.raises(ProgramError, match="belongs on device 1 under the custom placement"):
+        program.validate()
+
+
+def test_bidirectional_placement_for_two_replicas():
+    # microbatch 0 flows down (stage s on device s), microbatch 1 up (stage s on device 1 - s)
+    text = {0: "0F0 1F1 1B1 0B0", 1: "0F1 1F0 1B0 0B1"}
+    with pytest.raises(ProgramError, match="already runs on device"):
+        Program.from_text(text)
+    program = Program.from_text(text, placement="bidirectional").validate()
+    assert program.placement.describe(0) == "stages 0↓ 1↑"
+    res = ppviz.simulate(program)
+    # by hand: device 0 runs 0F0 [0,1], 1F1 [1,2] (after 0F1 on device 1), 1B1 [2,4], 0B0 [4,6]
+    # (after 1B0 on device 1); device 1 mirrors it, so the two replicas leave no bubble
+    assert res.makespan == 6.0
+    assert list(res.ops.start[:4]) == [0.0, 1.0, 2.0, 4.0]
+    assert res.bubble_fraction == 0.0

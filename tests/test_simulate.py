@@ -1,0 +1,196 @@
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ppviz
+from ppviz import Config, DeadlockError, Program, simulate
+
+
+def run(schedule, p=4, m=8, **kw):
+    return simulate(Config(schedule=schedule, devices=p, microbatches=m, **kw))
+
+
+# Published numbers (landscape.md §3, reproduced by running the anchors' own code) -------------
+
+def test_1f1b_p4_m8():
+    res = run("1f1b")  # f = b = w = 1: F = 1, full B = 2
+    assert res.makespan == 33
+    assert Fraction(res.bubble_fraction).limit_denominator(1000) == Fraction(3, 11)
+    assert list(res.idle) == [9, 9, 9, 9]
+
+
+def test_gpipe_matches_1f1b_bubble():
+    assert run("gpipe").makespan == 33
+
+
+def test_zb_h1_is_27_and_a_third_of_1f1b_idle():
+    zb, base = run("zb-h1"), run("1f1b")
+    assert zb.makespan == 27
+    assert list(zb.idle) == [3, 3, 3, 3]
+    assert zb.idle[0] * 3 == base.idle[0]
+
+
+@pytest.mark.parametrize("group", [None, 4, 8])
+def test_interleaved_v2_is_28_5(group):
+    res = run("interleaved-1f1b", stages_per_device=2, microbatch_group_size=group)
+    assert res.makespan == 28.5
+    assert res.idle[0] == 4.5
+
+
+def test_peak_activation_on_device_0():
+    p, m, v = 4, 8, 2
+    assert run("gpipe").peak_activation[0] == m
+    assert list(run("1f1b").peak_activation) == [4, 3, 2, 1]
+    assert run("interleaved-1f1b", stages_per_device=v).peak_activation[0] == p + (p - 1) / v
+
+
+@pytest.mark.parametrize("m, v, expected", [(1, 1, 7.0), (32, 8, 0.02734375)])
+def test_playbook_bubble_chart_p8(m, v, expected):
+    # Ultra-Scale Playbook pp_bubblesize chart: (p−1)/(v·m) for p = 8
+    name = "1f1b" if v == 1 else "interleaved-1f1b"
+    res = run(name, p=8, m=m, stages_per_device=v)
+    assert res.bubble_rate == pytest.approx(expected)
+    assert res.closed_form.bubble_rate == pytest.approx(expected)
+
+
+# Hand-checked small cases with unequal costs -----------------------------------------------------
+
+def test_1f1b_unequal_costs_by_hand():
+    # p=2, m=2, f=1, b=2, w=1 (full B = 3). Device 0: F0 [0,1] F1 [1,2] B0 waits for device 1's B0.
+    # Device 1: F0 [1,2] B0 [2,5] F1 [5,6] B1 [6,9]. Device 0: B0 [5,8] B1 [9,12].
+    res = run("1f1b", p=2, m=2, f=1, b=2, w=1)
+    starts = {(int(d), str(k), int(mb)): s for d, k, mb, s in zip(res.ops.device, res.ops.kind, res.ops.microbatch, res.ops.start)}
+    assert starts[(1, "B", 0)] == 2 and starts[(1, "F", 1)] == 5 and starts[(0, "B", 0)] == 5 and starts[(0, "B", 1)] == 9
+    assert res.makespan == 12
+
+
+def test_comm_is_added_only_across_devices():
+    # p=2, m=1: F0 [0,1] on d0, F1 [1+c, 2+c] on d1, B1 [2+c, 4+c] (same device: no comm),
+    # B0 [4+2c, 6+2c]
+    res = run("1f1b", p=2, m=1, comm=0.25)
+    assert res.makespan == 6.5
+    assert list(res.ops.start) == [0, 4.5, 1.25, 2.25]
+
+
+def test_zb_h1_unequal_costs_by_hand():
+    # p=2, m=2, f=2, b=1, w=1. Orders: device 0 F0 F1 I0 W0 I1 W1; device 1 F0 I0 F1 I1 W0 W1.
+    # Device 1: F0 [2,4] I0 [4,5] F1 [5,7] I1 [7,8] W0 [8,9] W1 [9,10].
+    # Device 0: F0 [0,2] F1 [2,4] I0 [5,6] (after device 1's I0) W0 [6,7] I1 [8,9] W1 [9,10].
+    res = run("zb-h1", p=2, m=2, f=2, b=1, w=1)
+    assert res.program.to_torch() == {0: ["0F0", "0F1", "0I0", "0W0", "0I1", "0W1"],
+                                      1: ["1F0", "1I0", "1F1", "1I1", "1W0", "1W1"]}
+    assert list(res.ops.start) == [0, 2, 5, 6, 8, 9, 2, 4, 5, 7, 8, 9]
+    assert res.makespan == 10
+    # the closed form (p−1)(f+b−w) = 2 of idle per device agrees
+    assert res.closed_form.applies and res.closed_form.makespan == 10 and list(res.idle) == [2, 2]
+
+
+def test_per_stage_override_slows_the_pipeline():
+    base = run("1f1b", p=4, m=8)
+    slow = run("1f1b", p=4, m=8, stage_costs={3: {"f": 2.0, "b": 2.0, "w": 2.0}})
+    # the last stage is the bottleneck: it runs 8 × 6 of work after its first forward arrives at t = 3
+    assert slow.makespan == 3 + 8 * 6 + 3 * 2
+    assert slow.makespan > base.makespan
+    assert slow.closed_form is not None and not slow.closed_form.applies
+
+
+def test_fb_pair_cost_and_timing():
+    # a single device running an overlapped pair: F1 with B0 in one slot costing fb (ratio applied)
+    program = Program.from_text({0: "0F0 (0F1;0B0)OVERLAP_F_B 0B1"})
+    res = simulate(program, f=1, b=1, w=1)  # pair = F + B = 3
+    assert list(res.ops.start) == [0, 1, 1, 4]
+    assert list(res.ops.end) == [1, 4, 4, 6]
+    assert res.ops.pair.tolist() == [False, True, True, False]
+    faster = simulate(program, f=1, b=1, w=1, fb=2.0)  # fb / (f+b+w) = 2/3 of 3 = 2
+    assert faster.makespan == 1 + 2 + 2
+
+
+def test_stage_fraction_scales_costs_with_v():
+    # v = 2: each stage is half of 1/p of the model, so an interleaved program costs the same per device
+    a, b = run("1f1b", p=4, m=8), run("interleaved-1f1b", p=4, m=8, stages_per_device=2)
+    assert a.busy[0] == b.busy[0] == 8 * 3
+
+
+# Memory --------------------------------------------------------------------------------------------
+
+def test_memory_release_rules():
+    program = Program.from_text({0: "0F0 0I0 0W0"})
+    res = simulate(program, w_share=0.25, activation=2.0)
+    times, values = res.memory.curve(0)
+    # F allocates 2 at t=0; I at [1,2] frees 1.5 (the share W does not need); W at [2,3] frees 0.5
+    assert list(times) == [0, 2, 3]
+    assert list(values) == [2, 0.5, 0]
+    assert res.memory.at(0.5)[0] == 2.0
+    assert res.memory.at(2.5)[0] == 0.5
+    assert res.memory.at(3.0)[0] == 0.0
+    assert res.peak_activation[0] == 2.0
+
+
+def test_frees_before_allocations_at_the_same_instant():
+    res = run("1f1b", p=2, m=4)
+    # device 1 alternates F and B back to back: it never holds more than one activation
+    assert res.peak_activation[1] == 1
+
+
+def test_static_memory_counts_replicas_and_bytes():
+    res = run("1f1b", p=4, m=8, params=3.0, activation_bytes=2e6)
+    assert list(res.static_memory) == [3, 3, 3, 3]
+    assert list(res.peak_memory) == [7, 6, 5, 4]
+    assert list(res.peak_memory_bytes) == [14e6, 12e6, 10e6, 8e6]
+
+
+# Deadlocks and robustness --------------------------------------------------------------------------
+
+def test_deadlock_shows_each_blocked_device():
+    # device 0 wants the backward before device 1 has run the forward it needs
+    program = Program.from_text({0: "0F0 0B0 0F1 0B1", 1: "1F1 1B1 1F0 1B0"})
+    with pytest.raises(DeadlockError) as err:
+        simulate(program)
+    text = str(err.value)
+    assert "deadlock" in text
+    assert "[0B0]" in text and "waits for 1B0" in text
+    assert "[1F1]" in text and "waits for 0F1" in text
+    assert err.value.blocked == {0: ("0B0", "1B0"), 1: ("1F1", "0F1")}
+    assert isinstance(err.value, ValueError)
+
+
+@pytest.mark.parametrize("engine", ["events", "lockstep"])
+def test_both_engines_report_the_same_deadlock(engine):
+    program = Program.from_text({0: "0F0 0B0 0F1 0B1", 1: "1F1 1B1 1F0 1B0"})
+    with pytest.raises(DeadlockError, match=r"\[0B0\]"):
+        simulate(program, engine=engine)
+
+
+def test_long_chain_does_not_recurse():
+    # one device, 200 000 microbatches: the old recursive executors hit RecursionError here
+    res = run("1f1b", p=1, m=200_000)
+    assert res.makespan == 200_000 * 3
+
+
+def test_engines_are_bit_identical():
+    cfg = Config(schedule="interleaved-1f1b", devices=8, microbatches=24, stages_per_device=3, f=0.7, b=1.3, w=0.9, comm=0.11)
+    a = simulate(cfg, engine="events")
+    b = simulate(cfg, engine="lockstep")
+    assert np.array_equal(a.ops.start, b.ops.start) and np.array_equal(a.ops.end, b.ops.end)
+
+
+def test_waited_for_names_the_binding_dependency():
+    res = run("1f1b", p=2, m=1)
+    # device 1's F0 waited for device 0's F0; device 0's B0 waited for device 1's B0
+    k = {(int(d), str(kd)): i for i, (d, kd) in enumerate(zip(res.ops.device, res.ops.kind))}
+    assert res.ops.waited_for[k[(1, "F")]] == k[(0, "F")]
+    assert res.ops.waited_for[k[(0, "B")]] == k[(1, "B")]
+    assert res.ops.waited_for[k[(0, "F")]] == -1
+
+
+def test_to_pandas_has_the_timeline_columns():
+    pd = pytest.importorskip("pandas")
+    df = run("1f1b", p=2, m=2).to_pandas()
+    assert list(df.columns[:6]) == ["device", "stage", "microbatch", "kind", "start", "end"]
+    assert len(df) == 8 and isinstance(df, pd.DataFrame)
+
+
+def test_simulate_rejects_other_types():
+    with pytest.raises(ppviz.ConfigError, match="simulate takes a ppviz.Config or a ppviz.Program"):
+        simulate("1f1b")
