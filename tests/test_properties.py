@@ -18,7 +18,7 @@ def configs(draw, schedules=tuple(SCHEDULES), uniform=False):
     spec = next(s for s in all_specs() if s.name == name)
     p = draw(st.integers(1, 8))
     m = draw(st.integers(1, 4 * p))
-    v = spec.default_v if spec.v_rule in ("1", "2") else draw(st.integers(2, 4))
+    v = draw(st.integers(spec.v_min, min(spec.v_max or 4, 4)))
     f, b, w = draw(costs), draw(costs), draw(costs)
     assume(f + b + w > 0)
     comm = 0.0 if uniform else draw(st.sampled_from([0.0, 0.0, 0.1, 0.5]))

@@ -12,5 +12,5 @@ register(ScheduleSpec(
     reference="torch.distributed.pipelining action format",
     builder=None,
     aliases=("text", "csv"),
-    v_rule="any",
+    v_max=None,
 ))

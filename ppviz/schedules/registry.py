@@ -25,12 +25,20 @@ class ScheduleSpec:
     builder: Callable | None
     aliases: tuple[str, ...] = ()
     default_v: int = 1
-    v_rule: str = "1"
+    v_min: int = 1
+    v_max: int | None = 1  # None: no upper bound
     constraints: str = ""
     validate: Callable | None = None
     closed_form: Callable | None = None
     replicas: int = 1
     split_backward: bool = False
+
+    @property
+    def v_rule(self) -> str:
+        """Accepted stages per device, e.g. ``"1"``, ``"2"``, ``">= 2"``, ``"any"``."""
+        if self.v_max is None:
+            return "any" if self.v_min <= 1 else f">= {self.v_min}"
+        return str(self.v_min) if self.v_min == self.v_max else f"{self.v_min}..{self.v_max}"
 
     def stage_count(self, devices: int, v: int) -> int | None:
         if self.builder is None:
@@ -92,7 +100,8 @@ def lookup(name: str) -> ScheduleSpec:
 
 def all_specs() -> list[ScheduleSpec]:
     _load()
-    return list(_REGISTRY.values())
+    rank = {name: i for i, name in enumerate(ORDER)}
+    return sorted(_REGISTRY.values(), key=lambda s: (rank.get(s.name, len(ORDER)), s.name))
 
 
 _loaded = False
@@ -103,8 +112,20 @@ def _load() -> None:
     if _loaded:
         return
     _loaded = True
-    # importing the family modules registers their schedules
-    from . import custom, gpipe, one_f_one_b, zero_bubble  # noqa: F401
+    # importing each family module registers its schedules
+    import importlib
+    import pkgutil
+    import sys
+
+    package = sys.modules[__package__]  # ppviz.schedules (the name ppviz.schedules is the function)
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name != "registry":
+            importlib.import_module(f"{__package__}.{info.name}")
+
+
+#: DESIGN.md's order, used when listing the registry; schedules not named here come last.
+ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
+         "v-half", "v-min", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap", "custom")
 
 
 def require(condition: bool, config, field: str, accepted: str, reason: str) -> None:
