@@ -132,6 +132,12 @@ class Result:
 
         return text_gantt(self, width)
 
+    def to_chrome_trace(self, path, time_unit_us: float = 1000.0) -> str:
+        """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters."""
+        from .export import write_chrome_trace
+
+        return write_chrome_trace(self, path, time_unit_us)
+
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
                 f"bubble {self.bubble_fraction:.1%}, peak activation {self.peak_activation.max():.3g}>")
