@@ -15,6 +15,7 @@ from .placement import Placement
 from .result import Result
 from .schedules.registry import schedules
 from .simulate import simulate
+from .torch_interop import from_torch
 
 __version__ = "0.1.0"
 
@@ -30,6 +31,22 @@ __all__ = [
     "Result",
     "ScheduleConstraintError",
     "UnknownScheduleError",
+    "charts",
+    "from_torch",
     "schedules",
+    "show",
     "simulate",
 ]
+
+
+def __getattr__(name):
+    # the widget imports anywidget and ipywidgets; load them only when the widget is used
+    if name == "show":
+        from .widget import show
+
+        return show
+    if name == "charts":  # imports altair (about a second); only when charts are used
+        import importlib
+
+        return importlib.import_module(f"{__name__}.charts")
+    raise AttributeError(f"module 'ppviz' has no attribute {name!r}")

@@ -3,7 +3,9 @@
 Ops are F (forward), B (full backward), I (backward for inputs) and W (backward for
 weights) of one (stage, microbatch); two ops may form an F&B pair that runs as one slot.
 The text form is torch's action strings: ``0F1`` is stage 0 forward microbatch 1, ``2I0``,
-``2W0``, ``3B5``, and a pair ``(0F7;7B3)OVERLAP_F_B``.
+``2W0``, ``3B5``, and a pair ``(0F7;7B3)OVERLAP_F_B``. The CSV form is torch's
+``compute_only`` file (``PipelineScheduleMulti._dump_csv`` / ``_load_csv``): row r holds rank
+r's actions, one per cell, an empty cell being an idle step.
 
 A program is stored as flat numpy columns in device order (``offsets[d]:offsets[d+1]`` are
 device d's ops) so that a million ops build, validate and simulate in well under a second.
@@ -11,6 +13,8 @@ device d's ops) so that a million ops build, validate and simulate in well under
 
 from __future__ import annotations
 
+import csv
+import os
 import re
 from collections.abc import Mapping, Sequence
 
@@ -25,6 +29,9 @@ KIND_NAMES = {"F": "forward", "B": "full backward", "I": "backward for inputs", 
 
 _STAGE_BITS = 20
 _PAIR_BIT = 1 << 3
+#: Largest stage and microbatch index the packed op codes hold.
+MAX_STAGE = (1 << _STAGE_BITS) - 1
+MAX_MICROBATCH = (1 << 31) - 1
 
 
 def action(kind: int, stage: int, microbatch: int) -> str:
@@ -170,12 +177,51 @@ class Program:
         for d, row in enumerate(rows):
             if isinstance(row, str):
                 row = _split_actions(row)
+            elif not isinstance(row, Sequence):
+                raise ParseError(f"device {d}: expected a list of actions or a string of them; "
+                                 f"got {type(row).__name__} {row!r}", device=d)
             ops = DeviceOps()
             for position, item in enumerate(row):
                 _parse_into(ops, item, d, position)
             per_device.append(ops)
         program = cls.from_device_ops(per_device, stages=1, microbatches=1, name=name)
         return program._with_inferred_shape(microbatches, stages, placement)
+
+    @classmethod
+    def from_torch_csv(cls, path, *, microbatches: int | None = None, stages: int | None = None,
+                       placement: Placement | str | None = None, name: str = "custom") -> "Program":
+        """Read torch's ``compute_only`` CSV, as ``PipelineScheduleMulti._load_csv`` reads it.
+
+        Row r is rank r (a blank line is a rank with no actions); each cell is an action string,
+        an empty cell is an idle step. ``path`` is a file name or an open text file. Errors name
+        the rank (device) and the cell (position) as torch's own validation does. A
+        ``compute_comms`` file reads too: its SEND/RECV/UNSHARD/REDUCE_GRAD cells are dropped.
+        """
+        if hasattr(path, "read"):
+            rows = list(csv.reader(path))
+        else:
+            with open(os.fspath(path), newline="") as fh:
+                rows = list(csv.reader(fh))
+        if not rows:
+            raise ParseError(f"the CSV {getattr(path, 'name', path)!s} holds no rows; torch's format has one row per rank")
+        return cls.from_torch(rows, microbatches=microbatches, stages=stages, placement=placement, name=name)
+
+    def to_torch_csv(self, path) -> None:
+        """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it.
+
+        torch's ``_load_csv`` reads the file back into this program's ``pipeline_order`` (pairs as
+        ``OVERLAP_F_B`` actions); ppviz programs have no idle steps, so there are no empty cells.
+        """
+        if hasattr(path, "write"):
+            self._write_csv(path)
+        else:
+            with open(os.fspath(path), "w", newline="") as fh:
+                self._write_csv(fh)
+
+    def _write_csv(self, fh) -> None:
+        writer = csv.writer(fh)
+        for d in range(self.devices):
+            writer.writerow(self.device_actions(d))
 
     def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
         if len(self.kind) == 0:
@@ -325,14 +371,17 @@ class Program:
         missing_f = f_ == 0
         if missing_f.any():
             k0 = int(np.argmax(missing_f))
+            where, located = self._key_location(key, k0)
             raise ProgramError(
-                f"stage {k0 // m} microbatch {k0 % m} is never forwarded: no {k0 // m}F{k0 % m} on any device; "
-                f"every (stage, microbatch) needs one F")
+                f"{where}stage {k0 // m} microbatch {k0 % m} is never forwarded: "
+                f"no {k0 // m}F{k0 % m} on any device; every (stage, microbatch) needs one F", **located)
         both = (b_ > 0) & ((i_ > 0) | (w_ > 0))
         if both.any():
             k0 = int(np.argmax(both))
+            where, located = self._key_location(key, k0, B)
             raise ProgramError(
-                f"stage {k0 // m} microbatch {k0 % m} has both a full backward B and a split I/W; use one B or one I plus one W")
+                f"{where}stage {k0 // m} microbatch {k0 % m} has both a full backward B "
+                f"and a split I/W; use one B or one I plus one W", **located)
         i_without_w = (i_ > 0) & (w_ == 0)
         if i_without_w.any():
             k0 = int(np.argmax(i_without_w))
@@ -352,12 +401,24 @@ class Program:
         no_backward = (b_ == 0) & (i_ == 0)
         if no_backward.any():
             k0 = int(np.argmax(no_backward))
+            where, located = self._key_location(key, k0)
             raise ProgramError(
-                f"stage {k0 // m} microbatch {k0 % m} is never backwarded: add {k0 // m}B{k0 % m} "
-                f"(or {k0 // m}I{k0 % m} and {k0 // m}W{k0 % m})")
+                f"{where}stage {k0 // m} microbatch {k0 % m} is never backwarded: "
+                f"add {k0 // m}B{k0 % m} (or {k0 // m}I{k0 % m} and {k0 // m}W{k0 % m})", **located)
         self._check_placement()
         self._check_local_order(key)
         return self
+
+    def _key_location(self, key: np.ndarray, k0: int, kind: int | None = None) -> tuple[str, dict]:
+        """Where the first op of (stage, microbatch) ``k0`` is: a message prefix and ProgramError's keywords."""
+        hits = key == k0
+        if kind is not None:
+            hits &= self.kind == kind
+        found = np.flatnonzero(hits)
+        if not len(found):
+            return "", {}
+        d, pos = self._locate(int(found[0]))
+        return f"device {d}, position {pos} ({self.action_at(int(found[0]))}): ", {"device": d, "position": pos}
 
     def _check_pairs(self) -> None:
         starts = np.flatnonzero(self.pair)
@@ -480,6 +541,13 @@ def _rows_from_mapping(mapping: Mapping) -> list:
     return [_split_actions(lookup[d]) if isinstance(lookup[d], str) else list(lookup[d]) for d in range(p)]
 
 
+def _check_indices(token: str, device: int, position: int, stages, microbatches) -> None:
+    if any(int(s) > MAX_STAGE for s in stages) or any(int(mb) > MAX_MICROBATCH for mb in microbatches):
+        raise ParseError(
+            f"device {device}, position {position}: {token!r} has an index ppviz cannot hold; stages must be "
+            f"at most {MAX_STAGE} and microbatches at most {MAX_MICROBATCH}", device=device, position=position)
+
+
 def _parse_into(ops: DeviceOps, item, device: int, position: int) -> None:
     if item is None:
         return
@@ -495,11 +563,13 @@ def _parse_into(ops: DeviceOps, item, device: int, position: int) -> None:
     match = _ACTION_RE.match(token)
     if match:
         stage, kind, microbatch = match.groups()
+        _check_indices(token, device, position, (stage,), (microbatch,))
         ops._add(KINDS.index(kind), int(stage), int(microbatch))
         return
     match = _PAIR_RE.match(token)
     if match:
         fs, fm, bs, bk, bm = match.groups()
+        _check_indices(token, device, position, (fs, bs), (fm, bm))
         ops.fb(int(fs), int(fm), int(bs), int(bm), split=bk == "I")
         return
     if _COMM_RE.match(token):

@@ -14,9 +14,6 @@ import numpy as np
 
 from .errors import ConfigError
 
-STYLES = ("contiguous", "loop", "v", "bidirectional", "custom")
-
-
 @dataclass(frozen=True)
 class Placement:
     """Stage → device map, optionally with a second replica for microbatches >= ``split``."""

@@ -21,13 +21,36 @@ Group size: Megatron accepts p <= g <= m unless 0 < m mod g < p. torch instead u
 g = m // max(1, m // p) and requires m mod g = 0; that also covers m < p (g = m). ppviz's
 default is g = p when Megatron accepts it and torch's value otherwise, so every (p, m) torch
 accepts builds, and equals Megatron whenever Megatron accepts the default.
+
+F&B-overlap variants (Victarry/PP-Schedule-Visualization ``src/strategies.py``,
+``generate_1f1b_overlap_schedule`` and ``generate_1f1b_interleave_overlap_schedule``): the same
+table and order, but each steady-state forward runs together with its backward as one F&B slot
+(DualPipe's trick: one op's compute hides the other's communication). The warmup has one more
+forward so that the pair's forward never waits for the backward it runs with:
+
+* 1f1b-overlap: warmup min(2(p−r−1) + 1, m) — twice 1F1B's plus one, because device r's
+  slot holding backward k needs device r+1's slot holding backward k, whose forward device r
+  must already have run;
+* interleaved-1f1b-overlap: warmup min(2(p−r−1) + (v−1)·g + 1, m·v), Megatron's plus one.
+
+The pair costs ``Config.fb`` per 1/p of the model (None: f+b+w, no gain), written FB below.
+
+* Bubble: Victarry's ``formula.py`` (``overlap_1f1b_execution_time_by_formula``) gives the
+  makespan (p−1)(f+b+w)/v + n(f+b+w)/v + (m·v − n)·FB/v with n = p(v−1) + 1, the last
+  device's forwards (and backwards) outside F&B slots; 1f1b-overlap is its v = 1 case. With FB = f+b+w it is
+  interleaved 1F1B's idle (p−1)(f+b+w)/v. It holds, by simulation, when FB >= max(f, b+w)
+  (a slot no shorter than either of its ops) and, for v >= 2, p divides m; see
+  ``ppviz.formulas.overlap_1f1b``.
+* Memory: a slot's forward allocates before its backward frees, so rank r peaks at
+  min(warmup_r + 1, m·v) chunks, i.e. min(warmup_r + 1, m·v)/v units: min(2(p−r), m) for
+  1f1b-overlap, 2p on device 0 for m >= 2p (twice 1F1B's p).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..ir import B, F, Program
+from ..ir import B, F, DeviceOps, Program
 from ..placement import Placement
 from ..errors import ScheduleConstraintError
 from .registry import ScheduleSpec, register, require
@@ -171,4 +194,78 @@ register(ScheduleSpec(
     validate=_validate_interleaved,
     closed_form=_closed_interleaved,
     constraints="v >= 2; group size g: p <= g <= m and not 0 < m mod g < p (default p, or torch's m // (m // p))",
+))
+
+
+def overlap_order(forwards, backwards, warmup: int) -> DeviceOps:
+    """``warmup`` forwards, then each remaining forward paired with the next backward, then the rest."""
+    ops = DeviceOps()
+    for stage, mb in forwards[:warmup]:
+        ops.f(stage, mb)
+    steady = len(forwards) - warmup
+    for (fs, fm), (bs, bm) in zip(forwards[warmup:], backwards[:steady]):
+        ops.fb(fs, fm, bs, bm)
+    for stage, mb in backwards[steady:]:
+        ops.b(stage, mb)
+    return ops
+
+
+def build_overlap(config) -> Program:
+    """Both overlap variants: at v = 1 the table is microbatch order and (v−1)·g vanishes."""
+    p, m, v = config.devices, config.microbatches, config.stages_per_device
+    g = group_size(config)
+    table_mb, table_chunk = schedule_table(m, v, g)
+    mbs, chunks = table_mb.tolist(), table_chunk.tolist()
+    devices = []
+    for r in range(p):
+        forwards = [(c * p + r, mb) for c, mb in zip(chunks, mbs)]
+        backwards = [((v - 1 - c) * p + r, mb) for c, mb in zip(chunks, mbs)]
+        warmup = min(interleaved_warmup(r, p, v, m, g) + 1, m * v)
+        devices.append(overlap_order(forwards, backwards, warmup))
+    placement = Placement.contiguous(p, 1) if v == 1 else Placement.loop(p, v)
+    return Program.from_device_ops(devices, stages=p * v, microbatches=m, placement=placement)
+
+
+def _validate_overlap(config) -> None:
+    require(config.stages_per_device == 1, config, "stages_per_device",
+            "use 1, or interleaved-1f1b-overlap for v >= 2", "holds one stage per device")
+    require(config.microbatch_group_size is None, config, "microbatch_group_size",
+            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+
+
+def _validate_interleaved_overlap(config) -> None:
+    require(config.stages_per_device >= 2, config, "stages_per_device", "use v >= 2, or 1f1b-overlap for v = 1",
+            "interleaves several stages per device")
+    validate_group_size(config)
+
+
+def _closed_overlap(config):
+    from ..formulas import overlap_1f1b
+
+    return overlap_1f1b(config)
+
+
+register(ScheduleSpec(
+    name="1f1b-overlap",
+    summary="1F1B whose steady state runs each forward and backward as one overlapped F&B slot",
+    reference="Victarry/PP-Schedule-Visualization 1f1b_overlap (DualPipe-style F&B overlap)",
+    builder=build_overlap,
+    aliases=("1F1BOverlap", "overlap-1f1b", "1f1b-fb-overlap"),
+    validate=_validate_overlap,
+    closed_form=_closed_overlap,
+    constraints="v = 1",
+))
+
+register(ScheduleSpec(
+    name="interleaved-1f1b-overlap",
+    summary="interleaved 1F1B with overlapped F&B slots in the steady state",
+    reference="Victarry/PP-Schedule-Visualization 1f1b_interleave_overlap; Megatron-LM virtual pipeline",
+    builder=build_overlap,
+    aliases=("1f1b-interleave-overlap", "interleave-overlap", "interleaved-overlap", "vpp-overlap"),
+    default_v=2,
+    v_min=2,
+    v_max=None,
+    validate=_validate_interleaved_overlap,
+    closed_form=_closed_overlap,
+    constraints="v >= 2; group size g as interleaved-1f1b",
 ))

@@ -1,0 +1,523 @@
+"""ppviz.charts: the data inside each chart spec is checked against the Result numbers."""
+
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import altair as alt
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ppviz
+from ppviz import Config, PpvizError, Program, charts, simulate
+from ppviz.errors import ScheduleConstraintError, UnknownScheduleError
+
+P, M = 4, 8
+
+
+def cfg(schedule, p=P, m=M, **kw):
+    return Config(schedule=schedule, devices=p, microbatches=m, **kw)
+
+
+@pytest.fixture(scope="module")
+def trio():
+    return [simulate(cfg("1f1b")), simulate(cfg("interleaved-1f1b", stages_per_device=2)), simulate(cfg("zb-h1"))]
+
+
+def custom_result():
+    prog = Program.from_text("device 0: 0F0 0F1 0B0 0B1\ndevice 1: 1F0 1B0 1F1 1B1")
+    return simulate(prog, f=1, b=2, w=0)
+
+
+# Reading specs back -------------------------------------------------------------------------
+
+def rows_of(spec: dict, datasets: dict | None = None) -> list[dict]:
+    """The data rows a (sub-)spec draws, resolving Altair's named datasets."""
+    datasets = spec.get("datasets", datasets or {})
+    data = spec["data"]
+    return data["values"] if "values" in data else datasets[data["name"]]
+
+
+def sub_specs(spec: dict) -> list[dict]:
+    """The leaf (layer-holding) specs of a concat chart, with datasets resolved."""
+    out = []
+    for key in ("vconcat", "hconcat"):
+        for sub in spec.get(key, []):
+            out += sub_specs({**sub, "datasets": spec["datasets"]})
+    return out or [spec]
+
+
+def color_scales(spec: dict) -> list[dict]:
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            enc = node.get("encoding", {})
+            if "color" in enc and "scale" in enc["color"]:
+                found.append(enc["color"]["scale"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(spec)
+    return found
+
+
+def by_name(rows, **match):
+    return {r["name"]: r for r in rows if all(r[k] == v for k, v in match.items())}
+
+
+# Bubble -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("metric, attr", [("fraction", "bubble_fraction"), ("rate", "bubble_rate")])
+def test_bubble_rows_equal_simulated_and_closed_form(trio, metric, attr):
+    spec = charts.bubble_chart(trio, metric=metric).to_dict()
+    rows = by_name(rows_of(spec))
+    assert set(rows) == {"1f1b", "interleaved-1f1b", "zb-h1"}
+    for r in trio:
+        row = rows[r.config.display_name]
+        assert row["simulated"] == getattr(r, attr)
+        assert row["closed"] == getattr(r.closed_form, attr)
+        assert row["closed_applies"] is True
+    # the definition plotted is named on the axis
+    x_title = spec["layer"][0]["encoding"]["x"]["title"]
+    assert x_title.startswith("bubble " + metric)
+    assert ("p × makespan" in x_title) == (metric == "fraction")
+
+
+def test_bubble_bars_sorted_best_first_and_ticks_only_where_published(trio):
+    custom = custom_result()
+    spec = charts.bubble_chart([*trio, custom]).to_dict()
+    rows = by_name(rows_of(spec))
+    assert rows["custom"]["closed"] is None and rows["custom"]["formula"] == "none published"
+    order = spec["layer"][0]["encoding"]["y"]["sort"]
+    assert order == sorted(rows, key=lambda n: rows[n]["simulated"])
+    tick = spec["layer"][1]
+    assert tick["mark"]["type"] == "tick"
+    assert {"filter": "isValid(datum.closed)"} in tick["transform"]
+
+
+def test_bubble_closed_form_faded_when_assumptions_fail():
+    r = simulate(cfg("1f1b", comm=0.5))
+    spec = charts.bubble_chart(r).to_dict()
+    (row,) = rows_of(spec)
+    assert row["closed_applies"] is False
+    assert row["simulated"] > row["closed"]  # comm lengthens the run; the formula ignores it
+    opacity = spec["layer"][1]["encoding"]["opacity"]["scale"]
+    assert dict(zip(opacity["domain"], opacity["range"]))[False] < 1
+
+
+# Peak memory --------------------------------------------------------------------------------
+
+def test_memory_rows_equal_peaks_and_closed_form(trio):
+    spec = charts.memory_chart(trio).to_dict()
+    rows = rows_of(spec)
+    assert len(rows) == sum(r.devices for r in trio)
+    for r in trio:
+        mine = sorted((row for row in rows if row["name"] == r.config.display_name), key=lambda row: row["device"])
+        assert [row["peak"] for row in mine] == list(r.peak_memory)
+        assert [row["closed"] for row in mine] == [float(x) for x in r.closed_form.peak_activation]
+    assert "activation units" in spec["layer"][0]["encoding"]["y"]["title"]
+
+
+def test_memory_includes_static_and_converts_to_bytes():
+    gib = 2 ** 30
+    runs = [simulate(cfg(s, params=3, activation_bytes=gib / 4)) for s in ("1f1b", "zb-h1")]
+    spec = charts.memory_chart(runs).to_dict()
+    rows = rows_of(spec)
+    for r in runs:
+        mine = sorted((row for row in rows if row["name"] == r.config.schedule), key=lambda row: row["device"])
+        assert [row["peak"] for row in mine] == pytest.approx(list(r.peak_memory_bytes / gib))
+        assert [row["static"] for row in mine] == pytest.approx([3 / 4] * P)
+        cf = r.closed_form.peak_activation
+        assert [row["closed"] for row in mine] == pytest.approx([(c + 3) / 4 for c in cf])
+    y_title = spec["layer"][0]["encoding"]["y"]["title"]
+    assert "GiB" in y_title and "static" in y_title
+
+
+def test_memory_falls_back_to_units_when_some_bytes_are_missing():
+    runs = [simulate(cfg("1f1b", activation_bytes=1e6)), simulate(cfg("zb-h1"))]
+    spec = charts.memory_chart(runs).to_dict()
+    assert "activation units" in spec["layer"][0]["encoding"]["y"]["title"]
+    assert max(row["peak"] for row in rows_of(spec)) == P
+
+
+# Pareto -------------------------------------------------------------------------------------
+
+def test_pareto_front_on_a_hand_made_set():
+    bubble = [0.10, 0.20, 0.15, 0.30, 0.10, 0.05, 0.10 + 1e-17]
+    memory = [8.0, 4.0, 10.0, 4.0, 8.0, 20.0, 8.0]
+    # 0.15/10 is beaten by 0.10/8; 0.30/4 by 0.20/4; equal points (incl. float noise) all stay on it
+    assert charts.pareto_front(bubble, memory).tolist() == [True, True, False, False, True, True, True]
+
+
+def test_pareto_front_rejects_mismatched_lengths():
+    with pytest.raises(PpvizError, match="one memory value per bubble value"):
+        charts.pareto_front([0.1, 0.2], [1.0])
+
+
+def test_pareto_chart_flags_match_front():
+    runs = [simulate(cfg(s, p=8, m=32)) for s in ("gpipe", "1f1b", "zb-h1")]
+    runs.append(simulate(cfg("interleaved-1f1b", p=8, m=32, stages_per_device=2)))
+    rows = by_name(rows_of(charts.pareto_chart(runs).to_dict()))
+    assert rows["zb-h1"]["front"] is True  # lowest bubble at 1F1B's memory
+    assert rows["gpipe"]["front"] is False and rows["1f1b"]["front"] is False
+    for r in runs:
+        row = rows[r.config.schedule]
+        assert row["bubble"] == r.bubble_fraction
+        assert row["memory"] == r.peak_memory.max()
+    # every run is named by a placed label
+    shown = [line for r in rows.values() if r["place"] >= 0 for line in r["text"].split("\n")]
+    assert sorted(shown) == sorted(rows)
+
+
+def test_pareto_labels_stay_apart_and_close_points_share_one():
+    from ppviz.charts import _LABEL_PLACES, _place_labels
+
+    xs, ys = [100, 104, 300, 355, 200], [100, 97, 100, 30, 200]
+    names = ["a", "b", "c", "far-right", "d"]
+    texts, place = _place_labels(xs, ys, names, [0, 0, 1, 1, 1], 360, 260)
+    assert texts[:2] == ["b\na", ""]  # within a marker of each other: one label, top point first
+    assert place[1] == -1 and all(k >= 0 for k in place[:1] + place[2:])
+    assert _LABEL_PLACES[place[3]][0] == "right"  # no room to its right: label goes left
+    # a crowded row: whatever gets placed must not overlap (boxes from the same glyph estimate)
+    xs, ys = [50 + 20 * i for i in range(7)], [50] * 7
+    texts, place = _place_labels(xs, ys, [f"run-{i}" for i in range(7)], [0] * 7, 360, 260)
+    assert all(texts) and sum(k >= 0 for k in place) >= 4
+    boxes = []
+    for x, y, t, k in zip(xs, ys, texts, place):
+        if k < 0:
+            continue
+        align, baseline, dx, dy = _LABEL_PLACES[k]
+        w, h = 0.55 * 11 * len(t), 13
+        x0 = x + dx - {"left": 0, "center": w / 2, "right": w}[align]
+        y0 = y + dy - {"bottom": h, "middle": h / 2, "top": 0}[baseline]
+        boxes.append((x0, y0, x0 + w, y0 + h))
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3])
+
+
+# Colours and names --------------------------------------------------------------------------
+
+def test_colours_follow_the_schedule_and_are_shared_in_the_comparison(trio):
+    a = charts.schedule_colors([cfg("1f1b"), cfg("zb-h1")])
+    b = charts.schedule_colors([cfg("gpipe"), cfg("zb-h1"), cfg("1f1b")])
+    assert a["1f1b"] == b["1f1b"] and a["zb-h1"] == b["zb-h1"]
+    assert set(a.values()) <= set(charts.PALETTE)
+    spec = charts.comparison_charts(trio).to_dict()
+    scales = color_scales(spec)
+    assert len(scales) >= 3
+    expected = charts.schedule_colors(trio)
+    for scale in scales:
+        assert dict(zip(scale["domain"], scale["range"])) == expected
+    assert spec["resolve"]["scale"]["color"] == "shared"
+
+
+def test_comparison_embeds_the_three_charts_with_result_numbers(trio):
+    spec = charts.comparison_charts(trio).to_dict()
+    leaves = sub_specs(spec)
+    marks = [[layer["mark"]["type"] for layer in leaf["layer"]] for leaf in leaves]
+    assert marks[0][:2] == ["bar", "tick"] and "point" in marks[1] and marks[2] == ["bar", "tick"]
+    bubble, pareto, memory = (by_name(rows_of(leaf)) for leaf in leaves)
+    for r in trio:
+        name = r.config.display_name
+        assert bubble[name]["simulated"] == r.bubble_fraction
+        assert pareto[name]["memory"] == r.peak_memory.max()
+
+
+def test_equal_display_names_are_told_apart():
+    runs = [cfg("1f1b", m=8), cfg("1f1b", m=16), cfg("zb-h1"), cfg("zb-h1")]
+    colors = charts.schedule_colors(runs)
+    assert list(colors) == ["1f1b (m=8)", "1f1b (m=16)", "zb-h1 #1", "zb-h1 #2"]
+    assert len(set(colors.values())) == 4
+
+
+def test_labels_are_data_and_render_as_text():
+    label = "<b>mine</b> & co"
+    spec = charts.bubble_chart(cfg("1f1b", label=label)).to_dict()
+    assert rows_of(spec)[0]["name"] == label
+    root = ET.fromstring(charts.to_svg(charts.bubble_chart(cfg("1f1b", label=label))))
+    texts = ["".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert label in texts
+    assert not any(el.tag.endswith("}b") for el in root.iter())
+
+
+def test_charts_stay_restylable(trio):
+    chart = charts.bubble_chart(trio).properties(width=500).configure_axis(labelFontSize=14)
+    spec = chart.to_dict()
+    assert spec["width"] == 500 and spec["config"]["axis"]["labelFontSize"] == 14
+    assert isinstance(alt.hconcat(charts.bubble_chart(trio), charts.memory_chart(trio)), alt.HConcatChart)
+
+
+# Bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: charts.bubble_chart([]), ["results=[]", "empty", "non-empty list"]),
+    (lambda: charts.bubble_chart([cfg("1f1b"), "zb-h1"]), ["results[1]", "str", "Result", "Config"]),
+    (lambda: charts.memory_chart(42), ["int is not a list"]),
+    (lambda: charts.bubble_chart(cfg("1f1b"), metric="idle"), ["metric='idle'", "'fraction'", "'rate'"]),
+    (lambda: charts.pareto_chart(cfg("1f1b"), metric="ratio"), ["metric='ratio'"]),
+    (lambda: charts.comparison_charts([cfg("1f1b")], metric=None), ["metric=None"]),
+    (lambda: charts.memory_curve_chart([cfg("1f1b"), cfg("zb-h1")]), ["one ppviz.Result or ppviz.Config"]),
+    (lambda: charts.sweep_chart("1f1b", []), ["microbatches=[]", "empty"]),
+    (lambda: charts.sweep_chart("1f1b", [4, 0]), ["whole numbers >= 1"]),
+    (lambda: charts.sweep_chart("1f1b", [4], metric="bubble"), ["'makespan'", "'fraction'"]),
+    (lambda: charts.sweep_chart("1f1b", [4], microbatch=3), ["microbatch=3", "Config fields"]),
+    (lambda: charts.summarize_steps([0, 1], [0, 1], max_points=3), ["max_points=3", ">= 4"]),
+    (lambda: charts.to_png(charts.bubble_chart(cfg("1f1b")), scale=0), ["scale=0"]),
+    (lambda: charts.to_svg("chart.json"), ["Altair chart"]),
+])
+def test_bad_input_names_what_was_wrong(call, words):
+    with pytest.raises(PpvizError) as info:
+        call()
+    assert isinstance(info.value, ValueError)
+    for w in words:
+        assert w in str(info.value)
+
+
+# Sweep --------------------------------------------------------------------------------------
+
+def test_sweep_makespans_equal_simulate_and_closed_form():
+    ms = [4, 8, 12, 16]
+    spec = charts.sweep_chart(["1f1b", Config(schedule="zb-h1", devices=2, f=2)], microbatches=ms, devices=P,
+                              f=1.5).to_dict()
+    rows = rows_of(spec)
+    for schedule in ("1f1b", "zb-h1"):
+        sim = {r["m"]: r["value"] for r in rows if r["schedule"] == schedule and r["kind"] == "simulated"}
+        closed = {r["m"]: r["value"] for r in rows if r["schedule"] == schedule and r["kind"] == "closed form"}
+        assert sorted(sim) == ms
+        for m in ms:
+            res = simulate(cfg(schedule, m=m, f=1.5))
+            assert sim[m] == res.makespan
+            assert closed[m] == res.closed_form.makespan
+    shapes = spec["layer"][1]["encoding"]["shape"]["scale"]
+    assert len(set(shapes["range"])) == 2
+
+
+def test_sweep_skips_refused_microbatches_and_says_so():
+    # interleaved-1f1b with p=4 refuses m=9 (neither a multiple of p nor of m // p rounds)
+    with pytest.raises(ScheduleConstraintError):
+        cfg("interleaved-1f1b", m=9, stages_per_device=2)
+    chart = charts.sweep_chart(["interleaved-1f1b", "1f1b"], microbatches=[8, 9, 12], devices=P, metric="fraction")
+    spec = chart.to_dict()
+    rows = rows_of(spec)
+    inter = [r for r in rows if r["schedule"] == "interleaved-1f1b" and r["kind"] == "simulated"]
+    assert [r["m"] for r in inter] == [8, 12] and {r["not_run"] for r in inter} == {"9"}
+    assert [r["value"] for r in inter] == [simulate(cfg("interleaved-1f1b", m=m, stages_per_device=2)).bubble_fraction
+                                          for m in (8, 12)]
+    assert [r["m"] for r in rows if r["schedule"] == "1f1b" and r["kind"] == "simulated"] == [8, 9, 12]
+    notes = spec["title"]["subtitle"]
+    assert any(n.startswith("interleaved-1f1b not run at m = 9:") for n in notes)
+
+
+def test_sweep_errors_when_nothing_runs_and_on_unknown_names():
+    with pytest.raises(ScheduleConstraintError, match="no schedule accepts any of them"):
+        charts.sweep_chart("interleaved-1f1b", microbatches=[9, 11], devices=P)
+    with pytest.raises(UnknownScheduleError, match="1f1x"):
+        charts.sweep_chart(["1f1b", "1f1x"], microbatches=[8])
+
+
+def test_sweep_runs_whatever_the_registry_holds():
+    names = [s.name for s in ppviz.schedules() if s.builder is not None]
+    spec = charts.sweep_chart(names, microbatches=[8, 16], devices=P).to_dict()
+    drawn = {r["schedule"] for r in rows_of(spec)}
+    noted = " ".join(spec["title"]["subtitle"])
+    assert all(n in drawn or n in noted for n in names)
+
+
+# Summarising memory curves ------------------------------------------------------------------
+
+@st.composite
+def step_curves(draw):
+    n = draw(st.integers(1, 300))
+    gaps = draw(st.lists(st.integers(1, 1000), min_size=n, max_size=n))
+    times = np.cumsum(gaps, dtype=float) - gaps[0]
+    value = st.one_of(st.integers(-4, 4).map(float), st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
+    values = np.array(draw(st.lists(value, min_size=n, max_size=n)))
+    return times, values, draw(st.integers(4, 80))
+
+
+def value_at(times, values, t):
+    k = np.searchsorted(times, t, side="right") - 1
+    return values[k], times[k]
+
+
+@given(step_curves())
+def test_summary_keeps_peaks_on_the_true_curve(curve):
+    times, values, max_points = curve
+    st_, sv = charts.summarize_steps(times, values, max_points)
+    assert len(st_) <= max_points
+    assert np.all(np.diff(st_) > 0)
+    for t, v in zip(st_, sv):
+        on, at = value_at(times, values, t)
+        assert at == t and on == v  # a real change point, with the curve's own value
+    assert sv.max() == values.max() and sv.min() == values.min()
+    assert times[np.argmax(values)] in st_  # the global peak, at the first time it is reached
+    assert st_[0] == times[0] and st_[-1] == times[-1]
+    if len(times) <= max_points:
+        assert np.array_equal(st_, times) and np.array_equal(sv, values)
+
+
+@given(step_curves())
+def test_summary_keeps_every_time_buckets_min_and_max(curve):
+    # the documented cut: (max_points - 2) // 2 equal time buckets over the curve's span
+    times, values, max_points = curve
+    st_, sv = charts.summarize_steps(times, values, max_points)
+    buckets, span = (max_points - 2) // 2, times[-1] - times[0]
+    if len(times) <= max_points or span == 0:
+        return
+
+    def bucket(t):
+        return np.minimum(((t - times[0]) / span * buckets).astype(int), buckets - 1)
+
+    of_true, of_kept = bucket(times), bucket(st_)
+    for b in np.unique(of_true):
+        kept = sv[of_kept == b]
+        assert kept.max() == values[of_true == b].max() and kept.min() == values[of_true == b].min()
+
+
+def test_memory_curve_of_a_long_run_stays_under_altairs_row_limit():
+    r = simulate(cfg("zb-h1", p=8, m=4200))
+    assert len(r.ops) > 100_000 and len(r.memory.times) > 5000
+    chart = charts.memory_curve_chart(r)
+    spec = chart.to_dict()  # Altair's default transformer raises MaxRowsError above 5000 rows
+    rows = rows_of(spec)
+    assert len(rows) <= charts.MAX_ROWS + r.devices
+    for d in range(r.devices):
+        mine = [row for row in rows if row["device"] == d]
+        assert max(row["memory"] for row in mine) == r.peak_activation[d]
+        peak = [row for row in mine if row["peak"]]
+        assert len(peak) == 1 and peak[0]["memory"] == r.peak_activation[d]
+        assert f"peak {r.peak_activation[d]:.4g}" in peak[0]["row"]
+        for row in mine[:: max(1, len(mine) // 50)]:
+            assert row["memory"] == r.memory.at(row["time"])[d]
+    assert "summarised" in " ".join(spec["title"]["subtitle"])
+
+
+def test_memory_curve_small_run_is_exact_and_in_bytes():
+    r = simulate(cfg("1f1b", params=2, activation_bytes=2 ** 20))
+    spec = charts.memory_curve_chart(r).to_dict()
+    rows = rows_of(spec)
+    for d in range(P):
+        times, values = r.memory.curve(d)
+        mine = [row for row in rows if row["device"] == d]
+        assert [row["time"] for row in mine[: len(times)]] == list(times)
+        assert [row["memory"] for row in mine[: len(times)]] == list((values + r.static_memory[d]))
+        assert mine[-1]["time"] == r.makespan
+    assert "MiB" in " ".join(spec["title"]["subtitle"])
+    assert not any("summarised" in s for s in spec["title"]["subtitle"])
+
+
+# Offline export -----------------------------------------------------------------------------
+
+@pytest.fixture
+def no_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("network is blocked in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def test_svg_and_png_export_offline(trio, no_network, tmp_path):
+    chart = charts.comparison_charts(trio)
+    root = ET.fromstring(charts.to_svg(chart))
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+    texts = {"".join(t.itertext()) for t in root.iter("{http://www.w3.org/2000/svg}text")}
+    assert {"1f1b", "interleaved-1f1b", "zb-h1"} <= texts
+    w1, h1 = png_size(charts.to_png(chart, scale=1))
+    w2, h2 = png_size(charts.to_png(chart, scale=2))
+    assert w1 > 600 and h1 > 400
+    assert (w2, h2) == (2 * w1, 2 * h1)
+    chart.save(tmp_path / "c.svg")  # Altair's own save goes through vl-convert too
+    chart.save(tmp_path / "c.png")
+    ET.parse(tmp_path / "c.svg")
+    assert png_size((tmp_path / "c.png").read_bytes())[0] > 600
+
+
+def test_export_refuses_external_data():
+    chart = alt.Chart("https://example.com/data.json").mark_point().encode(x="a:Q")
+    with pytest.raises(ValueError, match="not allowed"):
+        charts.to_svg(chart)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("unshare") is None,
+                    reason="needs Linux user namespaces to cut the network")
+def test_export_in_a_process_with_no_network(tmp_path):
+    # vl-convert is Rust: blocking Python's socket module would not stop it, a network namespace does
+    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unprivileged user namespaces are disabled here")
+    code = textwrap.dedent(f"""
+        import ppviz
+        from ppviz import charts
+        c = charts.comparison_charts([ppviz.Config(schedule=s, devices=4, microbatches=8) for s in ("1f1b", "zb-h1")])
+        svg, png = charts.to_svg(c), charts.to_png(c)
+        c.save({str(tmp_path / "c.svg")!r})
+        print(svg[:4], png[1:4].decode(), len(png) > 10_000)
+    """)
+    out = subprocess.run(["unshare", "-rn", sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["<svg", "PNG", "True"]
+    ET.parse(tmp_path / "c.svg")
+
+
+# Offline widget -----------------------------------------------------------------------------
+
+URL_IMPORT = re.compile(r"""(?:^|[;\s])import\b[^;]*?from\s*["']https?://|import\(\s*["']https?://""")
+
+
+def test_offline_widget_leaves_jupyterchart_alone(trio):
+    esm_before, offline_before = alt.JupyterChart._esm, alt.JupyterChart._is_offline
+    assert URL_IMPORT.search(esm_before)  # Altair's own widget loads vega from a CDN
+    w = charts.widget(charts.bubble_chart(trio))
+    assert alt.JupyterChart._esm is esm_before and alt.JupyterChart._is_offline is offline_before
+    assert "_esm" not in alt.JupyterChart.__dict__ or alt.JupyterChart.__dict__["_esm"] is esm_before
+    assert isinstance(w, alt.JupyterChart) and charts.OfflineChart._is_offline
+    assert w._esm == charts.OfflineChart._esm != esm_before
+    assert not URL_IMPORT.search(w._esm) and "esm.sh" not in w._esm
+    assert alt.JupyterChart(charts.bubble_chart(trio))._esm == esm_before
+    assert w.spec["datasets"]  # the chart's data travels with the widget
+
+
+def test_display_shows_the_offline_widget(monkeypatch):
+    shown = []
+    monkeypatch.setattr("IPython.display.display", shown.append)
+    assert charts.display(charts.bubble_chart(cfg("1f1b"))) is None
+    assert len(shown) == 1 and isinstance(shown[0], charts.OfflineChart)
+    assert not URL_IMPORT.search(shown[0]._esm)
+
+
+def test_offline_widget_ignores_jupyterchart_switching_back():
+    bundle = charts.widget(charts.bubble_chart(cfg("1f1b")))._esm
+    was_offline = alt.JupyterChart._is_offline
+    try:
+        alt.JupyterChart.enable_offline(True)
+        alt.JupyterChart.enable_offline(False)
+        assert URL_IMPORT.search(alt.JupyterChart._esm)
+        assert charts.widget(charts.bubble_chart(cfg("1f1b")))._esm == bundle
+    finally:
+        alt.JupyterChart.enable_offline(was_offline)
+
+
+def test_import_ppviz_does_not_import_altair_until_charts_are_used():
+    code = ("import sys, ppviz; print('altair' in sys.modules, 'vl_convert' in sys.modules); "
+            "ppviz.charts.bubble_chart; print('altair' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False", "True"]
