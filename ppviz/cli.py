@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from .errors import PpvizError
@@ -10,17 +11,50 @@ from .errors import PpvizError
 
 def _run(args) -> int:
     from .config import Config
+    from .ir import Program
     from .simulate import simulate
 
     options = {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
                                  ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
                                  ("w_share", args.w_share), ("params", args.params)) if v is not None}
-    config = Config(schedule=args.schedule, devices=args.p, microbatches=args.m, **options)
-    result = simulate(config)
+    if args.program:
+        if args.schedule not in (None, "custom"):
+            raise _UsageError("give either a schedule name or --program FILE, not both")
+        program = Program.from_torch_csv(args.program) if args.program.endswith(".csv") else \
+            Program.from_text(_read(args.program))
+        options.pop("stages_per_device", None)
+        options.pop("microbatch_group_size", None)
+        result = simulate(program, label=os.path.basename(args.program), **options)
+    else:
+        if args.schedule is None:
+            raise _UsageError("name a schedule (see `ppviz list`) or give --program FILE")
+        result = simulate(Config(schedule=args.schedule, devices=args.p, microbatches=args.m, **options))
     print(result.to_text(args.width))
     print()
     print(result.summary())
+    written = []
+    if args.trace:
+        written.append(result.to_chrome_trace(args.trace))
+    if args.csv:
+        result.to_torch_csv(args.csv)
+        written.append(args.csv)
+    if written:
+        print()
+        for path in written:
+            print(f"wrote {path}")
     return 0
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise _UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+class _UsageError(Exception):
+    pass
 
 
 def _list(args) -> int:
@@ -34,7 +68,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ppviz", description="Simulate pipeline-parallel training schedules.")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="simulate one schedule and print a text Gantt chart and its metrics")
-    run.add_argument("schedule", help="registry name or alias, e.g. 1f1b, zb-h1, Interleaved1F1B")
+    run.add_argument("schedule", nargs="?", help="registry name or alias, e.g. 1f1b, zb-h1, Interleaved1F1B")
+    run.add_argument("--program", metavar="FILE",
+                     help="simulate your own program: a torch CSV (.csv) or text, one device per line")
     run.add_argument("-p", type=int, default=4, help="devices (default 4)")
     run.add_argument("-m", type=int, default=8, help="microbatches (default 8)")
     run.add_argument("-v", type=int, default=None, help="stages per device (default: the schedule's)")
@@ -47,14 +83,19 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--w-share", type=float, default=None, help="share of the activation W keeps after I")
     run.add_argument("--params", type=float, default=None, help="static memory per 1/p of the model, activation units")
     run.add_argument("--width", type=int, default=80, help="width of the text chart (default 80)")
+    run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
+    run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV")
     run.set_defaults(handler=_run)
     lst = sub.add_parser("list", help="show the schedule registry")
     lst.set_defaults(handler=_list)
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except PpvizError as exc:
+    except (PpvizError, _UsageError) as exc:
         print(f"ppviz: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"ppviz: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()

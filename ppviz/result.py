@@ -110,7 +110,9 @@ class Result:
         c = self.config
         cf = self.closed_form
         name = c.display_name
-        lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={c.stages_per_device} "
+        v = self.program.stages_per_device
+        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None else "1 (2 replicas)"
+        lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
         lines.append(f"  makespan         {self.makespan:.6g}" + (f"   closed form {cf.makespan:.6g}" if cf else ""))
         lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +
@@ -131,6 +133,10 @@ class Result:
         from .text import text_gantt
 
         return text_gantt(self, width)
+
+    def to_torch_csv(self, path) -> None:
+        """Write the program in torch's ``compute_only`` CSV format (one row per device)."""
+        self.program.to_torch_csv(path)
 
     def to_chrome_trace(self, path, time_unit_us: float = 1000.0) -> str:
         """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters."""

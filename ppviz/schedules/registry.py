@@ -87,7 +87,7 @@ def lookup(name: str) -> ScheduleSpec:
     key = _normal(name)
     if key in _ALIASES:
         return _REGISTRY[_ALIASES[key]]
-    names = list(_REGISTRY)
+    names = [s.name for s in all_specs()]
     candidates = {**{_normal(a): a for a in _ALIASES}, **{_normal(n): n for n in names}}
     close = difflib.get_close_matches(key, list(candidates), n=3, cutoff=0.5)
     suggestions = []
