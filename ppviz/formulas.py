@@ -205,7 +205,8 @@ def zb_v(config) -> ClosedForm:
     )
 
 
-def _v_family(config, name: str, passes: int, peaks: tuple | None, bubble: str, memory: str) -> ClosedForm:
+def _v_family(config, name: str, passes: int, peaks: tuple | None, least_m: int, bubble: str,
+              memory: str) -> ClosedForm:
     p, m, _, f, b, w, a = _base(config)
     return ClosedForm(
         schedule=name,
@@ -217,8 +218,8 @@ def _v_family(config, name: str, passes: int, peaks: tuple | None, bubble: str, 
         source=("Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) and its HF Space: memory as "
                 "published, bubble published only as a rate; the exact idle is read off the authors' "
                 "construction and checked by simulation for p <= 32"),
-        assumptions="uniform stage costs, comm = 0, f = b = w, m >= p+1",
-        applies=_uniform(config) and f == b == w and m >= p + 1,
+        assumptions=f"uniform stage costs, comm = 0, f = b = w, m >= {least_m}",
+        applies=_uniform(config) and f == b == w and m >= least_m,
     )
 
 
@@ -226,7 +227,7 @@ def v_half(config) -> ClosedForm:
     p = config.devices
     passes = 0 if p == 1 else 1 if p == 2 else 6 * ((p + 1) // 2) - 7
     return _v_family(
-        config, "v-half", passes, tuple((p + 2) // 2 for _ in range(p)),
+        config, "v-half", passes, tuple((p + 2) // 2 for _ in range(p)), p + 2,
         bubble="(6⌈p/2⌉ − 7)·f/2 for p >= 3 (f/2 at p = 2): ≈ p/(2m) of the makespan",
         memory="(p+2)//2 on every device, ≈ half of 1F1B's p (any w_share)")
 
@@ -239,7 +240,7 @@ def v_min(config) -> ClosedForm:
     if config.w_share == 1 or p % 3 != 2:
         peaks = tuple(base - 0.5 if (d == 0 and p % 3 == 2) else base for d in range(p))
     return _v_family(
-        config, "v-min", passes, peaks,
+        config, "v-min", passes, peaks, p + 1,
         bubble="(4p − 5 − 2·[3 divides p])·f/2 for p >= 2: ≈ 2p/(3m) of the makespan",
         memory=("(p+4)//3 on every device, ≈ a third of 1F1B's p; device 0 holds half a unit less when "
                 "p mod 3 = 2 (the figures count an activation until its W: w_share = 1)"))

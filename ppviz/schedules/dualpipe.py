@@ -1,0 +1,213 @@
+"""DualPipe and DualPipeV: DeepSeek's bidirectional schedules with overlapped F&B pairs.
+
+Sources: DeepSeek-V3 technical report (arXiv 2412.19437) and deepseek-ai/DualPipe
+(``dualpipe/dualpipe.py``, ``dualpipev.py``); DualPipeV ("cut-in-half", credited to Sea AI Lab)
+exactly as torch's ``ScheduleDualPipeV`` builds it (per-device order equal to torch's, op for op).
+
+Both run DeepSeek's eight steps on every device. A device has two "phases", the two model
+pieces it holds; with h its half-rank and N the number of half-ranks (defined below):
+
+1. 2(N−h−1) forwards of phase 0;            5. N−h−1 × (B of phase 1; F1&B0 pair);
+2. h+1 × (F phase 0, F phase 1);             6. h+1 × (B1, B0), switching to I (zero bubble)
+3. N−h−1 × (I phase 1, W, F phase 1);           halfway (before B1 when h is odd, before B0
+4. C−2N+h+1 × (F0&B1 pair, F1&B0 pair);         when h is even);
+   on the middle device(s) the very first    7. N−h−1 × (W, I phase 0);
+   F0 and B1 run one after the other;        8. h+1 × W.
+
+The F&B pairs hold an F and a full backward B (DeepSeek overlaps them as one slot; their cost
+is ``Config.fb``); the zero-bubble steps split B into I and W, and every W runs the oldest
+pending I's weight gradient (DeepSeek's ``WeightGradStore`` queue).
+
+``dualpipe`` — two replicas of the model (2× parameters; ``replicas=2``). Microbatches
+0..m/2−1 flow down the first replica (stage s on device s), m/2..m−1 up the second (stage s
+on device p−1−s), DESIGN.md's numbering. Device r: h = min(r, p−1−r), N = p/2, C = m/2; its
+phase 0 is the direction that starts at its own end of the pipeline (down for r < p/2, up
+otherwise); the middle devices are p/2−1 and p/2. Needs even p and even m >= 2p (DeepSeek's
+asserts).
+
+* Bubble (DeepSeek's notation, B = full backward = b + w, F&B = ``fb``): idle
+  (p/2 − 1)(F&B + B − 3W) per device; p = 8, m = 20, f = b = w = 1 (F&B = 3): idle 6,
+  makespan 66 (DualPipe README). Exact on every device when f = b, w <= f and there is no
+  overlap gain (fb = f + b + w). With a gain, devices that run more pairs finish their work
+  sooner and one figure no longer fits every device (p = 8, m = 20, fb = 2.4: the formula's
+  4.2 is the middle devices' idle; the outer ones idle 3).
+* Memory: p + 1 activation units (DeepSeek's PP+1; 1F1B's PP) on every device, whatever
+  W keeps, beside 2× parameters.
+
+``dualpipe-v`` — one model cut into 2p stages in a V (device r holds stages r and 2p−1−r),
+so parameters are 1× per device but two half-size stages. Device r: h = r, N = p, C = m,
+phase 0 = stage r, phase 1 = stage 2p−1−r; the middle device is p−1. Needs m >= 2p
+(torch: m >= number of stages; DeepSeek: num_chunks >= 2·num_ranks).
+
+* Bubble: (PP/2 − 1)(F&B + B − 3W) with PP = 2p stages and stage costs half of f, b, w,
+  fb: (p − 1)(fb + b − 2w)/2, under the same conditions as DualPipe's. p = 4, m = 10,
+  f = b = w = 1: makespan 33, idle 3 per device.
+* Memory: 2p + 1 chunks (PP+1 stages' activations, each half a unit), i.e. p + ½
+  activation units on every device, whatever W keeps; counting F − (B|I) along torch's
+  ``dualpipev_4rank_10mb.csv`` gives the same 9 chunks.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..ir import DeviceOps, Program
+from ..placement import Placement
+from .registry import ScheduleSpec, register, require
+
+
+def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middle: bool) -> None:
+    """DeepSeek's eight steps on one device.
+
+    ``phases[k]`` is (stage, first microbatch) of phase k; each phase numbers its microbatches
+    upwards from there, separately for forwards and backwards.
+    """
+    forwards = [0, 0]
+    backwards = [0, 0]
+    pending_w: deque[tuple[int, int]] = deque()
+
+    def f(k):
+        stage, first = phases[k]
+        ops.f(stage, first + forwards[k])
+        forwards[k] += 1
+
+    def backward(k, split):
+        stage, first = phases[k]
+        mb = first + backwards[k]
+        backwards[k] += 1
+        if split:
+            ops.i(stage, mb)
+            pending_w.append((stage, mb))
+        else:
+            ops.b(stage, mb)
+
+    def w():
+        ops.w(*pending_w.popleft())
+
+    def pair(fk, bk):
+        f_stage, f_first = phases[fk]
+        b_stage, b_first = phases[bk]
+        ops.fb(f_stage, f_first + forwards[fk], b_stage, b_first + backwards[bk])
+        forwards[fk] += 1
+        backwards[bk] += 1
+
+    lead = halves - h - 1
+    for _ in range(2 * lead):
+        f(0)
+    for _ in range(h + 1):
+        f(0)
+        f(1)
+    for _ in range(lead):
+        backward(1, split=True)
+        w()
+        f(1)
+    for i in range(chunks - 2 * halves + h + 1):
+        if i == 0 and middle:
+            # DeepSeek: "We don't overlap these two chunks to further reduce bubble size."
+            f(0)
+            backward(1, split=False)
+        else:
+            pair(0, 1)
+        pair(1, 0)
+    for _ in range(lead):
+        backward(1, split=False)
+        pair(1, 0)
+    split = False
+    for i in range(h + 1):
+        if i == (h + 1) // 2 and h % 2 == 1:
+            split = True
+        backward(1, split)
+        if i == (h + 1) // 2 and h % 2 == 0:
+            split = True
+        backward(0, split)
+    for _ in range(lead):
+        w()
+        backward(0, split=True)
+    for _ in range(h + 1):
+        w()
+
+
+def build_dualpipe(config) -> Program:
+    p, m = config.devices, config.microbatches
+    half_m, halves = m // 2, p // 2
+    devices = []
+    for r in range(p):
+        down, up = (r, 0), (p - 1 - r, half_m)
+        phases = (down, up) if r < halves else (up, down)
+        ops = DeviceOps()
+        _eight_steps(ops, phases, min(r, p - 1 - r), halves, half_m, middle=r in (halves - 1, halves))
+        devices.append(ops)
+    return Program.from_device_ops(devices, stages=p, microbatches=m, placement=Placement.bidirectional(p, m))
+
+
+def build_dualpipe_v(config) -> Program:
+    p, m = config.devices, config.microbatches
+    devices = []
+    for r in range(p):
+        ops = DeviceOps()
+        _eight_steps(ops, ((r, 0), (2 * p - 1 - r, 0)), r, p, m, middle=r == p - 1)
+        devices.append(ops)
+    return Program.from_device_ops(devices, stages=2 * p, microbatches=m, placement=Placement.v_shape(p, 2))
+
+
+def _validate_dualpipe(config) -> None:
+    p, m = config.devices, config.microbatches
+    require(config.stages_per_device == 1, config, "stages_per_device",
+            "use 1 (each replica holds one stage per device), or dualpipe-v for two stages per device",
+            "holds one stage of each of its two replicas per device")
+    require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
+            f"needs an even number of devices; got {p}")
+    near = [k for k in (m - 1, m + 1) if k >= 2 * p] or [2 * p]
+    require(m % 2 == 0, config, "microbatches", "use " + " or ".join(map(str, near)),
+            f"sends half of the microbatches each way, so it needs an even number of them; got {m}")
+    require(m >= 2 * p, config, "microbatches", f"use an even m >= {2 * p}",
+            f"needs at least 2p = {2 * p} microbatches (DeepSeek: num_chunks >= 2 * num_ranks); got {m}")
+
+
+def _validate_dualpipe_v(config) -> None:
+    p, m = config.devices, config.microbatches
+    require(config.stages_per_device == 2, config, "stages_per_device", "use 2 (leave it unset)",
+            "places exactly two stages per device in a V")
+    require(m >= 2 * p, config, "microbatches", f"use m >= {2 * p}",
+            f"needs at least as many microbatches as stages (2p = {2 * p}); got {m}")
+
+
+def _closed_dualpipe(config):
+    from ..formulas import dualpipe
+
+    return dualpipe(config)
+
+
+def _closed_dualpipe_v(config):
+    from ..formulas import dualpipe_v
+
+    return dualpipe_v(config)
+
+
+register(ScheduleSpec(
+    name="dualpipe",
+    summary="bidirectional: two model replicas, overlapped F&B pairs, zero-bubble tail",
+    reference="DeepSeek-V3 (arXiv 2412.19437); deepseek-ai/DualPipe dualpipe.py",
+    builder=build_dualpipe,
+    aliases=("DualPipe",),
+    validate=_validate_dualpipe,
+    closed_form=_closed_dualpipe,
+    constraints="v = 1; even p; even m >= 2p",
+    replicas=2,
+    split_backward=True,
+))
+
+register(ScheduleSpec(
+    name="dualpipe-v",
+    summary="DualPipe cut in half: one model in 2p stages placed in a V",
+    reference="deepseek-ai/DualPipe dualpipev.py (Sea AI Lab's cut-in-half); torch ScheduleDualPipeV",
+    builder=build_dualpipe_v,
+    aliases=("DualPipeV", "ScheduleDualPipeV", "cut-in-half"),
+    default_v=2,
+    v_min=2,
+    v_max=2,
+    validate=_validate_dualpipe_v,
+    closed_form=_closed_dualpipe_v,
+    constraints="v = 2; m >= 2p",
+    split_backward=True,
+))
