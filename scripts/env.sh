@@ -16,3 +16,22 @@ ensure_venv() {
 pip_install() {
   "$PY" -m pip install --quiet --disable-pip-version-check "$@"
 }
+
+# Debian's Chromium for the browser tests; Playwright drives it, it never downloads a browser.
+ensure_chromium() {
+  if [ -x "${PPVIZ_CHROMIUM:-/usr/bin/chromium}" ]; then
+    return
+  fi
+  echo "==> installing Debian's chromium for the browser tests"
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+}
+
+# The widget's build and test tools from js/package-lock.json, then the bundle
+# ppviz/static/widget.js (so the editable install below finds it and skips its own npm run).
+ensure_js() {
+  echo "==> npm ci in js/ and building the widget bundle"
+  (cd "$ROOT/js" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
+}

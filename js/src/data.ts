@@ -1,0 +1,206 @@
+// Decoding of the binary traits Python sends (layout documented in ppviz/widget.py).
+// Columns are mapped as typed-array views without copying whenever the buffer is aligned.
+
+export const TIMELINE_MAGIC = 0x54565050; // "PPVT"
+export const MEMORY_MAGIC = 0x4d565050; // "PPVM"
+export const FORMAT_VERSION = 1;
+
+export const KIND_F = 0;
+export const KIND_B = 1;
+export const KIND_I = 2;
+export const KIND_W = 3;
+export const KIND_LETTERS = "FBIW";
+export const KIND_MASK = 3;
+export const FLAG_PAIR_F = 1 << 2;
+export const FLAG_PAIR_B = 1 << 3;
+export const FLAG_WAITED = 1 << 4;
+
+export interface Timeline {
+  n: number;
+  devices: number;
+  microbatches: number;
+  /** device d's ops are offsets[d] .. offsets[d+1], sorted by start */
+  offsets: Uint32Array;
+  start: Float32Array;
+  dur: Float32Array;
+  dep: Int32Array;
+  mb: Uint32Array;
+  stage: Uint16Array;
+  flags: Uint8Array;
+  /** busy[k] = summed duration of the drawn slots before op k (pair partners count once) */
+  busy: Float64Array;
+  /** ops of microbatch j are mbIndex[mbOffsets[j] .. mbOffsets[j+1]] */
+  mbOffsets: Uint32Array;
+  mbIndex: Uint32Array;
+}
+
+export interface MemoryCurves {
+  devices: number;
+  offsets: Uint32Array;
+  times: Float32Array;
+  values: Float32Array;
+  /** max of values in each block of MAX_BLOCK points, for per-pixel envelopes */
+  blockMax: Float32Array;
+  peak: number;
+}
+
+export const MAX_BLOCK = 64;
+
+/** The bytes of a binary trait, whatever the host hands over (DataView in anywidget and ipywidgets 7). */
+export function toBytes(x: unknown): Uint8Array {
+  if (x instanceof Uint8Array) return x;
+  if (ArrayBuffer.isView(x)) return new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+  if (x instanceof ArrayBuffer) return new Uint8Array(x);
+  return new Uint8Array(0);
+}
+
+function aligned(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset % 4 === 0 ? bytes : bytes.slice();
+}
+
+class Reader {
+  private pos = 0;
+  private readonly view: DataView;
+  constructor(private readonly bytes: Uint8Array) {
+    this.view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  u32(): number {
+    this.need(4);
+    const v = this.view.getUint32(this.pos, true);
+    this.pos += 4;
+    return v;
+  }
+  column<T>(ctor: { new (b: ArrayBuffer, o: number, n: number): T; BYTES_PER_ELEMENT: number }, n: number): T {
+    const size = n * ctor.BYTES_PER_ELEMENT;
+    this.need(size);
+    const out = new ctor(this.bytes.buffer as ArrayBuffer, this.bytes.byteOffset + this.pos, n);
+    this.pos += size + ((4 - (size % 4)) % 4);
+    return out;
+  }
+  private need(size: number): void {
+    if (this.pos + size > this.bytes.byteLength) {
+      throw new Error(`ppviz: binary data ends early (${this.bytes.byteLength} bytes); reinstall ppviz?`);
+    }
+  }
+}
+
+function checkHeader(r: Reader, magic: number, what: string): void {
+  if (r.u32() !== magic) throw new Error(`ppviz: the ${what} data is not in ppviz's format`);
+  const version = r.u32();
+  if (version !== FORMAT_VERSION) {
+    throw new Error(`ppviz: ${what} format ${version}, this front end reads ${FORMAT_VERSION}; reinstall ppviz`);
+  }
+}
+
+export function decodeTimeline(input: unknown): Timeline {
+  const r = new Reader(aligned(toBytes(input)));
+  checkHeader(r, TIMELINE_MAGIC, "timeline");
+  const n = r.u32();
+  const devices = r.u32();
+  const offsets = r.column(Uint32Array, devices + 1);
+  const start = r.column(Float32Array, n);
+  const dur = r.column(Float32Array, n);
+  const dep = r.column(Int32Array, n);
+  const mb = r.column(Uint32Array, n);
+  const stage = r.column(Uint16Array, n);
+  const flags = r.column(Uint8Array, n);
+  const busy = new Float64Array(n + 1);
+  let microbatches = 0;
+  for (let k = 0; k < n; k++) {
+    busy[k + 1] = busy[k] + (flags[k] & FLAG_PAIR_B ? 0 : dur[k]);
+    if (mb[k] >= microbatches) microbatches = mb[k] + 1;
+  }
+  const mbOffsets = new Uint32Array(microbatches + 1);
+  for (let k = 0; k < n; k++) mbOffsets[mb[k] + 1]++;
+  for (let j = 0; j < microbatches; j++) mbOffsets[j + 1] += mbOffsets[j];
+  const fill = mbOffsets.slice(0, microbatches);
+  const mbIndex = new Uint32Array(n);
+  for (let k = 0; k < n; k++) mbIndex[fill[mb[k]]++] = k;
+  return { n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, mbOffsets, mbIndex };
+}
+
+export function decodeMemory(input: unknown): MemoryCurves {
+  const r = new Reader(aligned(toBytes(input)));
+  checkHeader(r, MEMORY_MAGIC, "memory");
+  const devices = r.u32();
+  const offsets = r.column(Uint32Array, devices + 1);
+  const k = offsets[devices];
+  const times = r.column(Float32Array, k);
+  const values = r.column(Float32Array, k);
+  const blockMax = new Float32Array(Math.ceil(k / MAX_BLOCK));
+  blockMax.fill(-Infinity);
+  let peak = 0;
+  for (let i = 0; i < k; i++) {
+    const b = (i / MAX_BLOCK) | 0;
+    if (values[i] > blockMax[b]) blockMax[b] = values[i];
+    if (values[i] > peak) peak = values[i];
+  }
+  return { devices, offsets, times, values, blockMax, peak };
+}
+
+/** Largest value in values[lo .. hi). */
+export function rangeMax(mem: MemoryCurves, lo: number, hi: number): number {
+  let best = -Infinity;
+  let i = lo;
+  while (i < hi && i % MAX_BLOCK !== 0) best = Math.max(best, mem.values[i++]);
+  while (i + MAX_BLOCK <= hi) {
+    best = Math.max(best, mem.blockMax[i / MAX_BLOCK]);
+    i += MAX_BLOCK;
+  }
+  while (i < hi) best = Math.max(best, mem.values[i++]);
+  return best;
+}
+
+/** Activation memory device d holds at time t (the step function's value). */
+export function memoryAt(mem: MemoryCurves, d: number, t: number): number {
+  const lo = mem.offsets[d];
+  const k = upperBound(mem.times, lo, mem.offsets[d + 1], t) - 1;
+  return k >= lo ? mem.values[k] : 0;
+}
+
+/** First index in a[lo .. hi) whose value is > x (a sorted ascending). */
+export function upperBound(a: ArrayLike<number>, lo: number, hi: number, x: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid] <= x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** First index in a[lo .. hi) whose value is >= x (a sorted ascending). */
+export function lowerBound(a: ArrayLike<number>, lo: number, hi: number, x: number): number {
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (a[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function deviceOf(tl: Timeline, k: number): number {
+  return upperBound(tl.offsets, 0, tl.devices + 1, k) - 1;
+}
+
+export function kindOf(tl: Timeline, k: number): number {
+  return tl.flags[k] & KIND_MASK;
+}
+
+/** The op whose slot k is drawn in: the F of an F&B pair stands for both. */
+export function slotOf(tl: Timeline, k: number): number {
+  return tl.flags[k] & FLAG_PAIR_B ? k - 1 : k;
+}
+
+export function endOf(tl: Timeline, k: number): number {
+  return tl.start[k] + tl.dur[k];
+}
+
+/** The op k waited for (its dependency set its start), or -1. */
+export function waitedFor(tl: Timeline, k: number): number {
+  return tl.flags[k] & FLAG_WAITED ? tl.dep[k] : -1;
+}
+
+/** torch's action string of op k, e.g. "3F1". */
+export function actionName(tl: Timeline, k: number): string {
+  return `${tl.stage[k]}${KIND_LETTERS[kindOf(tl, k)]}${tl.mb[k]}`;
+}

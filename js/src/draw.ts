@@ -1,0 +1,719 @@
+// Painting one frame on the canvas. Work per frame follows pixels, not ops: each lane is
+// culled to the view by binary search, runs of ops narrower than a pixel are merged into
+// one column whose opacity says how busy that pixel of time was, and thin bars and the
+// memory curves are written as pixels rather than as thousands of path shapes.
+
+import {
+  FLAG_PAIR_B,
+  FLAG_PAIR_F,
+  FLAG_WAITED,
+  KIND_F,
+  KIND_MASK,
+  KIND_W,
+  type MemoryCurves,
+  type Timeline,
+  endOf,
+  deviceOf,
+  lowerBound,
+  memoryAt,
+  rangeMax,
+  slotOf,
+  upperBound,
+} from "./data";
+import { num, tickLabel } from "./format";
+import type { Layout } from "./layout";
+import { closedPeak, type Meta } from "./meta";
+import { Scale, ticks } from "./scale";
+import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
+
+export const FONT = `"Inter", "Segoe UI", system-ui, -apple-system, "Helvetica Neue", Arial, sans-serif`;
+
+export interface Scene {
+  tl: Timeline;
+  mem: MemoryCurves | null;
+  meta: Meta;
+  layout: Layout;
+  scale: Scale;
+  palette: Palette;
+  /** device pixels per CSS pixel */
+  dpr: number;
+  hatch: CanvasPattern | null;
+  selectedMb: number;
+  selectedOp: number;
+  hover: number;
+  /** the scrubber's time, or null when it is not in use */
+  cursor: number | null;
+}
+
+export interface DrawStats {
+  /** ops inside the view, drawn one by one or merged into pixel columns */
+  ops: number;
+  /** bars and merged pixel columns painted for them */
+  rects: number;
+  labels: number;
+}
+
+/** Colour slot of an op: F, I/B, W, F&B. */
+export function colourSlot(flags: number): number {
+  if (flags & (FLAG_PAIR_F | FLAG_PAIR_B)) return 3;
+  const kind = flags & KIND_MASK;
+  return kind === KIND_F ? 0 : kind === KIND_W ? 2 : 1;
+}
+
+export function shadeOf(mb: number): number {
+  return SHADE_ORDER[mb % SHADE_LEVELS];
+}
+
+/** Bars at least this wide (CSS px) are vector round rects; narrower ones, and runs of
+ * sub-pixel ops, are written into a one-row-per-lane pixel strip... */
+export const VECTOR_MIN_PX = 14;
+/** ...unless so few ops are in view that every bar can be a vector shape (consistent corners;
+ * about 10 µs of raster each with its label, so this many stay within a few ms). */
+export const VECTOR_ALL_OPS = 500;
+const ROUND_MIN_PX = 6;
+const GAP_MIN_PX = 4;
+const LABEL_PAD_PX = 5;
+
+class Batch {
+  n = 0;
+  buf = new Float32Array(1024);
+  push(x: number, y: number, w: number, h: number): void {
+    if (this.n + 4 > this.buf.length) {
+      const bigger = new Float32Array(this.buf.length * 2);
+      bigger.set(this.buf);
+      this.buf = bigger;
+    }
+    const b = this.buf;
+    b[this.n] = x;
+    b[this.n + 1] = y;
+    b[this.n + 2] = w;
+    b[this.n + 3] = h;
+    this.n += 4;
+  }
+}
+
+// Software canvas raster costs about 3 µs per path rectangle, so 10^4 thin bars would take
+// 30 ms. In a lane every bar spans the same rows, so the lane's bars are a 1-D image: one
+// strip row per lane, stretched over the lane's height with one drawImage.
+class Strip {
+  canvas = document.createElement("canvas");
+  ctx = this.canvas.getContext("2d")!;
+  image: ImageData | null = null;
+  pixels = new Uint32Array(0);
+  ensure(width: number, rows: number): void {
+    if (this.image && this.image.width === width && this.image.height === rows) {
+      this.pixels.fill(0);
+      return;
+    }
+    this.canvas.width = width;
+    this.canvas.height = rows;
+    this.image = new ImageData(width, rows);
+    this.pixels = new Uint32Array(this.image.data.buffer);
+  }
+}
+
+interface Labels {
+  x: number[];
+  y: number[];
+  text: string[];
+  colour: string[];
+}
+
+// reused across frames so that panning allocates nothing
+const batches = Array.from({ length: 4 * SHADE_LEVELS }, () => new Batch());
+let strip: Strip | null = null;
+
+const packedCache = new WeakMap<Palette, Uint32Array>();
+
+/** Opaque colours of palette.shades as little-endian RGBA words, [slot * SHADE_LEVELS + shade]. */
+function packed(P: Palette): Uint32Array {
+  let out = packedCache.get(P);
+  if (!out) {
+    out = new Uint32Array(4 * SHADE_LEVELS);
+    P.shades.forEach((row, slot) =>
+      row.forEach((c, shade) => {
+        const [r, g, b] = c.match(/\d+/g)!.map(Number);
+        out![slot * SHADE_LEVELS + shade] = ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0;
+      }),
+    );
+    packedCache.set(P, out);
+  }
+  return out;
+}
+
+/** Add `colour` (opaque RGB word) covering `alpha` (0..1) of pixel i of the strip. */
+function cover(px: Uint32Array, i: number, colour: number, alpha: number): void {
+  const a = Math.round(alpha * 255);
+  if (a <= 0) return;
+  const old = px[i] >>> 24;
+  if (old === 0) px[i] = ((colour & 0xffffff) | (Math.min(255, a) << 24)) >>> 0;
+  else px[i] = ((a > old ? colour & 0xffffff : px[i] & 0xffffff) | (Math.min(255, old + a) << 24)) >>> 0;
+}
+
+/** Paint device pixels [a, b) of one strip row, with partial coverage at both ends. */
+function span(px: Uint32Array, row: number, width: number, a: number, b: number, colour: number): void {
+  if (a < 0) a = 0;
+  if (b > width) b = width;
+  if (b <= a) return;
+  const ia = Math.floor(a);
+  const ib = Math.floor(b);
+  if (ia === ib) {
+    cover(px, row + ia, colour, b - a);
+    return;
+  }
+  cover(px, row + ia, colour, ia + 1 - a);
+  if (ib > ia + 1) px.fill(colour, row + ia + 1, row + ib);
+  if (ib < width) cover(px, row + ib, colour, b - ib);
+}
+
+/** Ops [i, j) of device d that can show inside [t0, t1]. */
+export function visibleRange(tl: Timeline, d: number, t0: number, t1: number): [number, number] {
+  const lo = tl.offsets[d];
+  const hi = tl.offsets[d + 1];
+  let i = upperBound(tl.start, lo, hi, t0) - 1;
+  if (i < lo) i = lo;
+  while (i > lo && tl.start[i - 1] === tl.start[i]) i--;
+  return [i, lowerBound(tl.start, i, hi, t1)];
+}
+
+export function labelOf(tl: Timeline, k: number): string {
+  return tl.flags[k] & FLAG_PAIR_F ? `${tl.mb[k]}|${tl.mb[k + 1]}` : String(tl.mb[k]);
+}
+
+/** What the bar layer was last computed from: hover, selection and the scrubber leave it
+ * alone, so those repaints only blit it again. */
+interface BarFrame {
+  tl: Timeline;
+  palette: Palette;
+  layout: Layout;
+  t0: number;
+  t1: number;
+  dpr: number;
+  ops: number;
+  rects: number;
+  labels: Labels;
+}
+let barFrame: BarFrame | null = null;
+
+function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelList: Labels } {
+  const { tl, layout: L, scale, palette: P, dpr } = s;
+  const f = barFrame;
+  if (!(f && f.tl === tl && f.palette === P && f.layout === L && f.t0 === scale.view.t0 && f.t1 === scale.view.t1 &&
+        f.dpr === dpr)) {
+    barFrame = { tl, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, ...computeBars(ctx, s) };
+  }
+  const frame = barFrame!;
+  const width = Math.round((L.plotRight - L.plotLeft) * dpr);
+  const h = L.rowHeight - 2 * L.barInset;
+  ctx.imageSmoothingEnabled = false;
+  for (let d = 0; d < tl.devices; d++) {
+    ctx.drawImage(strip!.canvas, 0, d, width, 1, L.plotLeft, L.rowTop[d] + L.barInset, width / dpr, h);
+  }
+  ctx.imageSmoothingEnabled = true;
+  for (let slot = 0; slot < 4; slot++) {
+    for (let shade = 0; shade < SHADE_LEVELS; shade++) {
+      const b = batches[slot * SHADE_LEVELS + shade];
+      if (!b.n) continue;
+      ctx.fillStyle = P.shades[slot][shade];
+      ctx.beginPath();
+      const buf = b.buf;
+      for (let q = 0; q < b.n; q += 4) {
+        if (buf[q + 2] >= ROUND_MIN_PX) ctx.roundRect(buf[q], buf[q + 1], buf[q + 2], buf[q + 3], 2.5);
+        else ctx.rect(buf[q], buf[q + 1], buf[q + 2], buf[q + 3]);
+      }
+      ctx.fill();
+    }
+  }
+  return { ops: frame.ops, rects: frame.rects, labels: 0, labelList: frame.labels };
+}
+
+/** Cull, merge and sort the view's bars into the pixel strip and the vector batches. */
+function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; rects: number; labels: Labels } {
+  const { tl, layout: L, scale, palette: P, dpr } = s;
+  const labels: Labels = { x: [], y: [], text: [], colour: [] };
+  const { start, dur, flags, mb, busy } = tl;
+  const { t0, t1 } = scale.view;
+  const k0 = scale.k;
+  const x0 = scale.x0;
+  const left = L.plotLeft;
+  const right = L.plotRight;
+  const h = L.rowHeight - 2 * L.barInset;
+  const digit = ctx.measureText("0").width;
+  const labelled = h >= 12;
+  const colours = packed(P);
+  const width = Math.round((right - left) * dpr);
+  strip ??= new Strip();
+  strip.ensure(width, tl.devices);
+  const px = strip.pixels;
+  for (const b of batches) b.n = 0;
+  const ranges = Array.from({ length: tl.devices }, (_, d) => visibleRange(tl, d, t0, t1));
+  const ops = ranges.reduce((sum, [i, j]) => sum + j - i, 0);
+  const vectorMin = ops <= VECTOR_ALL_OPS ? 1 : VECTOR_MIN_PX;
+  let rects = 0;
+  for (let d = 0; d < tl.devices; d++) {
+    const y = L.rowTop[d] + L.barInset;
+    const row = d * width;
+    const [i, j] = ranges[d];
+    let k = i;
+    while (k < j) {
+      const f = flags[k];
+      if (f & FLAG_PAIR_B) {
+        k++;
+        continue;
+      }
+      const xa = x0 + (start[k] - t0) * k0;
+      const w = dur[k] * k0;
+      if (w * dpr >= 1) {
+        const xl = xa < left ? left : xa;
+        const xr = xa + w > right ? right : xa + w;
+        k++;
+        if (xr <= xl) continue;
+        const slot = colourSlot(f);
+        const shade = shadeOf(mb[k - 1]);
+        const visible = xr - xl;
+        const drawn = visible >= GAP_MIN_PX ? visible - 1 : visible;
+        rects++;
+        if (visible >= vectorMin) batches[slot * SHADE_LEVELS + shade].push(xl, y, drawn, h);
+        else span(px, row, width, (xl - left) * dpr, (xl + drawn - left) * dpr, colours[slot * SHADE_LEVELS + shade]);
+        if (labelled) {
+          const text = labelOf(tl, k - 1);
+          if (visible >= text.length * digit + LABEL_PAD_PX) {
+            labels.x.push(xl + drawn / 2);
+            labels.y.push(y + h / 2);
+            labels.text.push(text);
+            labels.colour.push(P.ink[slot][shade]);
+          }
+        }
+        continue;
+      }
+      // ops starting in this device pixel merge into one; the pixel's last op may run on
+      // past it and is then drawn on its own
+      const col = Math.floor((xa - left) * dpr);
+      const edge = t0 + ((col + 1) / dpr + left - x0) / k0;
+      let m = lowerBound(start, k + 1, j, edge);
+      let last = m - 1;
+      if (flags[last] & FLAG_PAIR_B) last--;
+      if (last > k && dur[last] * k0 * dpr >= 1) m = last;
+      let mid = (k + m) >> 1;
+      if (flags[mid] & FLAG_PAIR_B) mid--;
+      if (col >= 0 && col < width) {
+        cover(px, row + col, colours[colourSlot(flags[mid]) * SHADE_LEVELS], Math.min(1, (busy[m] - busy[k]) * k0 * dpr));
+        rects++;
+      }
+      k = m;
+    }
+  }
+  strip.ctx.putImageData(strip.image!, 0, 0, 0, 0, width, tl.devices);
+  return { ops, rects, labels };
+}
+
+function drawLabels(ctx: CanvasRenderingContext2D, labels: Labels, size: number): number {
+  ctx.font = `600 ${size}px ${FONT}`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  for (let q = 0; q < labels.text.length; q++) {
+    ctx.fillStyle = labels.colour[q];
+    ctx.fillText(labels.text[q], labels.x[q], labels.y[q] + 0.5);
+  }
+  return labels.text.length;
+}
+
+/** Diagonal stripes marking idle time (the bubble), drawn sharp at the device pixel ratio. */
+export function makeHatch(ctx: CanvasRenderingContext2D, P: Palette, dpr: number): CanvasPattern | null {
+  const size = Math.round(7 * dpr);
+  const tile = document.createElement("canvas");
+  tile.width = tile.height = size;
+  const t = tile.getContext("2d");
+  if (!t) return null;
+  t.fillStyle = P.laneIdle;
+  t.fillRect(0, 0, size, size);
+  t.strokeStyle = P.hatch;
+  t.lineWidth = Math.max(1, dpr);
+  t.beginPath();
+  for (const o of [-size, 0, size]) {
+    t.moveTo(o, size);
+    t.lineTo(o + size, 0);
+  }
+  t.stroke();
+  const pattern = ctx.createPattern(tile, "repeat");
+  pattern?.setTransform(new DOMMatrix().scale(1 / dpr));
+  return pattern;
+}
+
+function rowMid(L: Layout, d: number): number {
+  return L.rowTop[d] + L.rowHeight / 2;
+}
+
+function slotBox(s: Scene, k: number): { x: number; y: number; w: number; h: number } {
+  const { tl, layout: L, scale } = s;
+  const slot = slotOf(tl, k);
+  const d = deviceOf(tl, slot);
+  const x = scale.x(tl.start[slot]);
+  return { x, y: L.rowTop[d] + L.barInset, w: Math.max(1, tl.dur[slot] * scale.k), h: L.rowHeight - 2 * L.barInset };
+}
+
+function drawSlot(ctx: CanvasRenderingContext2D, s: Scene, k: number, outline: number): void {
+  const { tl, palette: P } = s;
+  const slot = slotOf(tl, k);
+  const b = slotBox(s, slot);
+  const c = colourSlot(tl.flags[slot]);
+  const shade = shadeOf(tl.mb[slot]);
+  ctx.fillStyle = P.shades[c][shade];
+  ctx.beginPath();
+  ctx.roundRect(b.x, b.y, b.w, b.h, b.w >= ROUND_MIN_PX ? 2.5 : 0);
+  ctx.fill();
+  ctx.lineWidth = outline;
+  ctx.strokeStyle = P.foreground;
+  ctx.stroke();
+  const text = labelOf(tl, slot);
+  if (b.h >= 12 && b.w >= text.length * ctx.measureText("0").width + LABEL_PAD_PX) {
+    ctx.fillStyle = P.ink[c][shade];
+    ctx.fillText(text, b.x + b.w / 2, b.y + b.h / 2 + 0.5);
+  }
+}
+
+function arrow(ctx: CanvasRenderingContext2D, ax: number, ay: number, bx: number, by: number, solid: boolean): void {
+  const dx = Math.max(10, Math.abs(bx - ax) / 2);
+  ctx.setLineDash(solid ? [] : [3, 3]);
+  ctx.lineWidth = solid ? 1.75 : 1.25;
+  ctx.beginPath();
+  ctx.moveTo(ax, ay);
+  ctx.bezierCurveTo(ax + dx, ay, bx - dx, by, bx - 4, by);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  ctx.beginPath();
+  ctx.moveTo(bx, by);
+  ctx.lineTo(bx - 6, by - 3.5);
+  ctx.lineTo(bx - 6, by + 3.5);
+  ctx.closePath();
+  ctx.fill();
+}
+
+function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const { tl, layout: L, palette: P } = s;
+  const j = s.selectedMb;
+  if (j < 0 || j >= tl.microbatches) return;
+  ctx.fillStyle = P.dim;
+  for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], L.plotRight - L.plotLeft, L.rowHeight);
+  const members = tl.mbIndex.subarray(tl.mbOffsets[j], tl.mbOffsets[j + 1]);
+  ctx.font = `600 ${L.roomy ? 11 : 9}px ${FONT}`;
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  const chosen = s.selectedOp >= 0 && s.selectedOp < tl.n ? slotOf(tl, s.selectedOp) : -1;
+  for (const k of members) drawSlot(ctx, s, k, slotOf(tl, k) === chosen ? 2.5 : 1.25);
+  ctx.strokeStyle = P.path;
+  ctx.fillStyle = P.path;
+  for (const k of members) {
+    const dep = tl.dep[k];
+    if (dep < 0) continue;
+    const from = slotOf(tl, dep);
+    const to = slotOf(tl, k);
+    const ax = s.scale.x(endOf(tl, from));
+    const bx = s.scale.x(tl.start[to]);
+    arrow(ctx, ax, rowMid(L, deviceOf(tl, from)), bx, rowMid(L, deviceOf(tl, to)), (tl.flags[k] & FLAG_WAITED) !== 0);
+  }
+}
+
+function drawHover(ctx: CanvasRenderingContext2D, s: Scene): void {
+  if (s.hover < 0 || s.hover >= s.tl.n) return;
+  const b = slotBox(s, s.hover);
+  ctx.lineWidth = 1.5;
+  ctx.strokeStyle = s.palette.foreground;
+  ctx.beginPath();
+  ctx.roundRect(b.x - 0.5, b.y - 0.5, b.w + 1, b.h + 1, 3);
+  ctx.stroke();
+}
+
+function drawFuture(ctx: CanvasRenderingContext2D, s: Scene): void {
+  if (s.cursor === null) return;
+  const { layout: L, palette: P } = s;
+  const x = Math.max(L.plotLeft, s.scale.x(s.cursor));
+  if (x >= L.plotRight) return;
+  ctx.fillStyle = P.dim;
+  for (let d = 0; d < L.devices; d++) ctx.fillRect(x, L.rowTop[d], L.plotRight - x, L.rowHeight);
+}
+
+function crisp(x: number): number {
+  return Math.round(x) + 0.5;
+}
+
+function drawAxis(ctx: CanvasRenderingContext2D, s: Scene, tk: { step: number; values: number[] }): void {
+  const { layout: L, palette: P, scale } = s;
+  const y = crisp(L.axisTop);
+  ctx.strokeStyle = P.axis;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  ctx.moveTo(L.plotLeft, y);
+  ctx.lineTo(L.plotRight, y);
+  for (const t of tk.values) {
+    const x = crisp(scale.x(t));
+    ctx.moveTo(x, y);
+    ctx.lineTo(x, y + 5);
+  }
+  ctx.stroke();
+  ctx.fillStyle = P.muted;
+  ctx.font = `11px ${FONT}`;
+  ctx.textBaseline = "top";
+  ctx.textAlign = "center";
+  let lastRight = -Infinity;
+  for (const t of tk.values) {
+    const text = tickLabel(t, tk.step);
+    const x = Math.min(Math.max(scale.x(t), L.plotLeft + 8), L.plotRight - 8);
+    const w = ctx.measureText(text).width;
+    if (x - w / 2 < lastRight + 6) continue;
+    ctx.fillText(text, x, y + 8);
+    lastRight = x + w / 2;
+  }
+  ctx.textAlign = "right";
+  ctx.fillText("time", L.plotLeft - 10, y + 8);
+}
+
+function drawGrid(ctx: CanvasRenderingContext2D, s: Scene, values: number[]): void {
+  const { layout: L, palette: P, scale } = s;
+  ctx.strokeStyle = P.grid;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (const t of values) {
+    const x = crisp(scale.x(t));
+    ctx.moveTo(x, L.ganttTop - 2);
+    ctx.lineTo(x, L.axisTop);
+    if (L.memTop.length) {
+      ctx.moveTo(x, L.memTop[0]);
+      ctx.lineTo(x, L.memBottom);
+    }
+  }
+  ctx.stroke();
+}
+
+function rgbaWord(c: string): number {
+  const [r, g, b, a = 1] = c.startsWith("#")
+    ? [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]
+    : c.match(/[\d.]+/g)!.map(Number);
+  return ((Math.round(a * 255) << 24) | (b << 16) | (g << 8) | r) >>> 0;
+}
+
+/** Word `top` (with alpha) composited over the opaque word `below`. */
+function over(top: number, below: number): number {
+  const a = (top >>> 24) / 255;
+  let out = 255 << 24;
+  for (const shift of [0, 8, 16]) {
+    const c = Math.round(((top >>> shift) & 255) * a + ((below >>> shift) & 255) * (1 - a));
+    out |= c << shift;
+  }
+  return out >>> 0;
+}
+
+let memoryStrip: Strip | null = null;
+let memoryColumns = { high: new Int16Array(0), outline: new Int16Array(0) };
+
+/** Each lane's step curve rendered per device-pixel column: the column's highest level is
+ * filled, and every level the curve passes through in the column is on its outline. */
+function drawMemory(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const { mem, layout: L, palette: P, scale, meta, dpr } = s;
+  if (!mem || !L.memTop.length) return;
+  let top = mem.peak;
+  for (let d = 0; d < mem.devices; d++) top = Math.max(top, closedPeak(meta, d) ?? 0);
+  top = top > 0 ? top * 1.1 : 1;
+  const width = Math.round((L.plotRight - L.plotLeft) * dpr);
+  const height = Math.max(1, Math.round(L.memHeight * dpr));
+  const lanes = Math.min(mem.devices, L.memTop.length);
+  const f = memoryFrame;
+  if (!(f && f.mem === mem && f.palette === P && f.layout === L && f.t0 === scale.view.t0 &&
+        f.t1 === scale.view.t1 && f.dpr === dpr && f.top === top)) {
+    memoryFrame = { mem, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, top };
+    rasteriseMemory(s, top, width, height, lanes);
+  }
+  ctx.imageSmoothingEnabled = false;
+  for (let d = 0; d < lanes; d++) {
+    ctx.drawImage(memoryStrip!.canvas, 0, d * height, width, height, L.plotLeft, L.memTop[d], width / dpr, L.memHeight);
+  }
+  ctx.imageSmoothingEnabled = true;
+  for (let d = 0; d < lanes; d++) {
+    const cf = closedPeak(meta, d);
+    if (cf === null || !meta.closed_form?.applies) continue;
+    const y = crisp(L.memTop[d] + L.memHeight - (cf / top) * L.memHeight);
+    ctx.strokeStyle = P.closedForm;
+    ctx.globalAlpha = 0.55;
+    ctx.lineWidth = 1;
+    ctx.setLineDash([4, 3]);
+    ctx.beginPath();
+    ctx.moveTo(L.plotLeft, y);
+    ctx.lineTo(L.plotRight, y);
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.globalAlpha = 1;
+  }
+}
+
+let memoryFrame: {
+  mem: MemoryCurves;
+  palette: Palette;
+  layout: Layout;
+  t0: number;
+  t1: number;
+  dpr: number;
+  top: number;
+} | null = null;
+
+function rasteriseMemory(s: Scene, top: number, width: number, height: number, lanes: number): void {
+  const { mem, layout: L, palette: P, scale, meta, dpr } = s;
+  if (!mem) return;
+  const { t0, t1 } = scale.view;
+  memoryStrip ??= new Strip();
+  memoryStrip.ensure(width, height * lanes);
+  const px = memoryStrip.pixels;
+  // opaque pixels (the fill already blended over the lane) blit without blending
+  const surface = rgbaWord(P.surface);
+  const fill = over(rgbaWord(P.memoryFill), surface);
+  const line = rgbaWord(P.memoryLine);
+  const thick = Math.max(1, Math.round(dpr));
+  const columns = Math.min(width, Math.ceil((scale.x(meta.makespan) - L.plotLeft) * dpr));
+  const level = (v: number) => Math.min(height - 1, Math.round((v / top) * (height - 1)));
+  // per column: the top of the area, and where its outline starts (levels counted from the bottom)
+  if (memoryColumns.high.length < width) memoryColumns = { high: new Int16Array(width), outline: new Int16Array(width) };
+  const { high, outline } = memoryColumns;
+  high.fill(-1);
+  for (let d = 0; d < lanes; d++) {
+    const lo = mem.offsets[d];
+    const hi = mem.offsets[d + 1];
+    let k = upperBound(mem.times, lo, hi, t0);
+    const j = lowerBound(mem.times, k, hi, t1);
+    let held = k > lo ? mem.values[k - 1] : 0;
+    for (let c = 0; c < columns; c++) {
+      const m = lowerBound(mem.times, k, j, scale.t(L.plotLeft + (c + 1) / dpr));
+      const before = level(held);
+      let peak = held;
+      if (m > k) {
+        peak = Math.max(held, rangeMax(mem, k, m));
+        held = mem.values[m - 1];
+        k = m;
+      }
+      high[c] = level(peak);
+      outline[c] = Math.max(0, Math.min(before, level(held)) - thick + 1);
+    }
+    // row by row, so that the writes run along memory
+    for (let y = 0; y < height; y++) {
+      const row = (d * height + height - 1 - y) * width;
+      for (let c = 0; c < width; c++) px[row + c] = y > high[c] ? surface : y >= outline[c] ? line : fill;
+    }
+  }
+  memoryStrip.ctx.putImageData(memoryStrip.image!, 0, 0);
+}
+
+function fit(ctx: CanvasRenderingContext2D, text: string, width: number): string {
+  if (ctx.measureText(text).width <= width) return text;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(text.slice(0, mid) + "…").width <= width) lo = mid;
+    else hi = mid - 1;
+  }
+  return text.slice(0, lo) + "…";
+}
+
+function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const { layout: L, palette: P, meta, mem } = s;
+  const right = L.plotLeft - 10;
+  const width = right - 4;
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (let d = 0; d < L.devices; d++) {
+    const mid = rowMid(L, d);
+    const idle = meta.makespan > 0 ? (meta.idle[d] ?? 0) / meta.makespan : 0;
+    if (L.roomy) {
+      const share = ` ${Math.round(idle * 100)}% idle`;
+      ctx.font = `10.5px ${FONT}`;
+      ctx.fillStyle = P.muted;
+      ctx.fillText(share, right, mid - 7);
+      const shareWidth = ctx.measureText(share).width;
+      ctx.fillText(fit(ctx, meta.rows[d] ?? "", width), right, mid + 7);
+      ctx.font = `600 12px ${FONT}`;
+      ctx.fillStyle = P.foreground;
+      ctx.fillText(`device ${d}`, right - shareWidth - 2, mid - 7);
+    } else {
+      ctx.font = `${L.rowHeight >= 14 ? 11 : 9}px ${FONT}`;
+      ctx.fillStyle = P.foreground;
+      ctx.fillText(fit(ctx, `${d} · ${meta.rows[d] ?? ""}`, width), right, mid);
+    }
+  }
+  if (!mem || !L.memTop.length) return;
+  ctx.textAlign = "left";
+  ctx.textBaseline = "top";
+  ctx.font = `600 11px ${FONT}`;
+  ctx.fillStyle = P.foreground;
+  const title = "activation memory";
+  ctx.fillText(title, L.plotLeft, L.memTitleTop + 4);
+  ctx.font = `11px ${FONT}`;
+  ctx.fillStyle = P.muted;
+  const note = meta.closed_form?.applies && meta.closed_form.peak_activation ? "  ·  dashed: closed-form peak" : "";
+  ctx.fillText(`per device, in activations of one microbatch through 1/p of the model${note}`,
+    L.plotLeft + ctx.measureText(title).width + 24, L.memTitleTop + 4);
+  ctx.textAlign = "right";
+  ctx.textBaseline = "middle";
+  for (let d = 0; d < L.memTop.length; d++) {
+    const mid = L.memTop[d] + L.memHeight / 2;
+    const peak = meta.peak_activation[d] ?? 0;
+    const text = s.cursor === null
+      ? `peak ${num(peak, 4)}`
+      : `${num(memoryAt(mem, d, s.cursor), 4)} of ${num(peak, 4)}`;
+    ctx.font = `${L.memHeight >= 16 ? 11 : 9}px ${FONT}`;
+    ctx.fillStyle = P.muted;
+    ctx.fillText(fit(ctx, `${L.roomy ? "device " : ""}${d}  ${text}`, width), right, mid);
+  }
+}
+
+function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
+  if (s.cursor === null) return;
+  const { layout: L, palette: P, scale } = s;
+  const x = scale.x(s.cursor);
+  if (x < L.plotLeft || x > L.plotRight) return;
+  ctx.strokeStyle = P.cursor;
+  ctx.lineWidth = 1.5;
+  ctx.beginPath();
+  ctx.moveTo(x, L.ganttTop - 4);
+  ctx.lineTo(x, L.memBottom);
+  ctx.stroke();
+  const text = `t = ${num(s.cursor, 5)}`;
+  ctx.font = `600 11px ${FONT}`;
+  const w = ctx.measureText(text).width + 10;
+  const bx = Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
+  ctx.fillStyle = P.cursor;
+  ctx.beginPath();
+  ctx.roundRect(bx, L.axisTop + 4, w, 17, 8);
+  ctx.fill();
+  ctx.fillStyle = "#ffffff";
+  ctx.textAlign = "center";
+  ctx.textBaseline = "middle";
+  ctx.fillText(text, bx + w / 2, L.axisTop + 13);
+}
+
+/** Paint the whole frame; the context is already scaled to CSS pixels. */
+export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
+  const { layout: L, palette: P } = s;
+  ctx.fillStyle = P.background;
+  ctx.fillRect(0, 0, L.width, L.height);
+  const tk = ticks(s.scale.view, L.plotRight - L.plotLeft);
+  const idleRight = Math.min(L.plotRight, s.scale.x(s.meta.makespan));
+  for (let d = 0; d < L.devices; d++) {
+    ctx.fillStyle = s.hatch ?? P.laneIdle;
+    ctx.fillRect(L.plotLeft, L.rowTop[d], idleRight - L.plotLeft, L.rowHeight);
+  }
+  drawGrid(ctx, s, tk.values);
+  ctx.save();
+  ctx.beginPath();
+  ctx.rect(L.plotLeft, 0, L.plotRight - L.plotLeft, L.height);
+  ctx.clip();
+  ctx.font = `600 ${L.roomy ? 11 : 9}px ${FONT}`;
+  const { labelList, ...stats } = drawOps(ctx, s);
+  stats.labels = drawLabels(ctx, labelList, L.roomy ? 11 : 9);
+  drawFuture(ctx, s);
+  drawSelection(ctx, s);
+  drawHover(ctx, s);
+  drawMemory(ctx, s);
+  ctx.restore();
+  drawAxis(ctx, s, tk);
+  drawCursor(ctx, s);
+  drawGutter(ctx, s);
+  return stats;
+}

@@ -1,0 +1,81 @@
+// The widget's CSS, scoped by class names and themed through custom properties set per palette.
+
+import type { Palette } from "./theme";
+
+export const CSS = `
+.ppviz-gantt {
+  position: relative; box-sizing: border-box; width: 100%; padding: 14px 16px 12px;
+  background: var(--ppviz-bg); color: var(--ppviz-fg); border: 1px solid var(--ppviz-border);
+  border-radius: 10px; outline: none;
+  font: 13px/1.4 "Inter", "Segoe UI", system-ui, -apple-system, "Helvetica Neue", Arial, sans-serif;
+  font-variant-numeric: tabular-nums; -webkit-font-smoothing: antialiased;
+}
+.ppviz-gantt:focus-visible { box-shadow: 0 0 0 2px var(--ppviz-accent); }
+.ppviz-gantt * { box-sizing: border-box; }
+.ppviz-header { display: flex; flex-wrap: wrap; align-items: flex-end; justify-content: space-between; gap: 8px 24px; }
+.ppviz-title { display: flex; flex-direction: column; min-width: 0; }
+.ppviz-name { font-size: 16px; font-weight: 650; letter-spacing: -0.01em; overflow-wrap: anywhere; }
+.ppviz-sizes { color: var(--ppviz-muted); font-size: 12px; }
+.ppviz-metrics { display: flex; flex-wrap: wrap; gap: 8px; }
+.ppviz-metric {
+  display: grid; grid-template-columns: auto; padding: 5px 11px 6px; border-radius: 8px;
+  background: var(--ppviz-surface); border: 1px solid var(--ppviz-border); min-width: 104px; cursor: help;
+}
+.ppviz-metric-label { font-size: 10.5px; text-transform: uppercase; letter-spacing: 0.06em; color: var(--ppviz-muted); }
+.ppviz-metric-value { font-size: 17px; font-weight: 650; line-height: 1.25; }
+.ppviz-metric-closed { font-size: 11px; color: var(--ppviz-muted); }
+.ppviz-legend { display: flex; flex-wrap: wrap; align-items: center; gap: 4px 16px; margin: 10px 0 4px; font-size: 12px; }
+.ppviz-legend-item { display: inline-flex; align-items: center; gap: 6px; }
+.ppviz-swatch { width: 14px; height: 10px; border-radius: 2.5px; display: inline-block; }
+.ppviz-swatch-idle {
+  background: repeating-linear-gradient(135deg, var(--ppviz-hatch) 0 1.5px, var(--ppviz-idle) 1.5px 4.5px);
+  border: 1px solid var(--ppviz-border);
+}
+.ppviz-legend-hint { color: var(--ppviz-muted); font-size: 11px; margin-left: auto; }
+.ppviz-error {
+  margin: 8px 0 2px; padding: 7px 10px; border-radius: 7px; font-size: 12.5px; white-space: pre-wrap;
+  color: var(--ppviz-error); background: var(--ppviz-error-bg); border: 1px solid var(--ppviz-error);
+}
+.ppviz-error[hidden] { display: none; }
+.ppviz-plot { position: relative; width: 100%; overflow: hidden; touch-action: none; }
+.ppviz-plot canvas { display: block; cursor: crosshair; }
+.ppviz-plot canvas.ppviz-grabbing { cursor: grabbing; }
+.ppviz-plot canvas.ppviz-pointing { cursor: pointer; }
+.ppviz-tooltip {
+  position: absolute; left: 0; top: 0; z-index: 2; pointer-events: none; max-width: 340px;
+  padding: 8px 10px; border-radius: 8px; font-size: 12px; line-height: 1.45;
+  background: var(--ppviz-tip-bg); color: var(--ppviz-tip-fg); border: 1px solid var(--ppviz-border);
+  box-shadow: 0 6px 24px rgba(0, 0, 0, 0.18);
+}
+.ppviz-tooltip[hidden] { display: none; }
+.ppviz-tooltip-title { font-weight: 650; margin-bottom: 4px; }
+.ppviz-tooltip-grid { display: grid; grid-template-columns: auto 1fr; gap: 1px 12px; }
+.ppviz-tooltip-key { color: var(--ppviz-muted); }
+.ppviz-player { display: flex; align-items: center; gap: 10px; margin-top: 6px; font-size: 12px; color: var(--ppviz-muted); }
+.ppviz-play {
+  width: 30px; height: 26px; border-radius: 7px; border: 1px solid var(--ppviz-border); cursor: pointer;
+  background: var(--ppviz-surface); color: var(--ppviz-fg); font-size: 12px; line-height: 1; padding: 0;
+}
+.ppviz-play:hover { border-color: var(--ppviz-accent); }
+.ppviz-scrub { flex: 1; accent-color: var(--ppviz-accent); min-width: 80px; }
+.ppviz-time { min-width: 9em; text-align: right; }
+`;
+
+export function themeVariables(root: HTMLElement, P: Palette): void {
+  const vars: Record<string, string> = {
+    "--ppviz-bg": P.background,
+    "--ppviz-surface": P.surface,
+    "--ppviz-fg": P.foreground,
+    "--ppviz-muted": P.muted,
+    "--ppviz-border": P.border,
+    "--ppviz-accent": P.kinds[0],
+    "--ppviz-hatch": P.hatch,
+    "--ppviz-idle": P.laneIdle,
+    "--ppviz-error": P.error,
+    "--ppviz-error-bg": P.errorBg,
+    "--ppviz-tip-bg": P.name === "dark" ? "#262a33" : "#ffffff",
+    "--ppviz-tip-fg": P.foreground,
+  };
+  for (const [k, v] of Object.entries(vars)) root.style.setProperty(k, v);
+  root.style.colorScheme = P.name;
+}

@@ -1,0 +1,491 @@
+// One rendered chart: builds the DOM, keeps view state (zoom, hover, scrubber), turns pointer
+// and keyboard input into model changes, and repaints at most once per animation frame.
+// It talks to the model through the small interface below, so tests drive it with a fake.
+
+import { type MemoryCurves, type Timeline, decodeMemory, decodeTimeline, endOf, deviceOf, slotOf } from "./data";
+import { type Scene, draw, makeHatch } from "./draw";
+import { num } from "./format";
+import { fillHeader, fillLegend } from "./header";
+import { hitTest } from "./hit";
+import { type Layout, computeLayout, inPlot } from "./layout";
+import type { Meta } from "./meta";
+import { Scale, type TimeView, fullView, panBy, zoomAt } from "./scale";
+import { CSS, themeVariables } from "./styles";
+import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
+import { describeOp, fillTooltip, placeTooltip } from "./tooltip";
+
+export interface ModelLike {
+  get(name: string): any;
+  set(name: string, value: any): void;
+  save_changes(): void;
+  on(event: string, callback: (...args: any[]) => void): void;
+  off(event?: string | null, callback?: ((...args: any[]) => void) | null): void;
+}
+
+/** Hooks for tests and benchmarks, on the root element as `root.ppviz`. */
+export interface DebugHooks {
+  opBox(k: number): { x: number; y: number; width: number; height: number } | null;
+  getView(): TimeView;
+  setView(t0: number, t1: number): void;
+  hit(clientX: number, clientY: number): number;
+  /** ms to decode the last data, and to draw it the first time */
+  timings(): { decodeMs: number; firstDrawMs: number };
+  /** paint now instead of at the next frame; returns the draw's ms */
+  redraw(): number;
+}
+
+const PLAY_MS = 8000;
+const DRAG_PX = 3;
+
+function div(className: string): HTMLDivElement {
+  const e = document.createElement("div");
+  e.className = className;
+  return e;
+}
+
+export class GanttView {
+  readonly root: HTMLDivElement;
+  readonly canvas: HTMLCanvasElement;
+  readonly tooltip: HTMLDivElement;
+  private readonly ctx: CanvasRenderingContext2D;
+  private readonly header = div("ppviz-header");
+  private readonly errorBox = div("ppviz-error");
+  private readonly legend = div("ppviz-legend");
+  private readonly plot = div("ppviz-plot");
+  private readonly play = document.createElement("button");
+  private readonly scrub = document.createElement("input");
+  private readonly timeText = document.createElement("span");
+  private tl: Timeline | null = null;
+  private mem: MemoryCurves | null = null;
+  private meta: Meta | null = null;
+  private view: TimeView = fullView(1);
+  private layout: Layout | null = null;
+  private palette: Palette;
+  private themeName: ThemeName;
+  private hatch: CanvasPattern | null = null;
+  private dpr = 0;
+  private hover = -1;
+  private cursor: number | null = null;
+  private playing = false;
+  private lastTick = 0;
+  private frame = 0;
+  private playFrame = 0;
+  private draws = 0;
+  private decodeMs = 0;
+  private firstDrawMs = -1;
+  private drag: { x: number; view: TimeView; moved: boolean } | null = null;
+  private readonly disposers: (() => void)[] = [];
+  private destroyed = false;
+
+  constructor(
+    private readonly el: HTMLElement,
+    private readonly model: ModelLike,
+  ) {
+    this.root = div("ppviz-gantt");
+    this.root.tabIndex = 0;
+    const style = document.createElement("style");
+    style.textContent = CSS;
+    this.canvas = document.createElement("canvas");
+    this.canvas.setAttribute("role", "img");
+    const ctx = this.canvas.getContext("2d");
+    if (!ctx) throw new Error("ppviz: this browser gives no 2D canvas");
+    this.ctx = ctx;
+    this.tooltip = div("ppviz-tooltip");
+    this.tooltip.hidden = true;
+    this.errorBox.hidden = true;
+    this.errorBox.setAttribute("role", "alert");
+    this.plot.append(this.canvas, this.tooltip);
+    const player = div("ppviz-player");
+    this.play.className = "ppviz-play";
+    this.play.type = "button";
+    this.scrub.className = "ppviz-scrub";
+    this.scrub.type = "range";
+    this.scrub.min = "0";
+    this.scrub.max = "1000";
+    this.scrub.value = "0";
+    this.scrub.setAttribute("aria-label", "time");
+    this.timeText.className = "ppviz-time";
+    player.append(this.play, this.scrub, this.timeText);
+    this.root.append(style, this.header, this.errorBox, this.legend, this.plot, player);
+    el.append(this.root);
+
+    this.themeName = this.resolveTheme();
+    this.palette = palette(this.themeName);
+    themeVariables(this.root, this.palette);
+    this.updatePlayer();
+    this.bind();
+    this.load();
+    this.showError();
+    Object.defineProperty(this.root, "ppviz", { value: this.debugHooks(), configurable: true });
+  }
+
+  // Model ------------------------------------------------------------------------------
+
+  private load(): void {
+    const t = performance.now();
+    try {
+      const meta = this.model.get("meta") as Meta;
+      if (!meta || typeof meta.devices !== "number") return;
+      this.tl = decodeTimeline(this.model.get("timeline"));
+      const memory = this.model.get("memory");
+      this.mem = memory && (memory as ArrayBufferView).byteLength ? decodeMemory(memory) : null;
+      this.meta = meta;
+    } catch (err) {
+      this.errorBox.hidden = false;
+      this.errorBox.textContent = String((err as Error).message ?? err);
+      return;
+    }
+    this.decodeMs = performance.now() - t;
+    this.firstDrawMs = -1;
+    this.view = fullView(this.meta.makespan);
+    this.hover = -1;
+    if (this.cursor !== null) this.cursor = Math.min(this.cursor, this.meta.makespan);
+    this.layout = null;
+    fillHeader(this.header, this.meta);
+    fillLegend(this.legend, this.tl, this.palette);
+    this.canvas.setAttribute("aria-label", `Gantt chart of ${this.meta.title}: ${this.meta.devices} devices`);
+    this.updatePlayer();
+    this.requestDraw();
+  }
+
+  private showError(): void {
+    const message = String(this.model.get("error") ?? "");
+    this.errorBox.hidden = message === "";
+    this.errorBox.textContent = message;
+  }
+
+  private selectedMb(): number {
+    const v = this.model.get("selected_microbatch");
+    return typeof v === "number" ? v : -1;
+  }
+
+  private select(op: number): void {
+    const tl = this.tl;
+    const mb = tl && op >= 0 ? tl.mb[op] : -1;
+    this.model.set("selected_microbatch", mb);
+    this.model.set("selected_op", op);
+    this.model.save_changes();
+    this.requestDraw();
+  }
+
+  // Theme ------------------------------------------------------------------------------
+
+  private resolveTheme(): ThemeName {
+    const wanted = this.model.get("theme");
+    return wanted === "light" || wanted === "dark" ? wanted : hostTheme(this.el.ownerDocument);
+  }
+
+  private applyTheme = (): void => {
+    const name = this.resolveTheme();
+    if (name === this.themeName) return;
+    this.themeName = name;
+    this.palette = palette(name);
+    this.hatch = null;
+    themeVariables(this.root, this.palette);
+    fillLegend(this.legend, this.tl, this.palette);
+    this.requestDraw();
+  };
+
+  // Drawing ----------------------------------------------------------------------------
+
+  requestDraw(): void {
+    if (!this.frame && !this.destroyed) this.frame = requestAnimationFrame(this.paint);
+  }
+
+  /** Paint now; returns the ms the draw itself took (also in data-draw-ms). */
+  paint = (): number => {
+    this.frame = 0;
+    const { tl, meta } = this;
+    const width = Math.floor(this.plot.clientWidth);
+    if (!tl || !meta || width <= 0) return 0;
+    const dpr = window.devicePixelRatio || 1;
+    let layout = this.layout;
+    if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr) {
+      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null);
+      this.canvas.width = Math.round(layout.width * dpr);
+      this.canvas.height = Math.round(layout.height * dpr);
+      this.canvas.style.width = `${layout.width}px`;
+      this.canvas.style.height = `${layout.height}px`;
+      if (dpr !== this.dpr) this.hatch = null;
+      this.dpr = dpr;
+    }
+    const ctx = this.ctx;
+    if (!this.hatch) this.hatch = makeHatch(ctx, this.palette, dpr);
+    const t = performance.now();
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const stats = draw(ctx, this.scene(layout));
+    const ms = performance.now() - t;
+    if (this.firstDrawMs < 0) this.firstDrawMs = ms;
+    const data = this.root.dataset;
+    data.drawMs = ms.toFixed(2);
+    data.ops = String(stats.ops);
+    data.rects = String(stats.rects);
+    data.labels = String(stats.labels);
+    data.draws = String(++this.draws);
+    data.theme = this.themeName;
+    return ms;
+  };
+
+  private scene(layout: Layout): Scene {
+    return {
+      tl: this.tl!,
+      mem: this.mem,
+      meta: this.meta!,
+      layout,
+      scale: new Scale(this.view, layout.plotLeft, layout.plotRight),
+      palette: this.palette,
+      dpr: this.dpr,
+      hatch: this.hatch,
+      selectedMb: this.selectedMb(),
+      selectedOp: Number(this.model.get("selected_op") ?? -1),
+      hover: this.hover,
+      cursor: this.cursor,
+    };
+  }
+
+  private scale(): Scale | null {
+    return this.layout ? new Scale(this.view, this.layout.plotLeft, this.layout.plotRight) : null;
+  }
+
+  private setView(v: TimeView): void {
+    this.view = v;
+    this.hideTooltip();
+    this.requestDraw();
+  }
+
+  // Input ------------------------------------------------------------------------------
+
+  private local(e: MouseEvent): { x: number; y: number } {
+    const r = this.canvas.getBoundingClientRect();
+    return { x: e.clientX - r.left, y: e.clientY - r.top };
+  }
+
+  private opAt(x: number, y: number): number {
+    const scale = this.scale();
+    return this.tl && this.layout && scale ? hitTest(this.tl, this.layout, scale, x, y) : -1;
+  }
+
+  private listen<K extends keyof HTMLElementEventMap>(
+    target: HTMLElement,
+    type: K,
+    fn: (e: HTMLElementEventMap[K]) => void,
+    options?: AddEventListenerOptions,
+  ): void {
+    target.addEventListener(type, fn as EventListener, options);
+    this.disposers.push(() => target.removeEventListener(type, fn as EventListener, options));
+  }
+
+  private bind(): void {
+    const c = this.canvas;
+    this.listen(c, "pointerdown", (e) => {
+      if (e.button !== 0) return;
+      this.drag = { x: e.clientX, view: this.view, moved: false };
+      c.setPointerCapture?.(e.pointerId);
+      this.root.focus({ preventScroll: true });
+    });
+    this.listen(c, "pointermove", (e) => {
+      const drag = this.drag;
+      if (drag) {
+        const dx = e.clientX - drag.x;
+        if (drag.moved || Math.abs(dx) > DRAG_PX) {
+          drag.moved = true;
+          c.classList.add("ppviz-grabbing");
+          const scale = this.scale();
+          if (scale && this.meta) this.setView(panBy(drag.view, -dx / scale.k, this.meta.makespan));
+          return;
+        }
+      }
+      this.hoverAt(e);
+    });
+    const release = (e: PointerEvent) => {
+      const drag = this.drag;
+      this.drag = null;
+      c.classList.remove("ppviz-grabbing");
+      if (c.hasPointerCapture?.(e.pointerId)) c.releasePointerCapture(e.pointerId);
+      if (drag && !drag.moved && e.type === "pointerup") {
+        const { x, y } = this.local(e);
+        this.select(this.opAt(x, y));
+      }
+    };
+    this.listen(c, "pointerup", release);
+    this.listen(c, "pointercancel", release);
+    this.listen(c, "pointerleave", () => {
+      if (this.drag) return;
+      this.hideTooltip();
+      if (this.hover !== -1) {
+        this.hover = -1;
+        this.requestDraw();
+      }
+    });
+    this.listen(c, "wheel", (e) => this.onWheel(e), { passive: false });
+    this.listen(c, "dblclick", () => {
+      if (this.meta) this.setView(fullView(this.meta.makespan));
+    });
+    this.listen(this.root, "keydown", (e) => {
+      if (e.key !== "Escape") return;
+      if (this.selectedMb() >= 0) this.select(-1);
+      else if (this.cursor !== null) {
+        this.pause();
+        this.cursor = null;
+        this.updatePlayer();
+        this.requestDraw();
+      }
+    });
+    this.listen(this.play, "click", () => (this.playing ? this.pause() : this.start()));
+    this.listen(this.scrub, "input", () => {
+      const share = Number(this.scrub.value) / 1000;
+      this.pause();
+      if (!this.meta) return;
+      this.cursor = share * this.meta.makespan;
+      this.updatePlayer();
+      this.requestDraw();
+    });
+
+    const onData = () => this.load();
+    const onSelection = () => this.requestDraw();
+    const onError = () => this.showError();
+    const handlers: [string, () => void][] = [
+      ["change:timeline", onData],
+      ["change:memory", onData],
+      ["change:meta", onData],
+      ["change:selected_microbatch", onSelection],
+      ["change:selected_op", onSelection],
+      ["change:error", onError],
+      ["change:theme", this.applyTheme],
+    ];
+    for (const [event, fn] of handlers) {
+      this.model.on(event, fn);
+      this.disposers.push(() => this.model.off(event, fn));
+    }
+    this.disposers.push(watchTheme(this.applyTheme, this.el.ownerDocument));
+    if (typeof ResizeObserver === "function") {
+      const ro = new ResizeObserver(() => this.requestDraw());
+      ro.observe(this.plot);
+      this.disposers.push(() => ro.disconnect());
+    }
+  }
+
+  private hoverAt(e: PointerEvent): void {
+    const { x, y } = this.local(e);
+    const op = this.opAt(x, y);
+    this.canvas.classList.toggle("ppviz-pointing", op >= 0);
+    if (op !== this.hover) {
+      this.hover = op;
+      this.requestDraw();
+    }
+    if (op < 0 || !this.tl || !this.meta) {
+      this.hideTooltip();
+      return;
+    }
+    fillTooltip(this.tooltip, describeOp(this.tl, this.meta, op));
+    this.tooltip.hidden = false;
+    placeTooltip(this.tooltip, x, y, { width: this.plot.clientWidth, height: this.plot.clientHeight });
+  }
+
+  private hideTooltip(): void {
+    this.tooltip.hidden = true;
+  }
+
+  private onWheel(e: WheelEvent): void {
+    const scale = this.scale();
+    if (!scale || !this.meta || !this.layout) return;
+    const { x } = this.local(e);
+    if (!inPlot(this.layout, x)) return;
+    e.preventDefault();
+    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
+    const dx = e.deltaX * unit;
+    const dy = e.deltaY * unit;
+    if (Math.abs(dx) > Math.abs(dy)) {
+      this.setView(panBy(this.view, dx / scale.k, this.meta.makespan));
+    } else {
+      this.setView(zoomAt(this.view, Math.exp(-dy * 0.002), scale.t(x), this.meta.makespan));
+    }
+  }
+
+  // Scrubber ---------------------------------------------------------------------------
+
+  private start(): void {
+    if (!this.meta) return;
+    if (this.cursor === null || this.cursor >= this.meta.makespan) this.cursor = 0;
+    this.playing = true;
+    this.lastTick = performance.now();
+    this.playFrame = requestAnimationFrame(this.tick);
+    this.updatePlayer();
+  }
+
+  private pause(): void {
+    this.playing = false;
+    cancelAnimationFrame(this.playFrame);
+    this.playFrame = 0;
+    this.updatePlayer();
+  }
+
+  private tick = (now: number): void => {
+    if (!this.playing || !this.meta) return;
+    const makespan = this.meta.makespan;
+    this.cursor = Math.min(makespan, (this.cursor ?? 0) + ((now - this.lastTick) / PLAY_MS) * makespan);
+    this.lastTick = now;
+    if (this.cursor >= makespan) this.pause();
+    else this.playFrame = requestAnimationFrame(this.tick);
+    this.updatePlayer();
+    this.requestDraw();
+  };
+
+  private updatePlayer(): void {
+    this.play.textContent = this.playing ? "❚❚" : "▶";
+    this.play.setAttribute("aria-label", this.playing ? "pause" : "play");
+    this.play.title = this.playing ? "pause" : "replay the schedule";
+    const makespan = this.meta?.makespan ?? 0;
+    if (this.cursor === null) {
+      this.scrub.value = "0";
+      this.timeText.textContent = "replay: memory at t per device";
+    } else {
+      this.scrub.value = String(makespan > 0 ? Math.round((this.cursor / makespan) * 1000) : 0);
+      this.timeText.textContent = `t = ${num(this.cursor, 5)} of ${num(makespan, 5)}`;
+    }
+  }
+
+  // Hooks and teardown -----------------------------------------------------------------
+
+  private debugHooks(): DebugHooks {
+    return {
+      opBox: (k) => {
+        const tl = this.tl;
+        const scale = this.scale();
+        const L = this.layout;
+        if (!tl || !scale || !L || k < 0 || k >= tl.n) return null;
+        const slot = slotOf(tl, k);
+        const r = this.canvas.getBoundingClientRect();
+        const x0 = scale.x(tl.start[slot]);
+        const d = deviceOf(tl, slot);
+        return {
+          x: r.left + x0,
+          y: r.top + L.rowTop[d] + L.barInset,
+          width: scale.x(endOf(tl, slot)) - x0,
+          height: L.rowHeight - 2 * L.barInset,
+        };
+      },
+      getView: () => ({ ...this.view }),
+      setView: (t0, t1) => this.setView({ t0, t1 }),
+      hit: (clientX, clientY) => {
+        const r = this.canvas.getBoundingClientRect();
+        return this.opAt(clientX - r.left, clientY - r.top);
+      },
+      timings: () => ({ decodeMs: this.decodeMs, firstDrawMs: this.firstDrawMs }),
+      redraw: () => {
+        cancelAnimationFrame(this.frame);
+        return this.paint();
+      },
+    };
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.playing = false;
+    cancelAnimationFrame(this.frame);
+    cancelAnimationFrame(this.playFrame);
+    for (const dispose of this.disposers.splice(0)) dispose();
+    this.root.remove();
+  }
+}

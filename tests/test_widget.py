@@ -1,0 +1,214 @@
+"""The widget's Python side: the binary formats, the metrics it sends, show() and its controls."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ppviz
+from ppviz.simulate import dependencies
+from ppviz.widget import (
+    BYTES_PER_OP,
+    FLAG_PAIR_B,
+    FLAG_PAIR_F,
+    FLAG_WAITED,
+    MEMORY_MAGIC,
+    TIMELINE_MAGIC,
+    GanttWidget,
+    Viewer,
+    describe,
+    encode_memory,
+    encode_timeline,
+    standalone_html,
+)
+
+from .browser.programs import dualpipe_like
+
+
+
+def parse_timeline(data: bytes) -> dict:
+    """An independent reader of the layout in ppviz/widget.py's docstring."""
+    u32 = np.frombuffer(data, "<u4", count=4)
+    magic, version, n, p = (int(x) for x in u32)
+    pos = 16
+    cols = {"offsets": np.frombuffer(data, "<u4", count=p + 1, offset=pos)}
+    pos += 4 * (p + 1)
+    for name, dtype in (("start", "<f4"), ("dur", "<f4"), ("dep", "<i4"), ("mb", "<u4"), ("stage", "<u2"), ("flags", "u1")):
+        assert pos % 4 == 0, f"column {name} starts unaligned at {pos}"
+        cols[name] = np.frombuffer(data, dtype, count=n, offset=pos)
+        pos += cols[name].nbytes
+        pos += -pos % 4
+    assert pos == len(data)
+    return {"magic": magic, "version": version, "n": n, "p": p, **cols}
+
+
+@pytest.mark.parametrize("config", [
+    ppviz.Config(schedule="1f1b", devices=4, microbatches=8, comm=0.25),
+    ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2),
+    ppviz.Config(schedule="zb-h1", devices=3, microbatches=6, f=1, b=1.5, w=0.5),
+])
+def test_timeline_bytes_hold_every_column(config):
+    res = ppviz.simulate(config)
+    t = parse_timeline(encode_timeline(res))
+    ops = res.ops
+    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 1, len(ops), res.devices)
+    np.testing.assert_array_equal(t["offsets"], res.program.offsets)
+    np.testing.assert_allclose(t["start"], ops.start, rtol=1e-7)
+    np.testing.assert_allclose(t["dur"], ops.end - ops.start, rtol=1e-7)
+    np.testing.assert_array_equal(t["dep"], dependencies(res.program))
+    np.testing.assert_array_equal(t["mb"], ops.microbatch)
+    np.testing.assert_array_equal(t["stage"], ops.stage)
+    np.testing.assert_array_equal(t["flags"] & 3, res.program.kind)
+    np.testing.assert_array_equal((t["flags"] & FLAG_WAITED) > 0, ops.waited_for >= 0)
+    waited = ops.waited_for >= 0
+    np.testing.assert_array_equal(t["dep"][waited], ops.waited_for[waited])
+    for d in range(res.devices):
+        lane = slice(int(t["offsets"][d]), int(t["offsets"][d + 1]))
+        assert np.all(np.diff(t["start"][lane]) >= 0), "the front end's culling needs sorted starts per device"
+
+
+def test_timeline_costs_at_most_20_bytes_per_op():
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=8, microbatches=512))
+    n, p = len(res.ops), res.devices
+    size = len(encode_timeline(res))
+    assert BYTES_PER_OP == 19
+    assert size <= 16 + 4 * (p + 1) + BYTES_PER_OP * n + 3 * 6
+    assert (size - 16 - 4 * (p + 1)) / n < 20
+
+
+def test_pairs_are_flagged_on_both_ops():
+    res = ppviz.simulate(dualpipe_like(4, 8))
+    t = parse_timeline(encode_timeline(res))
+    heads = np.flatnonzero(res.program.pair)
+    assert len(heads) > 0
+    np.testing.assert_array_equal(np.flatnonzero(t["flags"] & FLAG_PAIR_F), heads)
+    np.testing.assert_array_equal(np.flatnonzero(t["flags"] & FLAG_PAIR_B), heads + 1)
+    np.testing.assert_array_equal(t["start"][heads], t["start"][heads + 1])
+
+
+def test_memory_bytes_hold_each_curve():
+    res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
+    data = encode_memory(res)
+    magic, version, p = np.frombuffer(data, "<u4", count=3)
+    assert (magic, version, p) == (MEMORY_MAGIC, 1, 4)
+    offsets = np.frombuffer(data, "<u4", count=p + 1, offset=12)
+    k = int(offsets[-1])
+    times = np.frombuffer(data, "<f4", count=k, offset=12 + 4 * (p + 1))
+    values = np.frombuffer(data, "<f4", count=k, offset=12 + 4 * (p + 1) + 4 * k)
+    for d in range(p):
+        t, v = res.memory.curve(d)
+        lane = slice(int(offsets[d]), int(offsets[d + 1]))
+        np.testing.assert_allclose(times[lane], t, rtol=1e-7)
+        np.testing.assert_allclose(values[lane], v, rtol=1e-6)
+
+
+def test_describe_is_json_with_simulated_and_closed_form_figures():
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
+    meta = json.loads(json.dumps(describe(res)))
+    assert meta["makespan"] == res.makespan
+    assert meta["rows"] == ["stage 0", "stage 1", "stage 2", "stage 3"]
+    assert meta["closed_form"]["makespan"] == res.closed_form.makespan
+    assert meta["closed_form"]["applies"] is True
+    assert meta["peak_activation"] == list(res.peak_activation)
+    custom = describe(ppviz.simulate(dualpipe_like(4, 8)))
+    assert custom["closed_form"] is None
+    assert custom["rows"][0] == "stages 0↓ 3↑"
+
+
+def test_the_bundle_is_built_and_points_anywidget_at_a_file():
+    path = Path(ppviz.widget.__file__).parent / "static" / "widget.js"
+    assert path.is_file(), "ppviz/static/widget.js is missing: run `npm run build` in js/ (pip install does it)"
+    text = path.read_text()
+    assert "export" in text and "ppviz-gantt" in text
+    assert "https://" not in text and "http://" not in text, "the bundle must not fetch anything at run time"
+    w = GanttWidget(ppviz.simulate(ppviz.Config()))
+    assert "ppviz-gantt" in str(w._esm)
+
+
+def test_show_accepts_config_program_and_result():
+    cfg = ppviz.Config(schedule="zb-h1", devices=4, microbatches=8)
+    for x in (cfg, ppviz.simulate(cfg), dualpipe_like(4, 8)):
+        viewer = ppviz.show(x)
+        assert isinstance(viewer, Viewer)
+        assert viewer.gantt.meta["ops"] == len(viewer.result.ops)
+        assert viewer.gantt.timeline == encode_timeline(viewer.result)
+
+
+def test_show_without_controls_is_just_the_chart():
+    viewer = ppviz.show(ppviz.Config(), controls=False)
+    assert viewer.controls is None
+    assert list(viewer.children) == [viewer.gantt]
+
+
+def test_show_rejects_lists_and_other_things_clearly():
+    with pytest.raises(TypeError, match="ppviz.compare"):
+        ppviz.show([ppviz.Config(), ppviz.Config(schedule="gpipe")])
+    with pytest.raises(TypeError, match="got str"):
+        ppviz.show("1f1b")
+
+
+def test_controls_resimulate_and_redraw():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
+    fields = viewer.controls.fields
+    fields["devices"].value = 6
+    assert viewer.result.devices == 6
+    assert viewer.gantt.meta["devices"] == 6
+    fields["microbatches"].value = 12
+    fields["comm"].value = 0.5
+    assert viewer.result.config.microbatches == 12
+    assert viewer.gantt.meta["comm"] == 0.5
+    assert parse_timeline(viewer.gantt.timeline)["n"] == len(viewer.result.ops)
+
+
+def test_switching_schedule_picks_a_valid_v():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
+    controls = viewer.controls
+    assert controls.fields["stages_per_device"].disabled
+    controls.schedule.value = "interleaved-1f1b"
+    assert viewer.gantt.error == ""
+    assert viewer.result.config.schedule == "interleaved-1f1b"
+    assert viewer.result.config.stages_per_device >= 2
+    assert not controls.fields["stages_per_device"].disabled
+    controls.schedule.value = "gpipe"
+    assert viewer.result.config.stages_per_device == 1
+
+
+def test_an_invalid_combination_shows_the_error_and_keeps_the_chart():
+    viewer = ppviz.show(ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2))
+    viewer.controls.fields["f"].value = 0
+    viewer.controls.fields["b"].value = 0
+    before = viewer.result
+    viewer.controls.fields["w"].value = 0
+    assert "f+b+w" in viewer.gantt.error
+    assert viewer.result is before
+    viewer.controls.fields["w"].value = 1
+    assert viewer.gantt.error == ""
+    assert viewer.result is not before
+
+
+def test_program_controls_keep_the_program_and_change_costs():
+    prog = dualpipe_like(4, 8)
+    viewer = ppviz.show(prog)
+    assert viewer.controls.schedule.disabled
+    assert viewer.controls.fields["devices"].disabled
+    viewer.controls.fields["b"].value = 2.0
+    assert viewer.result.program is prog
+    assert viewer.result.config.b == 2.0
+
+
+def test_selection_is_mirrored_on_the_viewer_and_reset_when_out_of_range():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
+    seen = []
+    viewer.observe(lambda change: seen.append(change["new"]), names="selected_microbatch")
+    viewer.gantt.selected_microbatch = 7
+    assert viewer.selected_microbatch == 7 and seen == [7]
+    viewer.controls.fields["microbatches"].value = 4
+    assert viewer.gantt.selected_microbatch == -1
+
+
+def test_standalone_page_cannot_be_broken_out_of_by_user_text():
+    label = "</script><script>alert(1)</script>"
+    page = standalone_html(ppviz.Config(label=label))
+    assert "</script><script>alert(1)" not in page
+    assert page.count("</script>") == 1
