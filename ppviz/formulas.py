@@ -178,7 +178,7 @@ def overlap_1f1b(config) -> ClosedForm:
         idle=makespan - busiest,
         ideal=busiest,
         peak_activation=tuple(min(k + 1, m * v) * a / v for k in warmups),
-        bubble_formula="(p−1)(f+b+w)/v + (n−k)(f+b+w−fb)/v, n = p(v−1)+1, k = its forwards outside F&B slots,",
+        bubble_formula="(p−1)(f+b+w)/v + (n−k)(f+b+w−fb)/v, n = p(v−1)+1, k = its forwards outside F&B slots",
         memory_formula="min(warmup_r + 1, m·v)/v on rank r; warmup_r = min(2(p−r−1) + (v−1)g + 1, m·v)",
         source="Victarry/PP-Schedule-Visualization formula.py, overlap_1f1b_execution_time_by_formula",
         assumptions=("uniform stage costs, comm = 0, fb >= max(f, b+w), m a multiple of p and g = p when v > 1; "
