@@ -38,6 +38,12 @@ def _run(args) -> int:
     if args.csv:
         result.to_torch_csv(args.csv)
         written.append(args.csv)
+    if args.html:
+        written.append(result.to_html(args.html))
+    if args.svg:
+        written.append(result.to_svg(args.svg))
+    if args.png:
+        written.append(result.to_png(args.png))
     if written:
         print()
         for path in written:
@@ -85,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--width", type=int, default=80, help="width of the text chart (default 80)")
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
     run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV")
+    run.add_argument("--html", metavar="FILE", help="also write the interactive chart as a standalone offline page")
+    run.add_argument("--svg", metavar="FILE", help="also write the Gantt chart as SVG")
+    run.add_argument("--png", metavar="FILE", help="also write the Gantt chart as PNG (2x scale)")
     run.set_defaults(handler=_run)
     lst = sub.add_parser("list", help="show the schedule registry")
     lst.set_defaults(handler=_list)

@@ -144,6 +144,29 @@ class Result:
 
         return write_chrome_trace(self, path, time_unit_us)
 
+    def to_svg(self, path, **options) -> str:
+        """Write the static Gantt chart as SVG, rendered offline by vl-convert (no browser);
+        ``options`` (``memory``, ``labels``, ``width``, ``theme``, ...) go to
+        :func:`ppviz.charts.gantt_chart`. Returns the path."""
+        from .export import write_svg
+
+        return write_svg(self, path, **options)
+
+    def to_png(self, path, scale: float = 2, **options) -> str:
+        """Write the static Gantt chart as PNG at ``scale`` × its size (2: sharp on high-DPI
+        screens), rendered offline by vl-convert; ``options`` as for :meth:`to_svg`."""
+        from .export import write_png
+
+        return write_png(self, path, scale, **options)
+
+    def to_html(self, path, theme: str = "light") -> str:
+        """Write the interactive chart (tooltips, selection, zoom, replay) as one standalone
+        HTML page with everything inlined: it opens offline, without Python. ``theme`` is
+        ``"light"``, ``"dark"`` or ``"auto"`` (the reader's system setting)."""
+        from .export import write_html
+
+        return write_html(self, path, theme)
+
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
                 f"bubble {self.bubble_fraction:.1%}, peak activation {self.peak_activation.max():.3g}>")

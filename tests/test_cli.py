@@ -1,6 +1,10 @@
 import json
+import struct
+import xml.etree.ElementTree as ET
 
+from ppviz import Config, simulate
 from ppviz.cli import main
+from ppviz.widget import standalone_html
 
 
 def run(capsys, *argv):
@@ -31,6 +35,28 @@ def test_exports_and_program_round_trip(tmp_path, capsys):
     assert csv.read_text().splitlines()[1].startswith("1F0,1I0")
     code, out, _ = run(capsys, "run", "--program", str(csv))
     assert code == 0 and "makespan         10" in out
+
+
+def test_page_and_picture_exports(tmp_path, capsys):
+    html, svg, png = tmp_path / "g.html", tmp_path / "g.svg", tmp_path / "g.png"
+    code, out, err = run(capsys, "run", "zb-v", "-p", "4", "-m", "8", "--comm", "0.5",
+                         "--html", str(html), "--svg", str(svg), "--png", str(png))
+    assert code == 0 and err == ""
+    assert out.splitlines()[-3:] == [f"wrote {html}", f"wrote {svg}", f"wrote {png}"]
+    res = simulate(Config(schedule="zb-v", devices=4, microbatches=8, comm=0.5))
+    assert html.read_text() == standalone_html(res, theme="light")
+    texts = ["".join(t.itertext()) for t in ET.parse(svg).getroot().iter("{http://www.w3.org/2000/svg}text")]
+    assert "zb-v" in texts and "device 3" in texts
+    assert any(t.startswith("p=4 · m=8 · v=2 · f=1 b=1 w=1 · comm=0.5") for t in texts)
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">I", data[16:20])[0] > 1800  # 2x scale
+
+
+def test_an_export_that_cannot_be_written_is_one_line(tmp_path, capsys):
+    for flag in ("--html", "--svg", "--png"):
+        target = tmp_path / "missing" / "g"
+        code, _, err = run(capsys, "run", "1f1b", flag, str(target))
+        assert code == 2 and err == f"ppviz: error: {target}: No such file or directory\n"
 
 
 def test_errors_are_one_line_with_non_zero_exit(capsys, tmp_path):

@@ -1,0 +1,514 @@
+"""The static Gantt chart and the SVG / PNG / HTML exports: spec data read back against the timeline."""
+
+import json
+import math
+import re
+import shutil
+import socket
+import struct
+import subprocess
+import sys
+import textwrap
+import zlib
+import xml.etree.ElementTree as ET
+
+import altair as alt
+import numpy as np
+import pytest
+
+import ppviz
+from ppviz import Config, ConfigError, Program, charts, simulate
+
+SVG = "{http://www.w3.org/2000/svg}"
+SHADE_ORDER = (0, 2, 1, 3)
+SLOT = {"F": "F", "B": "B", "I": "B", "W": "W", "F&B": "F&B"}
+
+
+def cfg(schedule, p=4, m=8, **kw):
+    return Config(schedule=schedule, devices=p, microbatches=m, **kw)
+
+
+@pytest.fixture(scope="module")
+def big():
+    res = simulate(cfg("1f1b", p=8, m=6250))
+    assert len(res.ops) == 100_000
+    return res
+
+
+# Reading the spec back ----------------------------------------------------------------------
+
+def layers(spec: dict) -> list[dict]:
+    """Every leaf layer of a (possibly concatenated) spec, with its data rows resolved."""
+    datasets = spec.get("datasets", {})
+    out = []
+
+    def walk(node):
+        for key in ("vconcat", "layer"):
+            for sub in node.get(key, []):
+                walk(sub)
+        if "mark" in node:
+            data = node["data"]
+            out.append({**node, "rows": data["values"] if "values" in data else datasets[data["name"]]})
+
+    walk(spec)
+    return out
+
+
+def rows_with(spec: dict, field: str, mark: str | None = None) -> list[dict]:
+    found = [x for x in layers(spec) if x["rows"] and field in x["rows"][0]
+             and (mark is None or (x["mark"]["type"] if isinstance(x["mark"], dict) else x["mark"]) == mark)]
+    distinct = [x["rows"] for i, x in enumerate(found) if all(x["rows"] != y["rows"] for y in found[:i])]
+    assert len(distinct) <= 1, f"{len(distinct)} datasets have rows with {field!r}"
+    return distinct[0] if distinct else []
+
+
+def op_rows(spec):
+    return rows_with(spec, "op")
+
+
+def band_rows(spec):
+    return rows_with(spec, "run_ops")
+
+
+def gap_rows(spec):
+    return [r for x in layers(spec) if x["rows"] and set(x["rows"][0]) == {"device", "start", "end"}
+            for r in x["rows"]]
+
+
+def slots(res):
+    """The timeline as drawn slots (an F&B pair is one), from the Result's own columns."""
+    o, pair = res.ops, res.program.pair
+    out = []
+    k = 0
+    while k < len(o):
+        if pair[k]:
+            out.append((int(o.device[k]), float(o.start[k]), float(o.end[k]), "F&B", int(o.stage[k]),
+                        int(o.microbatch[k])))
+            assert (o.start[k + 1], o.end[k + 1]) == (o.start[k], o.end[k])
+            k += 2
+        else:
+            out.append((int(o.device[k]), float(o.start[k]), float(o.end[k]), str(o.kind[k]), int(o.stage[k]),
+                        int(o.microbatch[k])))
+            k += 1
+    return out
+
+
+def true_gaps(res, eps=1e-9):
+    """Every idle interval of every device, from the op columns."""
+    out = []
+    for d in range(res.devices):
+        mine = sorted((s, e) for dev, s, e, *_ in slots(res) if dev == d)
+        t = 0.0
+        for s, e in mine:
+            if s - t > eps * res.makespan:
+                out.append((d, t, s))
+            t = max(t, e)
+        if res.makespan - t > eps * res.makespan:
+            out.append((d, t, res.makespan))
+    return out
+
+
+def title_text(spec) -> str:
+    title = spec["title"]
+    return " ".join([title["text"], *title.get("subtitle", [])])
+
+
+# The spec's data is the timeline ------------------------------------------------------------
+
+CASES = {
+    "1f1b": cfg("1f1b"),
+    "interleaved-1f1b": cfg("interleaved-1f1b", stages_per_device=2),
+    "zb-h1": cfg("zb-h1", m=12),
+    "zb-v": cfg("zb-v"),
+    "dualpipe-v": cfg("dualpipe-v", m=10, comm=0.25),
+    "dualpipe": cfg("dualpipe", p=8, m=16),
+}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_op_rows_are_the_timeline(name):
+    res = simulate(CASES[name])
+    spec = charts.gantt_chart(res).to_dict()
+    rows = op_rows(spec)
+    drawn = sorted((r["device"], r["start"], r["end"], r["kind"], r["stage"], r["microbatch"]) for r in rows)
+    assert drawn == sorted(slots(res))
+    if name.startswith("dualpipe"):
+        assert any(r["kind"] == "F&B" for r in rows)
+    for r in rows:
+        # coloured by kind (I with B), shaded by microbatch as the widget does
+        assert r["paint"] == f"{SLOT[r['kind']]}{SHADE_ORDER[r['microbatch'] % 4]}"
+    # few ops: nothing merged, and every idle interval is drawn exactly
+    assert band_rows(spec) == []
+    assert sorted((g["device"], g["start"], g["end"]) for g in gap_rows(spec)) == sorted(true_gaps(res))
+
+
+def test_pairs_name_both_ops():
+    res = simulate(cfg("dualpipe", p=4, m=8))
+    o = res.ops
+    rows = {(r["device"], r["start"]): r for r in op_rows(charts.gantt_chart(res).to_dict())}
+    heads = np.flatnonzero(res.program.pair)
+    assert len(heads) > 0
+    for k in heads.tolist():
+        r = rows[(int(o.device[k]), float(o.start[k]))]
+        assert r["kind"] == "F&B" and r["microbatch"] == o.microbatch[k]
+        assert r["backward_microbatch"] == o.microbatch[k + 1]
+        assert r["op"] == f"{o.stage[k]}F{o.microbatch[k]} & {o.stage[k + 1]}{o.kind[k + 1]}{o.microbatch[k + 1]}"
+
+
+def test_labels_name_the_microbatch_of_the_bar_under_them():
+    res = simulate(cfg("dualpipe", p=4, m=8))
+    spec = charts.gantt_chart(res).to_dict()
+    texts = rows_with(spec, "ink")
+    assert len(texts) > len(op_rows(spec)) / 2  # at 900 px most bars of 96 slots have room
+    for t in texts:
+        (under,) = [r for r in op_rows(spec) if r["device"] == t["device"] and r["start"] < t["x"] < r["end"]]
+        expected = str(under["microbatch"]) if under["kind"] != "F&B" else \
+            f"{under['microbatch']}|{under['backward_microbatch']}"
+        assert t["text"] == expected
+    assert rows_with(charts.gantt_chart(res, labels=False).to_dict(), "ink") == []
+
+
+def test_rows_are_labelled_with_stages_and_idle():
+    res = simulate(cfg("zb-v"))
+    spec = charts.gantt_chart(res).to_dict()
+    heads = rows_with(spec, "detail")
+    placement = res.program.placement
+    assert [(h["device"], h["name"]) for h in heads] == [(d, f"device {d}") for d in range(4)]
+    for h in heads:
+        d = h["device"]
+        assert h["detail"] == f"{placement.describe(d)} · {res.idle[d] / res.makespan:.0%} idle"
+    assert heads[0]["detail"].startswith("stages 0, 7")  # the V: device 0 holds the first and last stage
+
+
+def test_title_gives_simulated_and_closed_form_metrics():
+    res = simulate(cfg("1f1b"))
+    text = title_text(charts.gantt_chart(res).to_dict())
+    assert text.startswith("1f1b ")
+    assert "p=4 · m=8 · f=1 b=1 w=1 · 64 ops" in text
+    assert "makespan 33 (closed form 33)" in text
+    assert "bubble 27.3% of p × makespan (closed form 27.3%)" in text
+    assert "peak memory 4 (closed form 4)" in text
+    # where the formula's assumptions fail, the closed form is starred and the reason given
+    text = title_text(charts.gantt_chart(simulate(cfg("1f1b", comm=0.5))).to_dict())
+    assert "(closed form 33*)" in text and "* the closed form assumes" in text
+    custom = simulate(Program.from_text("device 0: 0F0 0B0\ndevice 1: 1F0 1B0"), label="mine")
+    text = title_text(charts.gantt_chart(custom).to_dict())
+    assert text.startswith("mine ") and "closed form" not in text
+
+
+def legend_of(spec):
+    colors = [x["encoding"]["color"] for x in layers(spec) if "color" in x.get("encoding", {})
+              and "legend" in x["encoding"]["color"]]
+    assert colors
+    return colors[0]
+
+
+@pytest.mark.parametrize("schedule, entries", [
+    ("1f1b", ["F forward", "B backward", "idle (bubble)"]),
+    ("zb-h1", ["F forward", "I backward (inputs)", "W backward (weights)", "idle (bubble)"]),
+    ("dualpipe", ["F forward", "B / I backward", "W backward (weights)", "F&B overlapped pair", "idle (bubble)"]),
+])
+def test_legend_lists_the_kinds_present(schedule, entries):
+    color = legend_of(charts.gantt_chart(simulate(cfg(schedule))).to_dict())
+    legend = color["legend"]
+    names = dict(re_pairs(legend["labelExpr"]))
+    assert [names[v] for v in legend["values"]] == entries
+    fills = dict(zip(color["scale"]["domain"], color["scale"]["range"]))
+    # the widget's light palette: Okabe–Ito blue, orange, green, pink
+    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == ["#0072b2", "#e69f00", "#009e73", "#cc79a7"]
+    assert len({fills[f"F{s}"] for s in range(4)}) == 4  # four microbatch shades
+
+
+def re_pairs(expr: str):
+    return re.findall(r"'([^']+)': '([^']+)'", expr)
+
+
+def test_memory_lanes_follow_the_curves():
+    res = simulate(cfg("zb-h1"))
+    spec = charts.gantt_chart(res).to_dict()
+    rows = rows_with(spec, "memory")
+    for d in range(4):
+        times, values = res.memory.curve(d)
+        mine = [(r["time"], r["memory"]) for r in rows if r["device"] == d]
+        expected = list(zip(times.tolist(), values.tolist()))
+        if times[-1] < res.makespan:
+            expected.append((res.makespan, float(values[-1])))
+        assert mine == expected
+    closed = rows_with(spec, "closed")
+    assert [r["closed"] for r in closed] == list(res.closed_form.peak_activation)
+    heads = rows_with(spec, "peak")
+    assert [(h["peak"], h["text"]) for h in heads] == \
+        [(res.peak_activation[d], f"device {d}  peak {res.peak_activation[d]:.4g}") for d in range(4)]
+    without = charts.gantt_chart(res, memory=False)
+    assert isinstance(without, alt.LayerChart) and rows_with(without.to_dict(), "memory") == []
+
+
+def test_hatch_strokes_stay_inside_idle_gaps_at_45_degrees():
+    res = simulate(cfg("1f1b"))
+    width, row = 900, 34
+    spec = charts.gantt_chart(res, width=width, row_height=row).to_dict()
+    strokes = rows_with(spec, "x2")
+    gaps = gap_rows(spec)
+    assert len(strokes) > 50
+    px = width / res.makespan
+    for s in strokes:
+        d = math.floor(min(s["y"], s["y2"]))
+        inside = [g for g in gaps if g["device"] == d
+                  and g["start"] - 1e-9 <= s["x"] < s["x2"] <= g["end"] + 1e-9]
+        assert len(inside) == 1
+        # rising one pixel per pixel
+        assert (s["x2"] - s["x"]) * px == pytest.approx((s["y"] - s["y2"]) * row)
+
+
+# Large runs ---------------------------------------------------------------------------------
+
+def busy_by_device(spec, p):
+    busy = np.zeros(p)
+    for r in op_rows(spec):
+        busy[r["device"]] += r["end"] - r["start"]
+    for b in band_rows(spec):
+        if b["kind"] != "idle":
+            busy[b["device"]] += b["time"]
+    return busy
+
+
+def check_bands(spec):
+    runs = {}
+    for b in band_rows(spec):
+        runs.setdefault((b["device"], b["start"], b["end"]), []).append(b)
+    for (_, start, end), bands in runs.items():
+        # the bands stack from top to bottom of the bar, each as tall as its share of the run
+        assert bands[0]["top"] == 0 and bands[-1]["bottom"] == pytest.approx(1)
+        assert all(a["bottom"] == pytest.approx(b["top"]) for a, b in zip(bands, bands[1:]))
+        total = sum(b["time"] for b in bands)
+        assert total == pytest.approx(end - start)
+        for b in bands:
+            assert b["bottom"] - b["top"] == pytest.approx(b["time"] / total)
+    return runs
+
+
+def test_a_hundred_thousand_ops_merge_into_a_small_exact_spec(big):
+    chart = charts.gantt_chart(big)
+    spec = chart.to_dict()  # Altair would refuse more than 5000 rows in any dataset
+    size = len(json.dumps(spec))
+    assert size < 300_000, size
+    assert all(len(x["rows"]) <= charts.MAX_ROWS for x in layers(spec))
+    runs = check_bands(spec)
+    assert 0 < len(runs) < 100
+    assert busy_by_device(spec, 8) == pytest.approx(big.busy, rel=1e-12)
+    # no gap is merged away: the drawn gaps are the timeline's, one for one
+    assert sorted((g["device"], g["start"], g["end"]) for g in gap_rows(spec)) == sorted(true_gaps(big))
+    # an op drawn on its own is one of the timeline's, and a pixel wide or cut off by idle
+    # time from any narrow neighbour (the drain's ops here, one unit apart)
+    px = 900 / big.makespan
+    timeline = set(slots(big))
+    edges = {(g["device"], g["start"]) for g in gap_rows(spec)} | {(g["device"], g["end"]) for g in gap_rows(spec)}
+    for r in op_rows(spec):
+        assert (r["device"], r["start"], r["end"], r["kind"], r["stage"], r["microbatch"]) in timeline
+        if (r["end"] - r["start"]) * px < 1:
+            assert (r["device"], r["start"]) in edges or (r["device"], r["end"]) in edges
+    narrow = {(r["device"], r["start"], r["end"]) for r in op_rows(spec) if (r["end"] - r["start"]) * px < 1}
+    assert not any((d, e) == (d2, s2) for d, _, e in narrow for d2, s2, _ in narrow)  # touching ones merge
+    merged = sum(b["ops"] for b in band_rows(spec))
+    assert merged + len(op_rows(spec)) == 100_000
+    assert f"{merged:,} ops narrower than a pixel are drawn as {len(runs):,} runs" in title_text(spec)
+
+
+def test_many_small_gaps_join_their_runs_with_the_idle_kept():
+    res = simulate(cfg("1f1b", p=8, m=6250, comm=0.1))  # a comm gap after almost every op
+    width = 4000  # the fill and drain gaps are wider than a pixel here
+    spec = charts.gantt_chart(res, width=width).to_dict()
+    assert all(len(x["rows"]) <= charts.MAX_ROWS for x in layers(spec))
+    check_bands(spec)
+    assert busy_by_device(spec, 8) == pytest.approx(res.busy, rel=1e-9)
+    idle = np.zeros(8)
+    for g in gap_rows(spec):
+        idle[g["device"]] += g["end"] - g["start"]
+    for b in band_rows(spec):
+        if b["kind"] == "idle":
+            idle[b["device"]] += b["time"]
+    assert idle == pytest.approx(res.idle, rel=1e-9)
+    assert any(b["kind"] == "idle" for b in band_rows(spec))
+    # a gap a pixel wide or more is still drawn exactly
+    pixel = res.makespan / width
+    drawn = {(g["device"], g["start"], g["end"]) for g in gap_rows(spec)}
+    wide = [g for g in true_gaps(res) if g[2] - g[1] >= pixel]
+    assert wide and all(g in drawn for g in wide)
+    assert "idle gaps narrower than a pixel are inside runs" in title_text(spec)
+
+
+def test_merging_keeps_wide_ops_whole():
+    res = simulate(cfg("zb-h1", m=40, f=1, b=1, w=6))  # W much wider than F and I
+    spec = charts.gantt_chart(res, width=200, merge_above=0).to_dict()
+    pixel = res.makespan / 200
+    runs = check_bands(spec)
+    assert runs
+    assert {r["kind"] for r in op_rows(spec)} >= {"W"}
+    assert all(r["end"] - r["start"] >= pixel for r in op_rows(spec) if r["kind"] == "W")
+    assert all(b["kind"] in ("F", "I") for b in band_rows(spec))
+    assert busy_by_device(spec, 4) == pytest.approx(res.busy)
+    assert sorted((g["device"], g["start"], g["end"]) for g in gap_rows(spec)) == sorted(true_gaps(res))
+
+
+# Rendering and export -----------------------------------------------------------------------
+
+@pytest.fixture
+def no_network(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise OSError("network is blocked in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return struct.unpack(">II", data[16:24])
+
+
+def svg_texts(path_or_text) -> list[str]:
+    root = ET.parse(path_or_text).getroot() if not str(path_or_text).lstrip().startswith("<") \
+        else ET.fromstring(path_or_text)
+    assert root.tag == f"{SVG}svg"
+    return ["".join(t.itertext()) for t in root.iter(f"{SVG}text")]
+
+
+def test_svg_png_and_html_files_offline(no_network, tmp_path):
+    res = simulate(cfg("interleaved-1f1b", stages_per_device=2))
+    assert res.to_svg(tmp_path / "g.svg") == str(tmp_path / "g.svg")
+    texts = svg_texts(tmp_path / "g.svg")
+    for d in range(4):
+        assert f"device {d}" in texts and f"stages {d}, {d + 4} · 16% idle" in texts
+    assert "interleaved-1f1b" in texts and "F forward" in texts
+    assert "makespan 28.5 (closed form 28.5)" in " ".join(texts)
+
+    res.to_png(tmp_path / "g1.png", scale=1)
+    res.to_png(tmp_path / "g2.png")
+    w1, h1 = png_size((tmp_path / "g1.png").read_bytes())
+    w2, h2 = png_size((tmp_path / "g2.png").read_bytes())
+    assert w1 > 900 and h1 > 400  # the 900 px plot plus its row labels; Gantt above memory lanes
+    assert (w2, h2) == (2 * w1, 2 * h1)
+
+    from ppviz.widget import standalone_html
+
+    assert res.to_html(tmp_path / "g.html", theme="dark") == str(tmp_path / "g.html")
+    assert (tmp_path / "g.html").read_text() == standalone_html(res, theme="dark")
+
+
+def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    out, at = [], 8
+    while at < len(data):
+        (length,) = struct.unpack(">I", data[at:at + 4])
+        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
+        assert struct.unpack(">I", data[at + 8 + length:at + 12 + length])[0] == zlib.crc32(kind + body)
+        out.append((kind, body))
+        at += 12 + length
+    return out
+
+
+def test_png_files_hold_vl_converts_pixels_in_fewer_bytes(tmp_path):
+    res = simulate(cfg("zb-v"))
+    rendered = charts.to_png(charts.gantt_chart(res))
+    res.to_png(tmp_path / "g.png")
+    written = (tmp_path / "g.png").read_bytes()
+    assert written[:8] == rendered[:8]
+    before, after = png_chunks(rendered), png_chunks(written)
+    kinds = [k for k, _ in before]
+    # the same chunks in the same order, the image data in one IDAT
+    assert [k for k, _ in after] == [k for i, k in enumerate(kinds) if k != b"IDAT" or kinds[i - 1] != b"IDAT"]
+    assert [c for c in after if c[0] != b"IDAT"] == [c for c in before if c[0] != b"IDAT"]
+
+    def pixels(chunks):
+        return zlib.decompress(b"".join(body for kind, body in chunks if kind == b"IDAT"))
+
+    assert pixels(after) == pixels(before)
+    assert len(written) < len(rendered) / 2
+
+
+def test_options_reach_the_picture(tmp_path):
+    res = simulate(cfg("1f1b"))
+    res.to_svg(tmp_path / "dark.svg", theme="dark", memory=False)
+    text = (tmp_path / "dark.svg").read_text()
+    assert 'fill="#15171c"' in text  # the widget's dark background
+    assert not any(t.startswith("device 0  peak") for t in svg_texts(tmp_path / "dark.svg"))
+    narrow, wide = tmp_path / "narrow.png", tmp_path / "wide.png"
+    res.to_png(narrow, scale=1, width=1000)
+    res.to_png(wide, scale=1, width=1400)
+    assert png_size(wide.read_bytes())[0] - png_size(narrow.read_bytes())[0] == 400
+
+
+def test_a_hundred_thousand_ops_export(big, tmp_path):
+    big.to_png(tmp_path / "big.png")
+    w, h = png_size((tmp_path / "big.png").read_bytes())
+    assert w > 1800 and h > 800
+    assert "device 7" in svg_texts(charts.to_svg(charts.gantt_chart(big)))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or shutil.which("unshare") is None,
+                    reason="needs Linux user namespaces to cut the network")
+def test_exports_in_a_process_with_no_network(tmp_path):
+    # vl-convert is Rust: blocking Python's socket module would not stop it, a network namespace does
+    if subprocess.run(["unshare", "-rn", "true"], capture_output=True).returncode != 0:
+        pytest.skip("unprivileged user namespaces are disabled here")
+    code = textwrap.dedent(f"""
+        import ppviz
+        res = ppviz.simulate(ppviz.Config(schedule="zb-v", devices=4, microbatches=8))
+        res.to_svg({str(tmp_path / "g.svg")!r})
+        res.to_png({str(tmp_path / "g.png")!r})
+        res.to_html({str(tmp_path / "g.html")!r})
+    """)
+    out = subprocess.run(["unshare", "-rn", sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert "device 3" in svg_texts(tmp_path / "g.svg")
+    assert png_size((tmp_path / "g.png").read_bytes())[0] > 1800
+    assert (tmp_path / "g.html").stat().st_size > 10_000
+
+
+def test_user_text_stays_text(tmp_path):
+    label = "<script>alert('x')</script> & \"quotes\""
+    res = simulate(Program.from_text("device 0: 0F0 0B0\ndevice 1: 1F0 1B0"), label=label)
+    res.to_svg(tmp_path / "g.svg")
+    raw = (tmp_path / "g.svg").read_text()
+    assert "<script" not in raw
+    assert label in svg_texts(tmp_path / "g.svg")
+
+
+# Bad input ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("options, fragment", [
+    ({"theme": "sepia"}, "theme='sepia'"),
+    ({"width": 50}, "width=50"),
+    ({"width": 900.5}, "whole number"),
+    ({"row_height": 2}, "row_height=2"),
+    ({"merge_above": -1}, "merge_above=-1"),
+    ({"memory": "yes"}, "True or False"),
+])
+def test_bad_options_are_named(options, fragment):
+    with pytest.raises(ConfigError, match=fragment.replace("(", r"\(")):
+        charts.gantt_chart(simulate(cfg("1f1b")), **options)
+
+
+def test_bad_input_is_named_and_writes_nothing(tmp_path):
+    with pytest.raises(ConfigError, match="give one ppviz.Result, ppviz.Config or ppviz.Program"):
+        charts.gantt_chart("1f1b")
+    with pytest.raises(ConfigError, match="one run"):
+        charts.gantt_chart([simulate(cfg("1f1b")), simulate(cfg("zb-h1"))])
+    res = simulate(cfg("1f1b"))
+    with pytest.raises(ConfigError, match="'light', 'dark' or 'auto'"):
+        res.to_html(tmp_path / "x.html", theme="blue")
+    with pytest.raises(ConfigError, match="scale"):
+        res.to_png(tmp_path / "x.png", scale=0)
+    with pytest.raises(ConfigError, match="width"):
+        res.to_svg(tmp_path / "x.svg", width=-3)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(TypeError):
+        res.to_svg(tmp_path / "x.svg", colour="red")  # not an option of gantt_chart
+
+
+def test_configs_and_programs_are_simulated():
+    config = cfg("zb-h1")
+    program = ppviz.Program.from_text("device 0: 0F0 0F1 0B0 0B1\ndevice 1: 1F0 1B0 1F1 1B1")
+    assert op_rows(charts.gantt_chart(config).to_dict()) == op_rows(charts.gantt_chart(simulate(config)).to_dict())
+    assert len(op_rows(charts.gantt_chart(program, memory=False).to_dict())) == 8
