@@ -32,6 +32,7 @@ __all__ = [
     "ScheduleConstraintError",
     "UnknownScheduleError",
     "charts",
+    "compare",
     "from_torch",
     "schedules",
     "show",
@@ -45,6 +46,10 @@ def __getattr__(name):
         from .widget import show
 
         return show
+    if name == "compare":
+        from .comparison import compare
+
+        return compare
     if name == "charts":  # imports altair (about a second); only when charts are used
         import importlib
 

@@ -33,6 +33,7 @@ import numpy as np
 import traitlets
 
 from .config import Config
+from .errors import ConfigError
 from .ir import Program
 from .result import Result
 from .simulate import dependencies, simulate
@@ -144,8 +145,19 @@ class GanttWidget(anywidget.AnyWidget):
     """The canvas Gantt chart of one simulated result.
 
     ``selected_microbatch`` (−1 for none) and ``selected_op`` (an index into
-    ``result.ops``, −1 for none) follow clicks in the chart and can be set from Python.
+    ``result.ops``, −1 for none) follow clicks in the chart and can be set from Python;
+    ``selected_device`` (−1 for none) follows clicks on a device's row label or an op.
     ``theme`` is ``"auto"`` (follow the host), ``"light"`` or ``"dark"``.
+
+    ``time_window`` is the span of time in view, ``[t0, t1]``, or ``[]`` for all of it; it
+    follows zoom and pan and can be set from Python. The time axis spans
+    ``[0, max(makespan, time_extent)]``, so charts given the same ``time_extent`` share one
+    scale. ``compact`` draws a one-line header and no memory lanes or replay bar.
+    ``run_name``, ``color`` and ``selected_schedule`` place the chart in a comparison
+    (:func:`ppviz.compare`): clicking its title selects ``run_name``, and while another run
+    is selected the chart is dimmed.
+
+    ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why.
     """
 
     _esm = _STATIC / "widget.js"
@@ -156,11 +168,24 @@ class GanttWidget(anywidget.AnyWidget):
     error = traitlets.Unicode("").tag(sync=True)
     selected_microbatch = traitlets.Int(-1).tag(sync=True)
     selected_op = traitlets.Int(-1).tag(sync=True)
+    selected_device = traitlets.Int(-1).tag(sync=True)
     theme = traitlets.Enum(["auto", "light", "dark"], default_value="auto").tag(sync=True)
+    compact = traitlets.Bool(False).tag(sync=True)
+    time_extent = traitlets.Float(0.0, min=0.0).tag(sync=True)
+    time_window = traitlets.List(traitlets.Float()).tag(sync=True)
+    run_name = traitlets.Unicode("").tag(sync=True)
+    color = traitlets.Unicode("").tag(sync=True)
+    selected_schedule = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, result: Result, **kwargs):
+    def __init__(self, result: Result | None, **kwargs):
         super().__init__(**kwargs)
-        self.set_result(result)
+        self.result = None
+        if result is not None:
+            self.set_result(result)
+
+    @traitlets.validate("time_window")
+    def _valid_window(self, proposal):
+        return _valid_window(proposal["value"])
 
     def set_result(self, result: Result) -> None:
         """Show another result; the front end redraws once with all of it."""
@@ -172,8 +197,18 @@ class GanttWidget(anywidget.AnyWidget):
             self.error = ""
             if self.selected_microbatch >= result.program.microbatches:
                 self.selected_microbatch = -1
+            if self.selected_device >= result.devices:
+                self.selected_device = -1
             # op indices of a new timeline name other ops
             self.selected_op = -1
+            self.time_window = []
+
+
+def _valid_window(window) -> list[float]:
+    window = list(window)
+    if window and not (len(window) == 2 and 0 <= window[0] < window[1] and all(np.isfinite(window))):
+        raise ConfigError("time_window", window, "give [t0, t1] with 0 <= t0 < t1, or [] for the whole time axis")
+    return window
 
 
 def _as_result(x) -> Result:
@@ -181,22 +216,21 @@ def _as_result(x) -> Result:
         return x
     if isinstance(x, (Config, Program)):
         return simulate(x)
-    if isinstance(x, (list, tuple)):
-        raise TypeError("ppviz.show takes one Config, Program or Result; to compare several, "
-                        "use ppviz.compare([...]) for now (a side-by-side widget view is planned)")
-    raise TypeError(f"ppviz.show takes a ppviz.Config, Program or Result; got {type(x).__name__}")
+    raise TypeError(f"ppviz.show takes a ppviz.Config, Program or Result, or a list of them to compare; "
+                    f"got {type(x).__name__}")
 
 
 class Viewer(ipywidgets.VBox):
     """What :func:`show` returns: the chart, optionally under live controls.
 
     ``viewer.gantt`` is the chart widget, ``viewer.result`` the result on display, and
-    ``viewer.selected_microbatch`` / ``selected_op`` mirror the chart's selection (observe
-    them with ``viewer.observe(callback, "selected_microbatch")``).
+    ``viewer.selected_microbatch`` / ``selected_op`` / ``selected_device`` mirror the chart's
+    selection (observe them with ``viewer.observe(callback, "selected_microbatch")``).
     """
 
     selected_microbatch = traitlets.Int(-1)
     selected_op = traitlets.Int(-1)
+    selected_device = traitlets.Int(-1)
 
     def __init__(self, x, *, controls: bool = True, theme: str = "auto"):
         result = _as_result(x)
@@ -208,6 +242,7 @@ class Viewer(ipywidgets.VBox):
         super().__init__(children=children)
         traitlets.link((self.gantt, "selected_microbatch"), (self, "selected_microbatch"))
         traitlets.link((self.gantt, "selected_op"), (self, "selected_op"))
+        traitlets.link((self.gantt, "selected_device"), (self, "selected_device"))
 
     @property
     def result(self) -> Result:
@@ -302,7 +337,8 @@ const bytes = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const state = {{
   timeline: new DataView(bytes("{timeline}").buffer),
   memory: new DataView(bytes("{memory}").buffer),
-  meta: {meta}, error: "", selected_microbatch: -1, selected_op: -1, theme: "{theme}",
+  meta: {meta}, error: "", selected_microbatch: -1, selected_op: -1, selected_device: -1, theme: "{theme}",
+  compact: false, time_extent: 0, time_window: [], run_name: "", color: "", selected_schedule: "",
 }};
 const listeners = {{}};
 const model = {{
@@ -344,12 +380,17 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
     )
 
 
-def show(x, controls: bool = True, *, theme: str = "auto") -> Viewer:
+def show(x, controls: bool = True, *, theme: str = "auto"):
     """The interactive Gantt chart of a Config, Program or Result.
 
     With ``controls`` the chart sits under widgets for schedule, p, m, v, f, b, w and comm
     that re-simulate and redraw; an invalid combination shows its error in the chart.
+    A list or tuple of them goes to :func:`ppviz.compare` (``controls`` does not apply there).
     """
+    if isinstance(x, (list, tuple)):
+        from .comparison import compare
+
+        return compare(x, theme=theme)
     return Viewer(x, controls=controls, theme=theme)
 
 

@@ -141,9 +141,12 @@ def test_show_without_controls_is_just_the_chart():
     assert list(viewer.children) == [viewer.gantt]
 
 
-def test_show_rejects_lists_and_other_things_clearly():
-    with pytest.raises(TypeError, match="ppviz.compare"):
-        ppviz.show([ppviz.Config(), ppviz.Config(schedule="gpipe")])
+def test_show_compares_lists_and_rejects_other_things_clearly():
+    from ppviz.comparison import Comparison
+
+    shown = ppviz.show([ppviz.Config(), ppviz.Config(schedule="gpipe")], theme="dark")
+    assert isinstance(shown, Comparison)
+    assert shown.names == ["1f1b", "gpipe"] and shown.state.theme == "dark"
     with pytest.raises(TypeError, match="got str"):
         ppviz.show("1f1b")
 
@@ -212,3 +215,21 @@ def test_standalone_page_cannot_be_broken_out_of_by_user_text():
     page = standalone_html(ppviz.Config(label=label))
     assert "</script><script>alert(1)" not in page
     assert page.count("</script>") == 1
+
+
+def test_device_selection_and_time_window_are_traits_reset_with_new_data():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=6, microbatches=8))
+    gantt = viewer.gantt
+    gantt.selected_device = 5
+    gantt.time_window = [2.0, 9.5]
+    assert viewer.selected_device == 5
+    with pytest.raises(ppviz.ConfigError, match=r"\[t0, t1\]"):
+        gantt.time_window = [3.0, 3.0]
+    with pytest.raises(ppviz.ConfigError):
+        gantt.time_window = [1.0]
+    assert gantt.time_window == [2.0, 9.5]
+    viewer.controls.fields["devices"].value = 4
+    assert gantt.selected_device == -1 and gantt.time_window == []
+    # a chart with nothing to draw says why
+    empty = GanttWidget(None, meta={"title": "dualpipe"}, error="devices=5: needs an even number")
+    assert empty.result is None and empty.timeline == b"" and empty.error.startswith("devices=5")

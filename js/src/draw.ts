@@ -40,9 +40,13 @@ export interface Scene {
   hatch: CanvasPattern | null;
   selectedMb: number;
   selectedOp: number;
+  /** the highlighted device, -1 for none */
+  selectedDevice: number;
   hover: number;
   /** the scrubber's time, or null when it is not in use */
   cursor: number | null;
+  /** the time axis spans [0, extent]: at least the makespan, more when charts share an axis */
+  extent: number;
 }
 
 export interface DrawStats {
@@ -414,6 +418,53 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   }
 }
 
+/** The highlighted device's row: the other rows fade (unless a microbatch already dims
+ * them) and the row is outlined. */
+function drawDevice(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const { layout: L, palette: P, selectedDevice: d } = s;
+  if (d < 0 || d >= L.devices) return;
+  if (s.selectedMb < 0) {
+    ctx.fillStyle = P.dim;
+    ctx.globalAlpha = 0.6;
+    for (let e = 0; e < L.devices; e++) {
+      if (e !== d) ctx.fillRect(L.plotLeft, L.rowTop[e], L.plotRight - L.plotLeft, L.rowHeight);
+    }
+    ctx.globalAlpha = 1;
+  }
+  ctx.strokeStyle = P.foreground;
+  ctx.lineWidth = 1.5;
+  ctx.strokeRect(L.plotLeft + 0.75, L.rowTop[d] - 0.75, L.plotRight - L.plotLeft - 1.5, L.rowHeight + 1.5);
+}
+
+/** Where the run ends, when the shared axis goes on past its makespan. */
+function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const { layout: L, palette: P, scale, meta } = s;
+  if (!(s.extent > meta.makespan * (1 + 1e-9))) return;
+  const x = crisp(scale.x(meta.makespan));
+  if (x < L.plotLeft || x > L.plotRight) return;
+  ctx.strokeStyle = P.muted;
+  ctx.lineWidth = 1;
+  ctx.setLineDash([3, 3]);
+  ctx.beginPath();
+  ctx.moveTo(x, L.ganttTop - 2);
+  ctx.lineTo(x, L.axisTop);
+  ctx.stroke();
+  ctx.setLineDash([]);
+  const text = `end ${num(meta.makespan, 5)}`;
+  ctx.font = `600 11px ${FONT}`;
+  const w = ctx.measureText(text).width;
+  const left = L.plotRight - x - 8 >= w;
+  const tx = left ? x + 5 : x - 5 - w;
+  const y = (L.ganttTop + L.ganttBottom) / 2;
+  // on a patch of background, so that a highlighted row's outline does not cross the text
+  ctx.fillStyle = P.background;
+  ctx.fillRect(tx - 2, y - 8, w + 4, 16);
+  ctx.fillStyle = P.muted;
+  ctx.textBaseline = "middle";
+  ctx.textAlign = "left";
+  ctx.fillText(text, tx, y);
+}
+
 function drawHover(ctx: CanvasRenderingContext2D, s: Scene): void {
   if (s.hover < 0 || s.hover >= s.tl.n) return;
   const b = slotBox(s, s.hover);
@@ -618,6 +669,15 @@ function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): void {
   const width = right - 4;
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
+  if (s.selectedDevice >= 0 && s.selectedDevice < L.devices) {
+    ctx.fillStyle = P.surface;
+    ctx.strokeStyle = P.foreground;
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.roundRect(2.5, L.rowTop[s.selectedDevice] - 0.5, L.plotLeft - 8, L.rowHeight + 1, 4);
+    ctx.fill();
+    ctx.stroke();
+  }
   for (let d = 0; d < L.devices; d++) {
     const mid = rowMid(L, d);
     const idle = meta.makespan > 0 ? (meta.idle[d] ?? 0) / meta.makespan : 0;
@@ -709,6 +769,8 @@ export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
   stats.labels = drawLabels(ctx, labelList, L.roomy ? 11 : 9);
   drawFuture(ctx, s);
   drawSelection(ctx, s);
+  drawDevice(ctx, s);
+  drawEnd(ctx, s);
   drawHover(ctx, s);
   drawMemory(ctx, s);
   ctx.restore();

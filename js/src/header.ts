@@ -26,14 +26,39 @@ function max(xs: (number | null)[]): number | null {
   return ok.length ? Math.max(...ok) : null;
 }
 
-export function fillHeader(header: HTMLElement, meta: Meta): void {
+export interface HeaderOptions {
+  /** one line, for the charts of a comparison */
+  compact: boolean;
+  /** the run's colour in a comparison, "" for none */
+  color: string;
+  /** the run's name in a comparison, "" for none: then the title shows it (it tells equal
+   * titles apart, as in the comparison's other charts) and is a button that selects the run */
+  run: string;
+}
+
+export const FULL: HeaderOptions = { compact: false, color: "", run: "" };
+
+function titleOf(title: string, o: HeaderOptions): HTMLElement {
+  const text = o.run || title;
+  const name = o.run ? el("button", "ppviz-name ppviz-name-button", text) : el("span", "ppviz-name", text);
+  if (o.run) {
+    (name as HTMLButtonElement).type = "button";
+    name.title = "highlight this run in the other charts (click again to clear)";
+  }
+  if (o.color) name.prepend(el("span", "ppviz-run-swatch"));
+  return name;
+}
+
+/** Title, sizes and metrics (simulated beside closed form). */
+export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = FULL): void {
   const cf = meta.closed_form;
   const title = el("div", "ppviz-title");
-  title.append(el("span", "ppviz-name", meta.title));
+  title.append(titleOf(meta.title, o));
   const v = meta.stages_per_device > 1 ? ` · v=${meta.stages_per_device}` : "";
   const comm = meta.comm > 0 ? ` · comm=${num(meta.comm)}` : "";
+  const costs = o.compact ? "" : ` · f=${num(meta.f)} b=${num(meta.b)} w=${num(meta.w)}${comm}`;
   title.append(el("span", "ppviz-sizes",
-    `p=${meta.devices} · m=${meta.microbatches}${v} · f=${num(meta.f)} b=${num(meta.b)} w=${num(meta.w)}${comm} · ${meta.ops.toLocaleString("en-US")} ops`));
+    `p=${meta.devices} · m=${meta.microbatches}${v}${costs} · ${meta.ops.toLocaleString("en-US")} ops`));
   const caveat = cf && !cf.applies ? ` (the closed form assumes ${cf.assumptions}; this config does not meet all of it)` : "";
   const closed = (x: string | null) => (cf ? (x === null ? "closed form: none" : `closed form ${x}${cf.applies ? "" : "*"}`) : null);
   const peak = max(meta.peak_memory) ?? 0;
@@ -55,8 +80,15 @@ export function fillHeader(header: HTMLElement, meta: Meta): void {
   header.replaceChildren(title, metrics);
 }
 
-/** Legend entries for the kinds present, plus idle. */
-export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette): void {
+/** The header of a chart with nothing to draw (a run its schedule refused): the title only. */
+export function fillTitle(header: HTMLElement, text: string, o: HeaderOptions): void {
+  const title = el("div", "ppviz-title");
+  title.append(titleOf(text, o), el("span", "ppviz-sizes", "not run"));
+  header.replaceChildren(title);
+}
+
+/** Legend entries for the kinds present, plus idle; `compact` names them by their letters. */
+export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette, compact = false): void {
   let hasB = false;
   let hasI = false;
   let hasW = false;
@@ -72,9 +104,10 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette)
     }
   }
   const backward = hasB && hasI ? "B / I backward" : hasI ? "I backward (inputs)" : "B backward";
-  const items: [string, string][] = [["F forward", P.kinds[0]], [backward, P.kinds[1]]];
-  if (hasW) items.push(["W backward (weights)", P.kinds[2]]);
-  if (hasPair) items.push(["F&B overlapped pair", P.kinds[3]]);
+  const items: [string, string][] = [[compact ? "F" : "F forward", P.kinds[0]],
+    [compact ? backward.split(" backward")[0] : backward, P.kinds[1]]];
+  if (hasW) items.push([compact ? "W" : "W backward (weights)", P.kinds[2]]);
+  if (hasPair) items.push([compact ? "F&B" : "F&B overlapped pair", P.kinds[3]]);
   const children: HTMLElement[] = items.map(([text, colour]) => {
     const item = el("span", "ppviz-legend-item");
     const swatch = el("span", "ppviz-swatch");
@@ -83,8 +116,11 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette)
     return item;
   });
   const idle = el("span", "ppviz-legend-item");
-  idle.append(el("span", "ppviz-swatch ppviz-swatch-idle"), document.createTextNode("idle (bubble)"));
+  idle.append(el("span", "ppviz-swatch ppviz-swatch-idle"), document.createTextNode(compact ? "idle" : "idle (bubble)"));
   children.push(idle);
-  children.push(el("span", "ppviz-legend-hint", "shade: microbatch · scroll to zoom · drag to pan · double-click to reset · click an op to follow its microbatch"));
+  if (!compact) {
+    children.push(el("span", "ppviz-legend-hint",
+      "shade: microbatch · scroll to zoom · drag to pan · double-click to reset · click an op to follow its microbatch, a device to highlight it"));
+  }
   legend.replaceChildren(...children);
 }

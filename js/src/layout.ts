@@ -29,15 +29,18 @@ export const RIGHT_PAD = 18;
 export const AXIS_HEIGHT = 28;
 export const MEM_TITLE = 22;
 
-export function rowHeightFor(devices: number): number {
+export function rowHeightFor(devices: number, compact = false): number {
+  if (compact) return devices <= 8 ? 16 : Math.max(6, Math.min(16, Math.floor(128 / devices)));
   if (devices <= 8) return 30;
   return Math.max(10, Math.min(30, Math.floor(320 / devices)));
 }
 
-export function computeLayout(width: number, devices: number, memory: boolean): Layout {
-  const rowHeight = rowHeightFor(devices);
-  const gap = rowHeight >= 20 ? 6 : 2;
-  const top = 8;
+/** `compact` (the charts of a comparison): thin rows, no memory lanes. */
+export function computeLayout(width: number, devices: number, memory: boolean, compact = false): Layout {
+  const rowHeight = rowHeightFor(devices, compact);
+  memory = memory && !compact;
+  const gap = rowHeight >= 20 ? 6 : rowHeight >= 12 ? 2 : 1;
+  const top = compact ? 4 : 8;
   const rowTop: number[] = [];
   for (let d = 0; d < devices; d++) rowTop.push(top + d * (rowHeight + gap));
   const ganttBottom = devices ? rowTop[devices - 1] + rowHeight : top;
@@ -51,7 +54,7 @@ export function computeLayout(width: number, devices: number, memory: boolean): 
     memTop.push(y);
     y += memHeight + memGap;
   }
-  const memBottom = memory ? y - memGap : memTitleTop;
+  const memBottom = memory ? y - memGap : compact ? memTitleTop - 6 : memTitleTop;
   // whole pixels, so that the bar strip maps 1:1 onto device pixels
   const plotLeft = Math.round(Math.min(GUTTER, Math.max(60, width * 0.25)));
   return {
@@ -62,7 +65,7 @@ export function computeLayout(width: number, devices: number, memory: boolean): 
     plotRight: Math.max(plotLeft + 10, width - RIGHT_PAD),
     rowHeight,
     rowTop,
-    barInset: rowHeight >= 20 ? 3 : 1,
+    barInset: rowHeight >= 20 ? 3 : rowHeight >= 6 ? 1 : 0,
     ganttTop: top,
     ganttBottom,
     axisTop,
@@ -89,4 +92,11 @@ export function laneAt(layout: Layout, y: number): Lane | null {
 
 export function inPlot(layout: Layout, x: number): boolean {
   return x >= layout.plotLeft && x <= layout.plotRight;
+}
+
+/** The device whose row label (in the gutter left of the plot) is at (x, y), or -1. */
+export function labelAt(layout: Layout, x: number, y: number): number {
+  if (x < 0 || x >= layout.plotLeft) return -1;
+  const lane = laneAt(layout, y);
+  return lane && lane.area === "gantt" ? lane.device : -1;
 }

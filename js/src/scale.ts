@@ -12,6 +12,12 @@ export function fullView(makespan: number): TimeView {
   return { t0: 0, t1: makespan > 0 ? makespan : 1 };
 }
 
+/** Whether v shows all of [0, extent]. */
+export function isFull(v: TimeView, extent: number): boolean {
+  const full = fullView(extent);
+  return v.t0 <= full.t0 && v.t1 >= full.t1;
+}
+
 export class Scale {
   readonly k: number;
   constructor(

@@ -59,6 +59,47 @@ export const CSS = `
 .ppviz-play:hover { border-color: var(--ppviz-accent); }
 .ppviz-scrub { flex: 1; accent-color: var(--ppviz-accent); min-width: 80px; }
 .ppviz-time { min-width: 9em; text-align: right; }
+.ppviz-player[hidden], .ppviz-plot[hidden] { display: none; }
+.ppviz-name-button {
+  display: inline-flex; align-items: center; gap: 7px; margin: 0; padding: 1px 6px 1px 0; border: 0; border-radius: 6px;
+  background: none; color: inherit; font: inherit; font-size: 16px; font-weight: 650; cursor: pointer; text-align: left;
+}
+.ppviz-name-button:hover { text-decoration: underline; text-underline-offset: 3px; }
+.ppviz-name-button:focus-visible { outline: 2px solid var(--ppviz-accent); }
+.ppviz-run-swatch { width: 11px; height: 11px; border-radius: 3px; flex: none; background: var(--ppviz-run); }
+.ppviz-gantt { transition: opacity 0.15s, box-shadow 0.15s; }
+.ppviz-gantt[data-emphasis="dimmed"] { opacity: 0.42; }
+.ppviz-gantt[data-emphasis="selected"] { box-shadow: 0 0 0 2px var(--ppviz-run, var(--ppviz-accent)); }
+.ppviz-compact {
+  display: grid; grid-template-columns: minmax(0, 1fr) auto; align-items: center; column-gap: 18px;
+  padding: 6px 12px 2px 12px; border-left: 4px solid var(--ppviz-run, var(--ppviz-border));
+}
+.ppviz-compact .ppviz-header { grid-column: 1; flex-wrap: wrap; align-items: baseline; justify-content: flex-start; gap: 2px 22px; min-width: 0; }
+.ppviz-compact .ppviz-legend { grid-column: 2; margin: 0; gap: 4px 10px; font-size: 11px; color: var(--ppviz-muted); }
+.ppviz-compact .ppviz-error, .ppviz-compact .ppviz-plot { grid-column: 1 / -1; }
+.ppviz-compact .ppviz-error { margin: 4px 0 6px; }
+.ppviz-compact .ppviz-plot { margin-top: 3px; }
+.ppviz-compact .ppviz-title { flex-direction: row; align-items: baseline; gap: 10px; white-space: nowrap; }
+.ppviz-compact .ppviz-name, .ppviz-compact .ppviz-name-button { font-size: 14px; }
+.ppviz-compact .ppviz-metrics { flex-wrap: nowrap; gap: 18px; white-space: nowrap; }
+.ppviz-compact .ppviz-metric {
+  display: inline-flex; align-items: baseline; gap: 5px; padding: 0; border: 0; background: none; min-width: 0;
+}
+.ppviz-compact .ppviz-metric-label { font-size: 10px; }
+.ppviz-compact .ppviz-metric-value { font-size: 13px; line-height: 1.3; }
+.ppviz-compact .ppviz-metric-closed { font-size: 11px; }
+.ppviz-compact .ppviz-swatch { width: 11px; height: 9px; }
+/* ppviz.compare's container, hint and chart card are ipywidgets with no front end of ours:
+   this sheet, which comes with each of its Gantt charts, styles them */
+.ppviz-compare { gap: 10px; }
+.ppviz-compare-hint { color: var(--jp-ui-font-color2, #5d6672); font-size: 12px; }
+.ppviz-compare-hint b { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
+.ppviz-compare-gantts { gap: 6px; }
+.ppviz-compare-charts {
+  align-self: flex-start; max-width: 100%; overflow: auto; border-radius: 10px;
+  border: 1px solid var(--jp-border-color2, rgba(128, 128, 128, 0.3));
+}
+.ppviz-compare-charts .vega-embed { display: block; }
 `;
 
 export function themeVariables(root: HTMLElement, P: Palette): void {

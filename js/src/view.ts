@@ -1,15 +1,19 @@
 // One rendered chart: builds the DOM, keeps view state (zoom, hover, scrubber), turns pointer
 // and keyboard input into model changes, and repaints at most once per animation frame.
 // It talks to the model through the small interface below, so tests drive it with a fake.
+// In a comparison (ppviz.compare) the selection and the time window are traits that jslinks
+// share with the other charts: a change made here is written to the model, and a change that
+// arrives from the model is shown without being written back.
 
+import { emphasisOf } from "./compare";
 import { type MemoryCurves, type Timeline, decodeMemory, decodeTimeline, endOf, deviceOf, slotOf } from "./data";
 import { type Scene, draw, makeHatch } from "./draw";
 import { num } from "./format";
-import { fillHeader, fillLegend } from "./header";
+import { type HeaderOptions, fillHeader, fillLegend, fillTitle } from "./header";
 import { hitTest } from "./hit";
-import { type Layout, computeLayout, inPlot } from "./layout";
+import { type Layout, computeLayout, inPlot, labelAt } from "./layout";
 import type { Meta } from "./meta";
-import { Scale, type TimeView, fullView, panBy, zoomAt } from "./scale";
+import { Scale, type TimeView, clampView, fullView, isFull, panBy, zoomAt } from "./scale";
 import { CSS, themeVariables } from "./styles";
 import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
 import { describeOp, fillTooltip, placeTooltip } from "./tooltip";
@@ -52,6 +56,7 @@ export class GanttView {
   private readonly errorBox = div("ppviz-error");
   private readonly legend = div("ppviz-legend");
   private readonly plot = div("ppviz-plot");
+  private readonly player = div("ppviz-player");
   private readonly play = document.createElement("button");
   private readonly scrub = document.createElement("input");
   private readonly timeText = document.createElement("span");
@@ -74,6 +79,8 @@ export class GanttView {
   private decodeMs = 0;
   private firstDrawMs = -1;
   private drag: { x: number; view: TimeView; moved: boolean } | null = null;
+  /** set while this view writes time_window, so that it does not read its own change back */
+  private publishing = false;
   private readonly disposers: (() => void)[] = [];
   private destroyed = false;
 
@@ -95,7 +102,6 @@ export class GanttView {
     this.errorBox.hidden = true;
     this.errorBox.setAttribute("role", "alert");
     this.plot.append(this.canvas, this.tooltip);
-    const player = div("ppviz-player");
     this.play.className = "ppviz-play";
     this.play.type = "button";
     this.scrub.className = "ppviz-scrub";
@@ -105,8 +111,8 @@ export class GanttView {
     this.scrub.value = "0";
     this.scrub.setAttribute("aria-label", "time");
     this.timeText.className = "ppviz-time";
-    player.append(this.play, this.scrub, this.timeText);
-    this.root.append(style, this.header, this.errorBox, this.legend, this.plot, player);
+    this.player.append(this.play, this.scrub, this.timeText);
+    this.root.append(style, this.header, this.errorBox, this.legend, this.plot, this.player);
     el.append(this.root);
 
     this.themeName = this.resolveTheme();
@@ -116,6 +122,7 @@ export class GanttView {
     this.bind();
     this.load();
     this.showError();
+    this.showEmphasis();
     Object.defineProperty(this.root, "ppviz", { value: this.debugHooks(), configurable: true });
   }
 
@@ -123,9 +130,19 @@ export class GanttView {
 
   private load(): void {
     const t = performance.now();
+    const compact = this.compact();
+    this.root.classList.toggle("ppviz-compact", compact);
+    this.player.hidden = compact;
     try {
       const meta = this.model.get("meta") as Meta;
-      if (!meta || typeof meta.devices !== "number") return;
+      if (!meta || typeof meta.devices !== "number") {
+        this.tl = this.meta = this.mem = null;
+        this.plot.hidden = true;
+        fillTitle(this.header, String(meta?.title ?? ""), this.headerOptions());
+        this.legend.replaceChildren();
+        return;
+      }
+      this.plot.hidden = false;
       this.tl = decodeTimeline(this.model.get("timeline"));
       const memory = this.model.get("memory");
       this.mem = memory && (memory as ArrayBufferView).byteLength ? decodeMemory(memory) : null;
@@ -137,12 +154,12 @@ export class GanttView {
     }
     this.decodeMs = performance.now() - t;
     this.firstDrawMs = -1;
-    this.view = fullView(this.meta.makespan);
+    this.view = this.modelView();
     this.hover = -1;
     if (this.cursor !== null) this.cursor = Math.min(this.cursor, this.meta.makespan);
     this.layout = null;
-    fillHeader(this.header, this.meta);
-    fillLegend(this.legend, this.tl, this.palette);
+    fillHeader(this.header, this.meta, this.headerOptions());
+    fillLegend(this.legend, this.tl, this.palette, compact);
     this.canvas.setAttribute("aria-label", `Gantt chart of ${this.meta.title}: ${this.meta.devices} devices`);
     this.updatePlayer();
     this.requestDraw();
@@ -154,19 +171,101 @@ export class GanttView {
     this.errorBox.textContent = message;
   }
 
-  private selectedMb(): number {
-    const v = this.model.get("selected_microbatch");
+  private int(name: string): number {
+    const v = this.model.get(name);
     return typeof v === "number" ? v : -1;
   }
 
+  private text(name: string): string {
+    const v = this.model.get(name);
+    return typeof v === "string" ? v : "";
+  }
+
+  private selectedMb(): number {
+    return this.int("selected_microbatch");
+  }
+
+  private compact(): boolean {
+    return this.model.get("compact") === true;
+  }
+
+  private headerOptions(): HeaderOptions {
+    return { compact: this.compact(), color: this.text("color"), run: this.text("run_name") };
+  }
+
+  /** An op selects its microbatch and device; -1 (a click on empty space) clears both. */
   private select(op: number): void {
     const tl = this.tl;
     const mb = tl && op >= 0 ? tl.mb[op] : -1;
-    this.model.set("selected_microbatch", mb);
+    // the op first: onMicrobatch would clear an op of another microbatch
     this.model.set("selected_op", op);
+    this.model.set("selected_microbatch", mb);
+    this.model.set("selected_device", tl && op >= 0 ? deviceOf(tl, slotOf(tl, op)) : -1);
     this.model.save_changes();
     this.requestDraw();
   }
+
+  private toggleDevice(d: number): void {
+    this.model.set("selected_device", this.int("selected_device") === d ? -1 : d);
+    this.model.save_changes();
+    this.requestDraw();
+  }
+
+  private toggleRun(): void {
+    const run = this.text("run_name");
+    if (!run) return;
+    this.model.set("selected_schedule", this.text("selected_schedule") === run ? "" : run);
+    this.model.save_changes();
+  }
+
+  /** A microbatch chosen elsewhere (another chart, Python) leaves no op of another selected. */
+  private onMicrobatch = (): void => {
+    const op = this.int("selected_op");
+    const tl = this.tl;
+    if (op >= 0 && tl && (op >= tl.n || tl.mb[op] !== this.selectedMb())) {
+      this.model.set("selected_op", -1);
+      this.model.save_changes();
+    }
+    this.requestDraw();
+  };
+
+  private showEmphasis = (): void => {
+    const data = this.root.dataset;
+    const run = this.text("run_name");
+    data.emphasis = emphasisOf(run, this.text("selected_schedule"));
+    data.selectedDevice = String(this.int("selected_device"));
+    const color = this.text("color");
+    if (color) this.root.style.setProperty("--ppviz-run", color);
+    else this.root.style.removeProperty("--ppviz-run");
+    const button = this.header.querySelector(".ppviz-name-button");
+    button?.setAttribute("aria-pressed", String(data.emphasis === "selected"));
+    this.requestDraw();
+  };
+
+  // Time window ------------------------------------------------------------------------
+
+  /** The time axis spans [0, extent]: the makespan, or the comparison's longest one. */
+  private extent(): number {
+    const shared = Number(this.model.get("time_extent"));
+    return Math.max(this.meta?.makespan ?? 0, Number.isFinite(shared) ? shared : 0);
+  }
+
+  /** The model's time window inside this chart's extent (all of it for []). */
+  private modelView(): TimeView {
+    const w = this.model.get("time_window");
+    const extent = this.extent();
+    if (Array.isArray(w) && w.length === 2 && Number(w[1]) > Number(w[0])) {
+      return clampView({ t0: Number(w[0]), t1: Number(w[1]) }, extent);
+    }
+    return fullView(extent);
+  }
+
+  private onWindow = (): void => {
+    if (this.publishing || !this.meta) return;
+    this.view = this.modelView();
+    this.hideTooltip();
+    this.requestDraw();
+  };
 
   // Theme ------------------------------------------------------------------------------
 
@@ -182,7 +281,7 @@ export class GanttView {
     this.palette = palette(name);
     this.hatch = null;
     themeVariables(this.root, this.palette);
-    fillLegend(this.legend, this.tl, this.palette);
+    fillLegend(this.legend, this.tl, this.palette, this.compact());
     this.requestDraw();
   };
 
@@ -201,7 +300,7 @@ export class GanttView {
     const dpr = window.devicePixelRatio || 1;
     let layout = this.layout;
     if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr) {
-      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null);
+      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact());
       this.canvas.width = Math.round(layout.width * dpr);
       this.canvas.height = Math.round(layout.height * dpr);
       this.canvas.style.width = `${layout.width}px`;
@@ -237,9 +336,11 @@ export class GanttView {
       dpr: this.dpr,
       hatch: this.hatch,
       selectedMb: this.selectedMb(),
-      selectedOp: Number(this.model.get("selected_op") ?? -1),
+      selectedOp: this.int("selected_op"),
+      selectedDevice: this.int("selected_device"),
       hover: this.hover,
       cursor: this.cursor,
+      extent: this.extent(),
     };
   }
 
@@ -247,10 +348,18 @@ export class GanttView {
     return this.layout ? new Scale(this.view, this.layout.plotLeft, this.layout.plotRight) : null;
   }
 
+  /** Zoom or pan made here: shown, and written to time_window for Python and linked charts. */
   private setView(v: TimeView): void {
     this.view = v;
     this.hideTooltip();
     this.requestDraw();
+    this.publishing = true;
+    try {
+      this.model.set("time_window", isFull(v, this.extent()) ? [] : [v.t0, v.t1]);
+      this.model.save_changes();
+    } finally {
+      this.publishing = false;
+    }
   }
 
   // Input ------------------------------------------------------------------------------
@@ -291,7 +400,7 @@ export class GanttView {
           drag.moved = true;
           c.classList.add("ppviz-grabbing");
           const scale = this.scale();
-          if (scale && this.meta) this.setView(panBy(drag.view, -dx / scale.k, this.meta.makespan));
+          if (scale && this.meta) this.setView(panBy(drag.view, -dx / scale.k, this.extent()));
           return;
         }
       }
@@ -304,7 +413,9 @@ export class GanttView {
       if (c.hasPointerCapture?.(e.pointerId)) c.releasePointerCapture(e.pointerId);
       if (drag && !drag.moved && e.type === "pointerup") {
         const { x, y } = this.local(e);
-        this.select(this.opAt(x, y));
+        const label = this.layout ? labelAt(this.layout, x, y) : -1;
+        if (label >= 0) this.toggleDevice(label);
+        else this.select(this.opAt(x, y));
       }
     };
     this.listen(c, "pointerup", release);
@@ -319,12 +430,18 @@ export class GanttView {
     });
     this.listen(c, "wheel", (e) => this.onWheel(e), { passive: false });
     this.listen(c, "dblclick", () => {
-      if (this.meta) this.setView(fullView(this.meta.makespan));
+      if (this.meta) this.setView(fullView(this.extent()));
+    });
+    this.listen(this.header, "click", (e) => {
+      if ((e.target as Element | null)?.closest(".ppviz-name-button")) this.toggleRun();
     });
     this.listen(this.root, "keydown", (e) => {
       if (e.key !== "Escape") return;
-      if (this.selectedMb() >= 0) this.select(-1);
-      else if (this.cursor !== null) {
+      if (this.selectedMb() >= 0 || this.int("selected_device") >= 0) this.select(-1);
+      else if (this.text("run_name") && this.text("selected_schedule")) {
+        this.model.set("selected_schedule", "");
+        this.model.save_changes();
+      } else if (this.cursor !== null) {
         this.pause();
         this.cursor = null;
         this.updatePlayer();
@@ -341,15 +458,25 @@ export class GanttView {
       this.requestDraw();
     });
 
-    const onData = () => this.load();
+    const onData = () => {
+      this.load();
+      this.showEmphasis();
+    };
     const onSelection = () => this.requestDraw();
     const onError = () => this.showError();
     const handlers: [string, () => void][] = [
       ["change:timeline", onData],
       ["change:memory", onData],
       ["change:meta", onData],
-      ["change:selected_microbatch", onSelection],
+      ["change:compact", onData],
+      ["change:color", onData],
+      ["change:run_name", onData],
+      ["change:selected_microbatch", this.onMicrobatch],
       ["change:selected_op", onSelection],
+      ["change:selected_device", this.showEmphasis],
+      ["change:selected_schedule", this.showEmphasis],
+      ["change:time_window", this.onWindow],
+      ["change:time_extent", this.onWindow],
       ["change:error", onError],
       ["change:theme", this.applyTheme],
     ];
@@ -368,7 +495,7 @@ export class GanttView {
   private hoverAt(e: PointerEvent): void {
     const { x, y } = this.local(e);
     const op = this.opAt(x, y);
-    this.canvas.classList.toggle("ppviz-pointing", op >= 0);
+    this.canvas.classList.toggle("ppviz-pointing", op >= 0 || (this.layout !== null && labelAt(this.layout, x, y) >= 0));
     if (op !== this.hover) {
       this.hover = op;
       this.requestDraw();
@@ -396,9 +523,9 @@ export class GanttView {
     const dx = e.deltaX * unit;
     const dy = e.deltaY * unit;
     if (Math.abs(dx) > Math.abs(dy)) {
-      this.setView(panBy(this.view, dx / scale.k, this.meta.makespan));
+      this.setView(panBy(this.view, dx / scale.k, this.extent()));
     } else {
-      this.setView(zoomAt(this.view, Math.exp(-dy * 0.002), scale.t(x), this.meta.makespan));
+      this.setView(zoomAt(this.view, Math.exp(-dy * 0.002), scale.t(x), this.extent()));
     }
   }
 

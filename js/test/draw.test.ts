@@ -33,8 +33,10 @@ function scene(devices: number, ops: OpSpec[], makespan: number, view?: TimeView
     hatch: makeHatch(ctx, LIGHT, 1),
     selectedMb: -1,
     selectedOp: -1,
+    selectedDevice: -1,
     hover: -1,
     cursor: null,
+    extent: makespan,
     ...extra,
   };
 }
@@ -202,5 +204,33 @@ describe("draw", () => {
     const stats = draw(ctx, s);
     expect(stats.rects).toBe(2);
     expect(close(pixel(s.scale.x(2.5), s.layout.rowTop[0] + 6), rgb(LIGHT.shades[3][shadeOf(1)]))).toBe(true);
+  });
+});
+
+describe("draw in a comparison", () => {
+  it("leaves the shared axis empty after the run's end, and marks the end", () => {
+    const spec = fillDrain(3, 4);
+    const extent = spec.makespan * 2;
+    const s = scene(3, spec.ops, spec.makespan, fullView(extent), { extent });
+    draw(ctx, s);
+    const y = s.layout.rowTop[0] + 3;
+    // idle before the end is hatched, after it is plain background
+    expect(close(pixel(s.scale.x(spec.makespan * 1.5), y), rgb("rgb(255,255,255)"), 1)).toBe(true);
+    // the dashed line at the end: some of its pixels in the first row are drawn
+    const end = Math.round(s.scale.x(spec.makespan));
+    const line = Array.from({ length: 8 }, (_, dy) => pixel(end, y + dy));
+    const muted = [1, 3, 5].map((i) => parseInt(LIGHT.muted.slice(i, i + 2), 16));
+    expect(line.some((c) => close(c, muted, 2))).toBe(true);
+  });
+
+  it("highlights the selected device: its row keeps its colours, the others fade", () => {
+    const spec = fillDrain(3, 5);
+    const s = { ...scene(3, spec.ops, spec.makespan), selectedDevice: 1 };
+    draw(ctx, s);
+    spec.ops.forEach((o, k) => {
+      const c = pixel(...centre(s, o));
+      if (o.device === 1) expect(close(c, opColour(LIGHT, s.tl, k))).toBe(true);
+      else expect(close(c, opColour(LIGHT, s.tl, k), 10)).toBe(false);
+    });
   });
 });

@@ -200,3 +200,28 @@ export function modelFor(devices: number, spec: { ops: OpSpec[]; makespan: numbe
 export function nextFrame(): Promise<void> {
   return new Promise((resolve) => requestAnimationFrame(() => resolve()));
 }
+
+/** A JupyterChart selection entry ({value, store}) as a Vega-Lite point selection records a click. */
+export function clicked(values: Record<string, string | number>): unknown {
+  const fields = Object.keys(values).map((field) => ({ field, type: "E" }));
+  return { value: { vlPoint: { or: [values] } }, store: [{ unit: "view_1", fields, values: Object.values(values) }] };
+}
+
+/** ipywidgets' jslink as its front end does it: each side's change is copied to the other,
+ * and a change made while one is being copied is ignored. */
+export function jslink(a: FakeModel, aName: string, b: FakeModel, bName: string): void {
+  let updating = false;
+  const copy = (from: FakeModel, fromName: string, to: FakeModel, toName: string) => () => {
+    if (updating) return;
+    updating = true;
+    try {
+      to.set(toName, from.get(fromName));
+      to.save_changes();
+    } finally {
+      updating = false;
+    }
+  };
+  a.on(`change:${aName}`, copy(a, aName, b, bName));
+  b.on(`change:${bName}`, copy(b, bName, a, aName));
+  copy(a, aName, b, bName)();
+}

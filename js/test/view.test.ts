@@ -237,3 +237,135 @@ describe("GanttView", () => {
     expect(model.listenerCount()).toBe(0);
   });
 });
+
+describe("GanttView in a comparison", () => {
+  function compared(extra: Record<string, unknown> = {}): FakeModel {
+    const spec = fillDrain(3, 4);
+    return modelFor(3, spec, {
+      compact: true, run_name: "zb-h1", color: "#cc79a7", selected_schedule: "", selected_device: -1,
+      time_extent: spec.makespan * 2, time_window: [], ...extra,
+    });
+  }
+
+  it("is compact: one-line header with the run's swatch, no replay bar or memory lanes, thin rows", async () => {
+    const { root } = await mount(compared());
+    expect(root.classList.contains("ppviz-compact")).toBe(true);
+    expect((root.querySelector(".ppviz-player") as HTMLElement).hidden).toBe(true);
+    expect(root.querySelector(".ppviz-name-button .ppviz-run-swatch")).not.toBeNull();
+    expect(root.style.getPropertyValue("--ppviz-run")).toBe("#cc79a7");
+    const compactHeight = root.querySelector("canvas")!.clientHeight;
+    views.splice(0).forEach((v) => v.destroy());
+    const { root: full } = await mount(modelFor(3, fillDrain(3, 4)));
+    expect(full.classList.contains("ppviz-compact")).toBe(false);
+    expect(compactHeight).toBeLessThan(full.querySelector("canvas")!.clientHeight / 2);
+  });
+
+  it("spans the shared time extent, and the full view is that extent", async () => {
+    const model = compared();
+    const { root, hooks } = await mount(model);
+    const extent = model.state.time_extent as number;
+    expect(hooks.getView()).toEqual({ t0: 0, t1: extent });
+    // the run's last op ends halfway along the axis
+    const spec = fillDrain(3, 4);
+    const last = spec.ops.reduce((a, o, k) => (o.start + o.dur > spec.ops[a].start + spec.ops[a].dur ? k : a), 0);
+    const box = hooks.opBox(last)!;
+    const canvas = root.querySelector("canvas")!.getBoundingClientRect();
+    const plotLeft = canvas.left + 132;
+    const plotRight = canvas.right - 18;
+    expect(box.x + box.width).toBeCloseTo(plotLeft + (plotRight - plotLeft) / 2, 0);
+  });
+
+  it("writes zoom and pan to time_window, and follows a window set elsewhere without writing it back", async () => {
+    const model = compared();
+    const { root, hooks } = await mount(model);
+    const canvas = root.querySelector("canvas")!;
+    const r = canvas.getBoundingClientRect();
+    canvas.dispatchEvent(new WheelEvent("wheel", { clientX: r.left + 400, clientY: r.top + 10, deltaY: -400, bubbles: true, cancelable: true }));
+    const zoomed = hooks.getView();
+    expect(model.state.time_window).toEqual([zoomed.t0, zoomed.t1]);
+    canvas.dispatchEvent(new MouseEvent("dblclick", { clientX: r.left + 400, clientY: r.top + 10, bubbles: true }));
+    expect(model.state.time_window).toEqual([]);
+    const saves = model.saves;
+    model.set("time_window", [2, 5]);
+    expect(hooks.getView()).toEqual({ t0: 2, t1: 5 });
+    expect(model.saves).toBe(saves);
+    expect(model.state.time_window).toEqual([2, 5]);
+    // a window beyond this chart's extent is clamped for drawing, and left as it is in the model
+    model.set("time_window", [1, 1000]);
+    expect(hooks.getView()).toEqual({ t0: 0, t1: model.state.time_extent });
+    expect(model.state.time_window).toEqual([1, 1000]);
+  });
+
+  it("highlights a device from its row label or an op, and clears it on a second click or Escape", async () => {
+    const model = compared();
+    const { root, hooks } = await mount(model);
+    const canvas = root.querySelector("canvas")!;
+    const r = canvas.getBoundingClientRect();
+    const spec = fillDrain(3, 4);
+    const k = spec.ops.findIndex((o) => o.device === 2);
+    const row = hooks.opBox(k)!;
+    click(canvas, r.left + 40, row.y + row.height / 2);
+    expect(model.state.selected_device).toBe(2);
+    expect(root.dataset.selectedDevice).toBe("2");
+    expect(model.state.selected_microbatch).toBe(-1);
+    click(canvas, r.left + 40, row.y + row.height / 2);
+    expect(model.state.selected_device).toBe(-1);
+    const j = spec.ops.findIndex((o) => o.device === 1 && o.mb === 3);
+    const box = hooks.opBox(j)!;
+    click(canvas, box.x + box.width / 2, box.y + box.height / 2);
+    expect([model.state.selected_device, model.state.selected_microbatch, model.state.selected_op]).toEqual([1, 3, j]);
+    root.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect([model.state.selected_device, model.state.selected_microbatch]).toEqual([-1, -1]);
+    // set from another chart: shown without being written back
+    const saves = model.saves;
+    model.set("selected_device", 0);
+    expect(root.dataset.selectedDevice).toBe("0");
+    expect(model.saves).toBe(saves);
+  });
+
+  it("selects its run from the title, shows emphasis, and dims while another run is selected", async () => {
+    const model = compared();
+    const { root } = await mount(model);
+    const title = root.querySelector(".ppviz-name-button") as HTMLButtonElement;
+    expect(title.textContent).toBe("zb-h1");
+    expect(root.dataset.emphasis).toBe("none");
+    title.click();
+    expect(model.state.selected_schedule).toBe("zb-h1");
+    expect(root.dataset.emphasis).toBe("selected");
+    expect(title.getAttribute("aria-pressed")).toBe("true");
+    title.click();
+    expect(model.state.selected_schedule).toBe("");
+    model.set("selected_schedule", "1f1b");
+    expect(root.dataset.emphasis).toBe("dimmed");
+    root.dispatchEvent(new KeyboardEvent("keydown", { key: "Escape", bubbles: true }));
+    expect(model.state.selected_schedule).toBe("");
+  });
+
+  it("keeps the selected op an op of the selected microbatch when the microbatch comes from elsewhere", async () => {
+    const model = compared();
+    const { root, hooks } = await mount(model);
+    const canvas = root.querySelector("canvas")!;
+    const spec = fillDrain(3, 4);
+    const k = spec.ops.findIndex((o) => o.mb === 2);
+    const box = hooks.opBox(k)!;
+    click(canvas, box.x + box.width / 2, box.y + box.height / 2);
+    expect(model.state.selected_op).toBe(k);
+    model.set("selected_microbatch", 1);
+    expect(model.state.selected_op).toBe(-1);
+    model.set("selected_microbatch", 2);
+    expect(model.state.selected_op).toBe(-1);
+  });
+
+  it("shows a run that did not run as its title and the reason, as text", async () => {
+    const evil = '<img src=x onerror="window.__ppvizPwned=1">';
+    const model = new FakeModel({ meta: { title: "dualpipe-v" }, error: `m=4: needs more ${evil}`, compact: true, run_name: `dualpipe-v ${evil}` });
+    const { root } = await mount(model);
+    expect(root.querySelector(".ppviz-name")!.textContent).toBe(`dualpipe-v ${evil}`);
+    expect(root.querySelector(".ppviz-sizes")!.textContent).toBe("not run");
+    const banner = root.querySelector(".ppviz-error") as HTMLElement;
+    expect(banner.hidden).toBe(false);
+    expect(banner.textContent).toBe(`m=4: needs more ${evil}`);
+    expect(root.querySelector("img")).toBeNull();
+    expect((root.querySelector(".ppviz-plot") as HTMLElement).hidden).toBe(true);
+  });
+});

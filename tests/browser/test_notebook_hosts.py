@@ -1,15 +1,21 @@
-"""End to end: a real Jupyter server and kernel, ppviz.show in a notebook, driven in Chromium.
+"""End to end: a real Jupyter server and kernel, ppviz.show and ppviz.compare in a notebook,
+driven in Chromium.
 
-Hovering an op shows the tooltip; clicking one sends the selection to the kernel, where an
-observer writes it to a file; editing the p control re-simulates in Python and redraws.
+show: hovering an op shows the tooltip; clicking one sends the selection to the kernel, where
+an observer writes it to a file; editing the p control re-simulates in Python and redraws.
+compare (JupyterLab, with every request off this machine refused): five Gantt charts on one
+time axis and the Altair charts render; a device, a run or a zoom chosen in one view shows in
+the others and reaches the kernel; screenshots of both themes go to artifacts/compare/.
 """
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 import numpy as np
@@ -35,22 +41,30 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def notebook(path):
-    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": CELL}
+def notebook(path, source=CELL):
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
     kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
     path.write_text(json.dumps({"cells": [cell], "metadata": {"kernelspec": kernel}, "nbformat": 4,
                                 "nbformat_minor": 5}))
 
 
-@pytest.fixture(params=["lab", "notebook"])
-def server(request, tmp_path):
-    """A Jupyter server on a random free port, a temporary root dir, no token."""
-    app = request.param
+@contextlib.contextmanager
+def jupyter(app, tmp_path, source=CELL, *, dark=False):
+    """A Jupyter server (JupyterLab or Notebook 7) on a random free port, serving a temporary
+    root dir holding chart.ipynb (one cell, `source`), with no token; `dark` starts
+    JupyterLab in its dark theme."""
     root = tmp_path / "root"
     root.mkdir()
-    notebook(root / "chart.ipynb")
+    notebook(root / "chart.ipynb", source)
+    config = tmp_path / "config"
+    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
+    settings.mkdir(parents=True)
+    # no "get notified about Jupyter news?" toast over the outputs
+    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
+    if dark:
+        (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": "JupyterLab Dark"}))
     port = free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(config),
            "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
     module = "jupyterlab" if app == "lab" else "notebook"
     log = open(tmp_path / "server.log", "w")
@@ -84,6 +98,31 @@ def server(request, tmp_path):
         log.close()
 
 
+@pytest.fixture(params=["lab", "notebook"])
+def server(request, tmp_path):
+    with jupyter(request.param, tmp_path) as s:
+        yield s
+
+
+def run_cell(page, output, timeout=15_000):
+    """Run the notebook's one cell until `output` (a locator in its output) shows."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
+    editor.wait_for(timeout=60_000)
+    # a cell run before the kernel's session is connected is dropped without a trace,
+    # and no indicator tells reliably when it is: run it again until the output shows
+    for attempt in range(6):
+        editor.click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            output.wait_for(timeout=timeout)
+            return
+        except PlaywrightTimeout:
+            if attempt == 5:
+                raise
+
+
 def wait_for_file(path, expected, timeout=30.0):
     deadline = time.time() + timeout
     while time.time() < deadline:
@@ -91,30 +130,16 @@ def wait_for_file(path, expected, timeout=30.0):
             return
         time.sleep(0.1)
     got = path.read_text() if path.exists() else "(no file)"
-    pytest.fail(f"the kernel never saw selected_microbatch={expected}; {path.name}: {got}")
+    pytest.fail(f"the kernel never saw {path.stem}={expected}; {path.name}: {got}")
 
 
 def test_show_in_a_real_notebook(browser, server):
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     try:
         page.goto(server["url"])
-        editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
-        editor.wait_for(timeout=60_000)
         root = page.locator(".jp-OutputArea-output .ppviz-gantt")
-        # a cell run before the kernel's session is connected is dropped without a trace,
-        # and no indicator tells reliably when it is: run it again until the chart shows
-        for attempt in range(6):
-            editor.click()
-            page.keyboard.press("Shift+Enter")
-            try:
-                root.wait_for(timeout=15_000)
-                break
-            except PlaywrightTimeout:
-                if attempt == 5:
-                    raise
+        run_cell(page, root)
         page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1", timeout=30_000)
         assert root.get_attribute("data-ops") == "64"
 
@@ -144,3 +169,185 @@ def test_show_in_a_real_notebook(browser, server):
         raise
     finally:
         context.close()
+
+
+COMPARE = """\
+import pathlib
+import ppviz
+cmp = ppviz.compare(ppviz.Config(devices=8, microbatches=32),
+                    schedules=["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"])
+cmp.observe(lambda change: pathlib.Path(change["name"] + ".txt").write_text(str(change["new"])),
+            names=["selected_schedule", "selected_device", "selected_microbatch", "time_window"])
+cmp
+"""
+FIVE = ["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"]
+SHOTS = ARTIFACTS / "compare"
+
+
+def offline_page(browser, viewport):
+    """A page on which every request off this machine is refused and recorded, and page
+    errors are recorded."""
+    context = browser.new_context(viewport=viewport)
+    external, errors = [], []
+
+    def route(r):
+        host = urllib.parse.urlsplit(r.request.url).hostname
+        if host in ("127.0.0.1", "localhost"):
+            return r.continue_()
+        external.append(r.request.url)
+        return r.abort()
+
+    context.route("**/*", route)
+    page = context.new_page()
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    return context, page, external, errors
+
+
+def gantt_states(page):
+    return page.evaluate("""[...document.querySelectorAll('.ppviz-gantt')].map(e => ({
+        emphasis: e.dataset.emphasis, device: e.dataset.selectedDevice, theme: e.dataset.theme,
+        draws: Number(e.dataset.draws), view: e.ppviz.getView(), canvas: (({left, width}) => ({left, width}))(
+            e.querySelector('canvas').getBoundingClientRect())}))""")
+
+
+def open_compare(page, url):
+    """Run the COMPARE cell and wait for its five Gantt charts and the Altair charts; hides
+    JupyterLab's side bar so the output is wide."""
+    page.goto(url)
+    run_cell(page, page.locator(".jp-OutputArea-output .ppviz-compare"), timeout=30_000)
+    page.wait_for_function("[...document.querySelectorAll('.ppviz-gantt')].filter(e => Number(e.dataset.draws) >= 1)"
+                           ".length === 5", timeout=60_000)
+    # the chart's marks, from vega bundled by vl-convert (a CDN import would have been refused)
+    page.locator(".ppviz-compare-charts svg path[aria-label]").first.wait_for(timeout=60_000)
+    page.keyboard.press("Control+b")
+    page.wait_for_timeout(500)
+    return page.locator(".jp-OutputArea-output").filter(has=page.locator(".ppviz-compare"))
+
+
+def mark_opacity(page, prefix):
+    """{aria-label: opacity} of the chart's marks whose label starts with prefix."""
+    return page.evaluate("""prefix => Object.fromEntries([...document.querySelectorAll(
+        '.ppviz-compare-charts svg path[aria-label]')].map(e => [e.getAttribute('aria-label'), e.getAttribute('opacity')])
+        .filter(([label]) => label.startsWith(prefix)))""", prefix)
+
+
+def wait_for(page, predicate, what, timeout=15.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if predicate():
+            return
+        page.wait_for_timeout(100)
+    pytest.fail(f"timed out waiting for {what}")
+
+
+def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
+    results = [ppviz.simulate(ppviz.Config(schedule=s, devices=8, microbatches=32)) for s in FIVE]
+    extent = max(r.makespan for r in results)
+    context, page, external, errors = offline_page(browser, {"width": 1600, "height": 2600})
+    with jupyter("lab", tmp_path, COMPARE) as server:
+        try:
+            output = open_compare(page, server["url"])
+            states = gantt_states(page)
+            # one time axis: the same span and the same pixels for it in every chart
+            assert [s["view"] for s in states] == [{"t0": 0, "t1": extent}] * 5
+            assert len({(s["canvas"]["left"], s["canvas"]["width"]) for s in states}) == 1
+            # the headers and the chart give the numbers of the results
+            names = page.locator(".ppviz-gantt .ppviz-name").all_inner_texts()
+            assert names == FIVE
+            for i, r in enumerate(results):
+                values = page.locator(".ppviz-gantt").nth(i).locator(".ppviz-metric-value").all_inner_texts()
+                assert values[0] == f"{r.makespan:g}" and values[1] == f"{100 * r.bubble_fraction:.1f} %"
+            bubble = mark_opacity(page, "bubble fraction = idle")
+            for name, r in zip(FIVE, results):
+                assert any(f"name: {name};" in label and f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%"
+                           in label for label in bubble), name
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            output.screenshot(path=str(SHOTS / "compare-light.png"))
+            root = server["root"]
+
+            # a device's row label in the first chart: that row in every chart, and its bars in
+            # the peak-memory chart
+            ops = results[0].ops
+            k = int(np.flatnonzero(ops.device == 3)[0])
+            row = page.evaluate(f"document.querySelectorAll('.ppviz-gantt')[0].ppviz.opBox({k})")
+            canvas = page.locator(".ppviz-gantt canvas").first.bounding_box()
+            page.mouse.click(canvas["x"] + 40, row["y"] + row["height"] / 2)
+            wait_for(page, lambda: [s["device"] for s in gantt_states(page)] == ["3"] * 5, "device 3 in every chart")
+            wait_for_file(root / "selected_device.txt", "3")
+            memory = mark_opacity(page, "device (pipeline rank)")
+            wait_for(page, lambda: all((o == "1") == label.startswith("device (pipeline rank): 3;")
+                                       for label, o in mark_opacity(page, "device (pipeline rank)").items()),
+                     "the peak-memory chart to highlight device 3")
+            assert len(memory) == 2 * 5 * 8
+
+            # a run's bar in the bubble chart: its Gantt chart stands out, the others dim
+            bar = page.locator('.ppviz-compare-charts svg path[aria-label^="bubble fraction = idle"]'
+                               '[aria-label*="name: zb-h1;"]').first
+            bar.click()
+            wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] ==
+                     ["dimmed", "dimmed", "selected", "dimmed", "dimmed"], "zb-h1 emphasised")
+            wait_for_file(root / "selected_schedule.txt", "zb-h1")
+            # an op: its microbatch, in the kernel through the shared state
+            zb = results[2].ops
+            j = int(np.flatnonzero((zb.microbatch == 9) & (zb.kind == "F") & (zb.device == 5))[0])
+            box = page.evaluate(f"document.querySelectorAll('.ppviz-gantt')[2].ppviz.opBox({j})")
+            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+            wait_for_file(root / "selected_microbatch.txt", "9")
+            wait_for_file(root / "selected_device.txt", "5")
+            page.mouse.move(canvas["x"] + 5, canvas["y"] - 30)
+            page.wait_for_timeout(300)
+            output.screenshot(path=str(SHOTS / "compare-light-selected.png"))
+
+            # the run's title clears it again (a second click on the same run)
+            page.locator(".ppviz-gantt").nth(2).locator(".ppviz-name-button").click()
+            wait_for(page, lambda: {s["emphasis"] for s in gantt_states(page)} == {"none"}, "no run emphasised")
+            wait_for_file(root / "selected_schedule.txt", "")
+
+            # zoom in one chart: all of them follow, in the browser; Python sees the window
+            second = page.locator(".ppviz-gantt canvas").nth(1).bounding_box()
+            page.mouse.move(second["x"] + second["width"] * 0.6, second["y"] + 30)
+            page.mouse.wheel(0, -700)
+            wait_for(page, lambda: len({json.dumps(s["view"]) for s in gantt_states(page)}) == 1
+                     and gantt_states(page)[0]["view"]["t1"] - gantt_states(page)[0]["view"]["t0"] < extent / 2,
+                     "every chart zoomed alike")
+            view = gantt_states(page)[4]["view"]
+            wait_for(page, lambda: (root / "time_window.txt").exists() and np.allclose(
+                json.loads((root / "time_window.txt").read_text()), [view["t0"], view["t1"]]), "the window in Python")
+            output.screenshot(path=str(SHOTS / "compare-light-zoomed.png"))
+            assert external == [], f"the page tried to reach the network: {external}"
+            assert errors == []
+        except Exception:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "failed-light.png"))
+            raise
+        finally:
+            context.close()
+
+
+def test_compare_follows_jupyterlab_dark_theme(browser, tmp_path):
+    context, page, external, errors = offline_page(browser, {"width": 1600, "height": 2600})
+    with jupyter("lab", tmp_path, COMPARE, dark=True) as server:
+        try:
+            output = open_compare(page, server["url"])
+            assert {s["theme"] for s in gantt_states(page)} == {"dark"}
+            # the charts' text is drawn in the dark palette's ink (set through ppviz_dark)
+            page.wait_for_function("""[...document.querySelectorAll('.ppviz-compare-charts svg text')]
+                .some(t => t.getAttribute('fill') === '#e6e9ee')""", timeout=15_000)
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            output.screenshot(path=str(SHOTS / "compare-dark.png"))
+            page.locator('.ppviz-compare-charts svg path[aria-label^="device (pipeline rank): 6;"]'
+                         '[aria-label*="name: zb-v;"]').first.click()
+            wait_for(page, lambda: [(s["emphasis"], s["device"]) for s in gantt_states(page)] ==
+                     [("dimmed", "6")] * 3 + [("selected", "6"), ("dimmed", "6")], "zb-v and device 6 selected")
+            wait_for_file(server["root"] / "selected_schedule.txt", "zb-v")
+            page.mouse.move(5, 5)
+            page.wait_for_timeout(300)
+            output.screenshot(path=str(SHOTS / "compare-dark-selected.png"))
+            assert external == [], f"the page tried to reach the network: {external}"
+            assert errors == []
+        except Exception:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "failed-dark.png"))
+            raise
+        finally:
+            context.close()

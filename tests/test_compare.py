@@ -1,0 +1,255 @@
+"""ppviz.compare: which runs it makes, the shared time axis, the links between its views, the
+linked Altair spec (rendered with vl-convert), and its errors. The browser side is tested in
+js/test (vitest) and tests/browser/test_notebook_hosts.py (a real JupyterLab)."""
+
+import json
+import re
+import subprocess
+import sys
+
+import ipywidgets
+import pytest
+import vl_convert
+
+import ppviz
+from ppviz import charts
+from ppviz.comparison import SHARED, Comparison, CompareState
+from ppviz.errors import ConfigError, PpvizError, ScheduleConstraintError, UnknownScheduleError
+from ppviz.widget import GanttWidget, describe
+
+from .browser.programs import dualpipe_like
+
+FIVE = ["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"]
+
+
+@pytest.fixture(scope="module")
+def five():
+    return ppviz.compare(ppviz.Config(devices=8, microbatches=32), schedules=FIVE)
+
+
+def marks(spec: dict, **params) -> list[tuple[str, float]]:
+    """(aria-label, opacity) of every data mark in the SVG vl-convert draws for `spec` with
+    `params` set: the spec is compiled and rendered by Vega itself, with no browser."""
+    spec = json.loads(json.dumps(spec))
+    for p in spec["params"]:
+        if p["name"] in params:
+            p["value"] = params[p["name"]]
+    svg = vl_convert.vegalite_to_svg(spec, vl_version="6.4")
+    out = []
+    for label, attrs in re.findall(r'<path aria-label="([^"]*)"([^>]*)>', svg):
+        opacity = re.search(r' opacity="([\d.]+)"', attrs)
+        out.append((label, float(opacity.group(1)) if opacity else 1.0))
+    return out
+
+
+# Which runs -------------------------------------------------------------------------------------
+
+def test_one_config_and_schedule_names_run_every_schedule_with_its_sizes_and_costs():
+    base = ppviz.Config(devices=8, microbatches=32, f=1.0, b=2.0, w=0.5, comm=0.1)
+    cmp = ppviz.compare(base, schedules=FIVE)
+    assert cmp.names == FIVE and cmp.refused == {}
+    for name, r in zip(FIVE, cmp.results):
+        c = r.config
+        assert (c.schedule, c.devices, c.microbatches, c.f, c.b, c.w, c.comm) == (name, 8, 32, 1.0, 2.0, 0.5, 0.1)
+        # v=1 breaks the rule of the V-shaped and interleaved schedules: they take their default
+        assert c.stages_per_device == c.spec.default_v
+        assert r.makespan == ppviz.simulate(c).makespan
+
+
+def test_the_configs_v_is_kept_where_a_schedule_accepts_it():
+    base = ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=4)
+    cmp = ppviz.compare(base, schedules=["interleaved-1f1b", "1f1b", "looped-bfs", "zb-v"])
+    assert [r.config.stages_per_device for r in cmp.results] == [4, 1, 4, 2]
+
+
+def test_a_schedule_that_refuses_the_sizes_is_reported_in_its_place_as_text():
+    cmp = ppviz.compare(ppviz.Config(devices=5, microbatches=10), schedules=["1f1b", "dualpipe", "zb-h1"])
+    assert cmp.names == ["1f1b", "zb-h1"]
+    assert list(cmp.refused) == ["dualpipe"]
+    assert "even number of devices" in cmp.refused["dualpipe"]
+    refused = cmp.gantts[1]
+    assert refused.result is None and refused.timeline == b""
+    assert refused.meta == {"title": "dualpipe"} and refused.run_name == "dualpipe"
+    assert refused.error == cmp.refused["dualpipe"]
+    assert [g.run_name for g in cmp.gantts] == ["1f1b", "dualpipe", "zb-h1"]
+    # the charts show the runs that ran
+    assert sorted(row["name"] for row in cmp.chart.spec["datasets"][_bubble_data(cmp)]) == ["1f1b", "zb-h1"]
+
+
+def _bubble_data(cmp) -> str:
+    bubble = cmp.chart.spec["vconcat"][0]["hconcat"][0]
+    return bubble["data"]["name"]
+
+
+def test_when_no_schedule_runs_the_error_gives_every_reason():
+    with pytest.raises(ScheduleConstraintError, match=r"none of them runs: dualpipe: .*even.*dualpipe-v: .*m >="):
+        ppviz.compare(ppviz.Config(devices=5, microbatches=4), schedules=["dualpipe", "dualpipe-v"])
+
+
+def test_items_may_be_configs_programs_and_results():
+    result = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
+    program = dualpipe_like(4, 8)
+    cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8), result, program, ppviz.Config(devices=4, microbatches=16)])
+    assert cmp.results[1] is result
+    assert cmp.results[2].program is program
+    assert cmp.results[3].config.microbatches == 16
+    # equal schedule names are told apart as in the charts' legend
+    assert cmp.names == ["1f1b (m=8)", "zb-h1", "custom", "1f1b (m=16)"]
+    assert cmp.names == list(charts.schedule_colors(cmp.results))
+    single = ppviz.compare(result)
+    assert single.results == [result]
+
+
+def test_options_replace_config_fields_in_every_run():
+    result = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
+    cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8), result, dualpipe_like(4, 8)], comm=0.5, b=2.0)
+    assert [(r.config.comm, r.config.b) for r in cmp.results] == [(0.5, 2.0)] * 3
+    assert cmp.results[1] is not result and cmp.results[1].config.schedule == "zb-h1"
+    cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8)], microbatches=12)
+    assert cmp.results[0].config.microbatches == 12
+    # the option makes dualpipe-v refuse: shown, not raised
+    cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8), ppviz.Config(schedule="dualpipe-v", devices=4,
+                                                                                microbatches=8)], microbatches=4)
+    assert list(cmp.refused) == ["dualpipe-v"]
+
+
+# One time axis, linked views ----------------------------------------------------------------------
+
+def test_the_gantt_charts_share_one_time_axis_the_longest_makespan(five):
+    makespans = [r.makespan for r in five.results]
+    assert five.time_extent == max(makespans) == 117.0
+    colors = charts.schedule_colors(five.results)
+    for gantt, name, result in zip(five.gantts, five.names, five.results):
+        assert isinstance(gantt, GanttWidget)
+        assert gantt.time_extent == five.time_extent
+        assert gantt.compact and gantt.run_name == name and gantt.color == colors[name]
+        assert gantt.meta == describe(result)
+        assert gantt.meta["makespan"] == result.makespan
+    stack = five.children[1]
+    assert list(stack.children) == five.gantts and five.children[2] is five.chart
+
+
+def test_every_gantt_chart_and_the_altair_chart_are_jslinked_to_the_state(five):
+    links = {(link.source[0].model_id, link.source[1], link.target[0].model_id, link.target[1]) for link in five.links}
+    assert all(isinstance(link, ipywidgets.widgets.widget_link.Link) for link in five.links)
+    state = five.state.model_id
+    for gantt in five.gantts:
+        for trait in SHARED:
+            assert (state, trait, gantt.model_id, trait) in links
+    assert (five.chart.model_id, "_vl_selections", state, "chart_selections") in links
+    assert (five.chart.model_id, "_params", state, "chart_params") in links
+    assert len(links) == len(five.gantts) * len(SHARED) + 2
+    assert isinstance(five.state, CompareState) and five.state._ppviz_role == "compare-state"
+
+
+def test_python_sees_the_selection_made_in_the_browser_and_can_make_one(five):
+    seen = []
+    five.observe(lambda change: seen.append((change["name"], change["new"])), names=list(SHARED))
+    # what the front end does: the state's traits change (the jslinks carry them on)
+    five.state.selected_schedule = "zb-v"
+    five.state.selected_device = 3
+    five.state.time_window = [10.0, 20.0]
+    assert seen == [("selected_schedule", "zb-v"), ("selected_device", 3), ("time_window", [10.0, 20.0])]
+    five.selected_schedule = ""
+    five.selected_microbatch = 5
+    assert five.state.selected_schedule == "" and five.state.selected_microbatch == 5
+    with pytest.raises(ConfigError, match="one of: 1f1b, interleaved-1f1b"):
+        five.selected_schedule = "gpipe"
+    with pytest.raises(ConfigError, match="device 0..7"):
+        five.selected_device = 8
+    with pytest.raises(ConfigError, match=r"\[t0, t1\]"):
+        five.time_window = [5.0, 1.0]
+    five.state.selected_device = -1
+    five.time_window = []
+
+
+def test_the_linked_chart_dims_what_is_not_selected(five):
+    spec = five.chart.spec
+    assert five.chart._params == {"ppviz_schedule": "", "ppviz_device": -1, "ppviz_dark": False}
+    picks = {p["name"]: p["select"]["fields"] for p in spec["params"] if "select" in p}
+    assert picks == {"ppviz_pick_0": ["name"], "ppviz_pick_1": ["name"], "ppviz_pick_2": ["name", "device"]}
+    assert set(five.chart._vl_selections) == set(picks)
+
+    plain = marks(spec)
+    assert plain and all(opacity == 1.0 for label, opacity in plain if "closed_applies: false" not in label)
+    chosen = marks(spec, ppviz_schedule="zb-h1")
+    bars = [(label, o) for label, o in chosen if "bubble fraction (simulated)" in label and label.startswith("bubble")]
+    points = [(label, o) for label, o in chosen if "status:" in label]
+    assert len(bars) == len(points) == 5
+    for label, opacity in bars + points:
+        assert opacity == (1.0 if "schedule: zb-h1;" in label else 0.2), label
+    # bars and their closed-form ticks
+    memory = [(label, o) for label, o in marks(spec, ppviz_device=3) if label.startswith("device (pipeline rank)")]
+    assert len(memory) == 2 * 5 * 8
+    for label, opacity in memory:
+        assert opacity == (1.0 if label.startswith("device (pipeline rank): 3;") else 0.2), label
+    both = [(label, o) for label, o in marks(spec, ppviz_device=3, ppviz_schedule="zb-v")
+            if label.startswith("device (pipeline rank)") and o == 1.0]
+    assert len(both) == 2 and all("name: zb-v;" in label for label, _ in both)
+
+
+def test_the_linked_chart_follows_the_theme_through_a_param():
+    light = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1"], theme="light")
+    dark = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1"], theme="dark")
+    assert dark.chart._params["ppviz_dark"] is True and light.chart._params["ppviz_dark"] is False
+    assert dark.state.theme == "dark" and all(g.theme == "dark" for g in dark.gantts)
+    text = json.dumps(light.chart.spec)
+    # the dark ink ppviz.charts writes became expressions of the theme
+    assert '"#333333"' not in text and '"black"' not in text and '"#555555"' not in text
+    svg_light = vl_convert.vegalite_to_svg(light.chart.spec, vl_version="6.4")
+    svg_dark = vl_convert.vegalite_to_svg(dark.chart.spec, vl_version="6.4")
+    assert 'fill="#1c2128"' in svg_light and 'fill="#e6e9ee"' not in svg_light
+    assert 'fill="#e6e9ee"' in svg_dark and 'fill="#1c2128"' not in svg_dark
+
+
+def test_user_text_reaches_the_views_as_data_only():
+    label = '<img src=x onerror="alert(1)">'
+    cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8, label=label), ppviz.Config(devices=4, microbatches=8)])
+    assert cmp.names[0] == label and cmp.gantts[0].run_name == label
+    hint = cmp.children[0]
+    assert isinstance(hint, ipywidgets.HTML) and "<img" not in hint.value
+
+
+# Errors and imports ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: ppviz.compare([]), ConfigError, "the list is empty"),
+    (lambda: ppviz.compare("1f1b"), ConfigError, "schedules=\\[names\\]"),
+    (lambda: ppviz.compare(["1f1b", "zb-h1"]), ConfigError, r"items\[0\].*schedules=\[names\]"),
+    (lambda: ppviz.compare({"schedule": "1f1b"}), ConfigError, "not a list of runs"),
+    (lambda: ppviz.compare([ppviz.Config(), 3]), ConfigError, r"items\[1\]=3.*int is not a Config"),
+    (lambda: ppviz.compare([ppviz.Config(), ppviz.Config()], schedules=["1f1b"]), ConfigError, "give one ppviz.Config"),
+    (lambda: ppviz.compare(ppviz.Config(), schedules="1f1b"), ConfigError, "list of schedule names"),
+    (lambda: ppviz.compare(ppviz.Config(), schedules=[]), ConfigError, "list of schedule names"),
+    (lambda: ppviz.compare(ppviz.Config(), schedules=["1f1b", 2]), ConfigError, r"schedules\[1\]"),
+    (lambda: ppviz.compare(ppviz.Config(), schedules=["1f1b", "zb-h3"]), UnknownScheduleError, "did you mean"),
+    (lambda: ppviz.compare([ppviz.Config()], micro_batches=8), ConfigError, "Config fields.*microbatches"),
+    (lambda: ppviz.compare([ppviz.Config()], schedule="zb-h1"), ConfigError, "schedules=\\[...\\]"),
+    (lambda: ppviz.compare([dualpipe_like(4, 8)], devices=8), ConfigError, "a program.*costs and memory"),
+    (lambda: ppviz.compare([ppviz.Config()], theme="blue"), ConfigError, "'auto', 'light' or 'dark'"),
+    (lambda: ppviz.compare([ppviz.Config()], metric="percent"), ConfigError, "'fraction' or 'rate'"),
+    (lambda: ppviz.compare([ppviz.Config()], devices=0), ConfigError, "devices=0"),
+])
+def test_bad_input_says_what_was_wrong_and_what_is_accepted(call, error, message):
+    with pytest.raises(error, match=message) as info:
+        call()
+    assert isinstance(info.value, PpvizError) and isinstance(info.value, ValueError)
+
+
+def test_importing_ppviz_loads_no_widget_or_chart_library_and_compare_stays_the_function():
+    code = ("import sys, ppviz; print('anywidget' in sys.modules, 'altair' in sys.modules); "
+            "import ppviz.comparison; print(callable(ppviz.compare), ppviz.compare.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "True", "ppviz.comparison"]
+
+
+def test_show_of_a_list_is_compare():
+    shown = ppviz.show([ppviz.Config(devices=4, microbatches=8), ppviz.Config(schedule="zb-h1", devices=4,
+                                                                                microbatches=8)])
+    assert isinstance(shown, Comparison) and shown.names == ["1f1b", "zb-h1"]
+
+
+def test_a_bad_option_is_the_callers_mistake_not_a_refusal():
+    with pytest.raises(ConfigError, match="devices=0") as info:
+        ppviz.compare(ppviz.Config(), schedules=["1f1b", "zb-h1"], devices=0)
+    assert not isinstance(info.value, ScheduleConstraintError)
