@@ -11,6 +11,7 @@ Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat``
     charts.memory_curve_chart(runs[0])    # memory over time per device
     charts.sweep_chart(["1f1b", "zb-h1"], microbatches=[8, 16, 32], devices=8)
     charts.comparison_charts(runs)        # bubble, Pareto and memory laid out together
+    charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
 
 Each schedule keeps one colour in every chart (:func:`schedule_colors`), drawn from a
 colour-blind-safe palette. Memory is in activation units (one microbatch's activations

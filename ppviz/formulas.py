@@ -104,7 +104,7 @@ def zb_h1(config) -> ClosedForm:
         schedule="zb-h1",
         idle=(p - 1) * (f + b - w),
         ideal=m * (f + b + w),
-        peak_activation=tuple(((p - r) + r * s) * a if m >= p else None for r in range(p)) if m >= p else None,
+        peak_activation=tuple(((p - r) + r * s) * a for r in range(p)) if m >= p else None,
         bubble_formula="(p−1)(f+b−w)",
         memory_formula="p on rank 0; (p−r) + r·w_share on rank r",
         source="Zero Bubble PP (arXiv 2401.10241) §3, ZB-H1",

@@ -25,7 +25,6 @@ from .placement import Placement
 
 F, B, I, W = 0, 1, 2, 3
 KINDS = "FBIW"
-KIND_NAMES = {"F": "forward", "B": "full backward", "I": "backward for inputs", "W": "backward for weights"}
 
 _STAGE_BITS = 20
 _PAIR_BIT = 1 << 3

@@ -64,7 +64,7 @@ def encode_timeline(result: Result) -> bytes:
     program = result.program
     n = len(ops)
     if program.stages > 0xFFFF:
-        raise ValueError(f"the widget draws at most 65535 stages; this program has {program.stages}")
+        raise ConfigError("stages", program.stages, "the widget draws at most 65535 stages")
     flags = program.kind.astype(np.uint8)  # ir's codes are the kind's index in KINDS ("FBIW")
     flags[program.pair] |= FLAG_PAIR_F
     flags[np.flatnonzero(program.pair) + 1] |= FLAG_PAIR_B
@@ -216,8 +216,10 @@ def _as_result(x) -> Result:
         return x
     if isinstance(x, (Config, Program)):
         return simulate(x)
-    raise TypeError(f"ppviz.show takes a ppviz.Config, Program or Result, or a list of them to compare; "
-                    f"got {type(x).__name__}")
+    if isinstance(x, str):  # a schedule name, at the default sizes
+        return simulate(Config(schedule=x))
+    raise ConfigError("x", type(x).__name__,
+                      "give a schedule name, a ppviz.Config, Program or Result, or a list of them to compare")
 
 
 class Viewer(ipywidgets.VBox):
@@ -364,7 +366,7 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
     import json
 
     if theme not in ("light", "dark", "auto"):
-        raise ValueError(f"theme={theme!r} is not accepted; use 'light', 'dark' or 'auto'")
+        raise ConfigError("theme", theme, "use 'light', 'dark' or 'auto'")
     result = _as_result(x)
 
     def b64(data: bytes) -> str:
@@ -381,7 +383,7 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
 
 
 def show(x, controls: bool = True, *, theme: str = "auto"):
-    """The interactive Gantt chart of a Config, Program or Result.
+    """The interactive Gantt chart of a schedule name, Config, Program or Result.
 
     With ``controls`` the chart sits under widgets for schedule, p, m, v, f, b, w and comm
     that re-simulate and redraw; an invalid combination shows its error in the chart.

@@ -23,3 +23,17 @@ def torch_pipelining():
             pytest.fail(f"PPVIZ_REQUIRE_TORCH=1 but torch cannot be imported: {exc}")
         pytest.skip("torch is not installed")
     return schedules
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Python-level network access fails for the test's duration."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise OSError("network is blocked in this test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)

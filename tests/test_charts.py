@@ -2,8 +2,6 @@
 
 import re
 import shutil
-import socket
-import struct
 import subprocess
 import sys
 import textwrap
@@ -18,6 +16,8 @@ from hypothesis import strategies as st
 import ppviz
 from ppviz import Config, PpvizError, Program, charts, simulate
 from ppviz.errors import ScheduleConstraintError, UnknownScheduleError
+
+from .helpers import png_size
 
 P, M = 4, 8
 
@@ -419,22 +419,6 @@ def test_memory_curve_small_run_is_exact_and_in_bytes():
 
 
 # Offline export -----------------------------------------------------------------------------
-
-@pytest.fixture
-def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("network is blocked in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
-
 
 def test_svg_and_png_export_offline(trio, no_network, tmp_path):
     chart = charts.comparison_charts(trio)

@@ -4,7 +4,6 @@ import json
 import math
 import re
 import shutil
-import socket
 import struct
 import subprocess
 import sys
@@ -18,6 +17,8 @@ import pytest
 
 import ppviz
 from ppviz import Config, ConfigError, Program, charts, simulate
+
+from .helpers import png_size
 
 SVG = "{http://www.w3.org/2000/svg}"
 SHADE_ORDER = (0, 2, 1, 3)
@@ -351,22 +352,6 @@ def test_merging_keeps_wide_ops_whole():
 
 
 # Rendering and export -----------------------------------------------------------------------
-
-@pytest.fixture
-def no_network(monkeypatch):
-    def refuse(*args, **kwargs):
-        raise OSError("network is blocked in this test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
-
 
 def svg_texts(path_or_text) -> list[str]:
     root = ET.parse(path_or_text).getroot() if not str(path_or_text).lstrip().startswith("<") \

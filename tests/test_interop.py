@@ -1,13 +1,15 @@
 """torch interop: the compute_only CSV both ways, ppviz.from_torch, and errors for malformed programs.
 
-Two CSVs below are torch's own test artifacts (pytorch/pytorch
+Two CSVs are torch's own test artifacts (pytorch/pytorch
 ``test/distributed/pipelining/artifacts/``), copied verbatim: ``zb1p_2rank_2stagep_compute.csv``
 (ScheduleInterleavedZeroBubble, 2 ranks × 2 stages, 8 microbatches, with idle cells; the version
 that writes the input backward as ``I`` — an older one used ``B`` for it) and
-``dualpipev_4rank_10mb.csv`` (ScheduleDualPipeV, 4 ranks, 10 microbatches, OVERLAP_F_B pairs).
+``dualpipev_4rank_10mb.csv`` (ScheduleDualPipeV, 4 ranks, 10 microbatches, OVERLAP_F_B pairs; read
+from tests/data/, where its source is recorded).
 """
 
 import io
+import pathlib
 import sys
 
 import pytest
@@ -25,20 +27,7 @@ ZB1P_2RANK_2STAGE = (
     "3I4,1W3,3F5,3I5,3W4,1F6,1I4,3W5,1F7,1I5,1W4,3F6,3I6,1W5,3F7,3I7,3W6,1I6,3W7,1I7,1W6,1W7\n"
 )
 
-DUALPIPEV_4RANK_10MB = (
-    "0F0,0F1,0F2,0F3,0F4,0F5,0F6,7F0,7I0,7W0,7F1,7I1,7W1,7F2,7I2,7W2,7F3,(0F7;7B3)OVERLAP_F_B,(7F4;0B0)OVERLAP_F_B,"
-    "(0F8;7B4)OVERLAP_F_B,(7F5;0B1)OVERLAP_F_B,(0F9;7B5)OVERLAP_F_B,(7F6;0B2)OVERLAP_F_B,7B6,(7F7;0B3)OVERLAP_F_B,7B7,"
-    "(7F8;0B4)OVERLAP_F_B,7B8,(7F9;0B5)OVERLAP_F_B,7B9,0I6,0W6,0I7,0W7,0I8,0W8,0I9,0W9\n"
-    "1F0,1F1,1F2,1F3,1F4,6F0,1F5,6F1,6I0,6W0,6F2,6I1,6W1,6F3,(1F6;6B2)OVERLAP_F_B,(6F4;1B0)OVERLAP_F_B,"
-    "(1F7;6B3)OVERLAP_F_B,(6F5;1B1)OVERLAP_F_B,(1F8;6B4)OVERLAP_F_B,(6F6;1B2)OVERLAP_F_B,(1F9;6B5)OVERLAP_F_B,"
-    "(6F7;1B3)OVERLAP_F_B,6B6,(6F8;1B4)OVERLAP_F_B,6B7,(6F9;1B5)OVERLAP_F_B,6B8,1B6,6I9,1I7,6W9,1I8,1W7,1I9,1W8,1W9\n"
-    "2F0,2F1,2F2,5F0,2F3,5F1,2F4,5F2,5I0,5W0,5F3,(2F5;5B1)OVERLAP_F_B,(5F4;2B0)OVERLAP_F_B,(2F6;5B2)OVERLAP_F_B,"
-    "(5F5;2B1)OVERLAP_F_B,(2F7;5B3)OVERLAP_F_B,(5F6;2B2)OVERLAP_F_B,(2F8;5B4)OVERLAP_F_B,(5F7;2B3)OVERLAP_F_B,"
-    "(2F9;5B5)OVERLAP_F_B,(5F8;2B4)OVERLAP_F_B,5B6,(5F9;2B5)OVERLAP_F_B,5B7,2B6,5B8,2I7,5I9,2I8,2W7,2I9,5W9,2W8,2W9\n"
-    "3F0,4F0,3F1,4F1,3F2,4F2,3F3,4F3,3F4,4B0,(4F4;3B0)OVERLAP_F_B,(3F5;4B1)OVERLAP_F_B,(4F5;3B1)OVERLAP_F_B,"
-    "(3F6;4B2)OVERLAP_F_B,(4F6;3B2)OVERLAP_F_B,(3F7;4B3)OVERLAP_F_B,(4F7;3B3)OVERLAP_F_B,(3F8;4B4)OVERLAP_F_B,"
-    "(4F8;3B4)OVERLAP_F_B,(3F9;4B5)OVERLAP_F_B,(4F9;3B5)OVERLAP_F_B,4B6,3B6,4B7,3B7,4I8,3I8,4I9,3I9,4W8,3W8,4W9,3W9\n"
-)
+DUALPIPEV_4RANK_10MB = (pathlib.Path(__file__).parent / "data" / "dualpipev_4rank_10mb.csv").read_text()
 
 SPECS = [s for s in all_specs() if s.builder is not None]
 

@@ -147,8 +147,11 @@ def test_show_compares_lists_and_rejects_other_things_clearly():
     shown = ppviz.show([ppviz.Config(), ppviz.Config(schedule="gpipe")], theme="dark")
     assert isinstance(shown, Comparison)
     assert shown.names == ["1f1b", "gpipe"] and shown.state.theme == "dark"
-    with pytest.raises(TypeError, match="got str"):
-        ppviz.show("1f1b")
+    assert ppviz.show("zb-h1", controls=False).result.makespan == 27  # a name runs at the default sizes
+    with pytest.raises(ppviz.ConfigError, match="give a schedule name, a ppviz.Config"):
+        ppviz.show(42)
+    with pytest.raises(ppviz.UnknownScheduleError):
+        ppviz.show("zb-h3")
 
 
 def test_controls_resimulate_and_redraw():
