@@ -104,15 +104,34 @@ def server(request, tmp_path):
         yield s
 
 
+def dismiss_dialogs(page, seen: list[str]) -> None:
+    """Accept any modal dialog the host put up (a kernel chooser, a kernel restart notice…),
+    remembering its text so that a failure can say what the host showed."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count() and dialog.first.is_visible():
+        seen.append(" ".join(dialog.first.inner_text().split()))
+        accept = dialog.first.locator(".jp-Dialog-button.jp-mod-accept")
+        if accept.count():
+            accept.first.click()
+        else:
+            page.keyboard.press("Escape")
+        dialog.first.wait_for(state="detached", timeout=10_000)
+
+
 def run_cell(page, output, timeout=15_000):
     """Run the notebook's one cell until `output` (a locator in its output) shows."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
     editor.wait_for(timeout=60_000)
+    # the kernel indicator turns idle once the session is connected; both hosts have it
+    with contextlib.suppress(PlaywrightTimeout):
+        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=60_000)
+    seen: list[str] = []
     # a cell run before the kernel's session is connected is dropped without a trace,
     # and no indicator tells reliably when it is: run it again until the output shows
     for attempt in range(6):
+        dismiss_dialogs(page, seen)
         editor.click()
         page.keyboard.press("Shift+Enter")
         try:
@@ -120,7 +139,9 @@ def run_cell(page, output, timeout=15_000):
             return
         except PlaywrightTimeout:
             if attempt == 5:
-                raise
+                ARTIFACTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(ARTIFACTS / "run_cell-failure.png"))
+                pytest.fail(f"the cell's output never showed after 6 runs; dialogs the host showed: {seen or 'none'}")
 
 
 def wait_for_file(path, expected, timeout=30.0):
