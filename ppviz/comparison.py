@@ -113,9 +113,7 @@ def _from_schedules(base, schedules, options: dict) -> list[_Run]:
     fields.update(options, label=None)
     runs = []
     for spec in specs:
-        v = fields["stages_per_device"]
-        if v is None or v < spec.v_min or (spec.v_max is not None and v > spec.v_max):
-            v = spec.default_v
+        v = spec.v_or_default(fields["stages_per_device"])
         try:
             config = Config(**{**fields, "schedule": spec.name, "stages_per_device": v})
         except ScheduleConstraintError as exc:

@@ -49,7 +49,8 @@ class Result:
     ((makespan − ideal) / ideal), ``ideal`` (the busiest device's compute; m·(f+b+w) for
     uniform costs), ``peak_activation``, ``static_memory`` and ``peak_memory`` (their sum), one
     value per device in activation units, ``memory`` (curves over time) and ``closed_form``
-    (the published figures for this schedule, or None).
+    (the published figures for this schedule, or None). ``dependencies`` gives, per op, the
+    index of the op it waits for (−1 for none), as the simulator computed it.
     """
 
     def __init__(self, config, program, start, end, dep, cost):
@@ -68,7 +69,7 @@ class Result:
             pair=pair,
             waited_for=_binding_dependency(program, start, end, dep, config.comm),
         )
-        self._cost = cost
+        self.dependencies = dep  # per op, the index of the op it waits for (−1 for none)
         self.makespan = float(end.max()) if len(end) else 0.0
         self.busy = np.bincount(program.device, weights=cost, minlength=p)
         self.idle = self.makespan - self.busy

@@ -36,7 +36,7 @@ from .config import Config
 from .errors import ConfigError
 from .ir import Program
 from .result import Result
-from .simulate import dependencies, simulate
+from .simulate import simulate
 
 _STATIC = pathlib.Path(__file__).parent / "static"
 
@@ -75,7 +75,7 @@ def encode_timeline(result: Result) -> bytes:
         program.offsets.astype("<u4").tobytes(),
         ops.start.astype("<f4").tobytes(),
         (ops.end - ops.start).astype("<f4").tobytes(),
-        dependencies(program).astype("<i4").tobytes(),
+        result.dependencies.astype("<i4").tobytes(),
         ops.microbatch.astype("<u4").tobytes(),
         ops.stage.astype("<u2").tobytes(),
         flags.tobytes(),
@@ -311,9 +311,7 @@ class _Controls:
         from .schedules.registry import lookup
 
         spec = lookup(change["new"])
-        v = self.fields["stages_per_device"].value
-        if not (spec.v_min <= v and (spec.v_max is None or v <= spec.v_max)):
-            v = spec.default_v
+        v = spec.v_or_default(self.fields["stages_per_device"].value)
         self._set_quietly("stages_per_device", v)
         self.viewer.update(schedule=spec.name, stages_per_device=v)
         self._sync_v_rule()

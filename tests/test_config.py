@@ -100,3 +100,12 @@ def test_registry_lists_every_schedule_with_aliases():
     text = repr(table)
     assert "ScheduleInterleaved1F1B" in text and "ZB1P" in text
     assert "<table>" in table._repr_html_()
+
+
+def test_v_or_default_keeps_an_accepted_v():
+    from ppviz.schedules.registry import lookup
+
+    assert lookup("interleaved-1f1b").v_or_default(4) == 4
+    assert lookup("interleaved-1f1b").v_or_default(1) == 2  # below v_min: the default
+    assert lookup("zb-v").v_or_default(3) == 2  # above v_max: the default
+    assert lookup("1f1b").v_or_default(None) == 1

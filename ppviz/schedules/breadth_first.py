@@ -25,7 +25,7 @@ import numpy as np
 
 from ..ir import B, F, Program
 from ..placement import Placement
-from .registry import ScheduleSpec, register, require
+from .registry import ScheduleSpec, formula, register, require
 
 
 def build(config) -> Program:
@@ -47,12 +47,6 @@ def _validate(config) -> None:
             "has no microbatch groups")
 
 
-def _closed_form(config):
-    from ..formulas import looped_bfs
-
-    return looped_bfs(config)
-
-
 register(ScheduleSpec(
     name="looped-bfs",
     summary="breadth-first loop: all microbatches through a stage, then the next local stage",
@@ -63,6 +57,6 @@ register(ScheduleSpec(
     v_min=1,
     v_max=None,
     validate=_validate,
-    closed_form=_closed_form,
+    closed_form=formula("looped_bfs"),
     constraints="any v (default 2); no microbatch groups",
 ))

@@ -53,7 +53,7 @@ from collections import deque
 
 from ..ir import DeviceOps, Program
 from ..placement import Placement
-from .registry import ScheduleSpec, register, require
+from .registry import ScheduleSpec, formula, register, require
 
 
 def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middle: bool) -> None:
@@ -172,18 +172,6 @@ def _validate_dualpipe_v(config) -> None:
             f"needs at least as many microbatches as stages (2p = {2 * p}); got {m}")
 
 
-def _closed_dualpipe(config):
-    from ..formulas import dualpipe
-
-    return dualpipe(config)
-
-
-def _closed_dualpipe_v(config):
-    from ..formulas import dualpipe_v
-
-    return dualpipe_v(config)
-
-
 register(ScheduleSpec(
     name="dualpipe",
     summary="bidirectional: two model replicas, overlapped F&B pairs, zero-bubble tail",
@@ -191,7 +179,7 @@ register(ScheduleSpec(
     builder=build_dualpipe,
     aliases=("DualPipe",),
     validate=_validate_dualpipe,
-    closed_form=_closed_dualpipe,
+    closed_form=formula("dualpipe"),
     constraints="v = 1; even p; even m >= 2p",
     replicas=2,
     split_backward=True,
@@ -207,7 +195,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_dualpipe_v,
-    closed_form=_closed_dualpipe_v,
+    closed_form=formula("dualpipe_v"),
     constraints="v = 2; m >= 2p",
     split_backward=True,
 ))

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..ir import B, F, Program
 from ..placement import Placement
-from .registry import ScheduleSpec, register, require
+from .registry import ScheduleSpec, formula, register, require
 
 
 def build(config) -> Program:
@@ -31,12 +31,6 @@ def _validate(config) -> None:
             "holds one stage per device")
 
 
-def _closed_form(config):
-    from ..formulas import gpipe
-
-    return gpipe(config)
-
-
 register(ScheduleSpec(
     name="gpipe",
     summary="fill-drain: all forwards, then all backwards",
@@ -44,6 +38,6 @@ register(ScheduleSpec(
     builder=build,
     aliases=("ScheduleGPipe", "fill-drain", "afab"),
     validate=_validate,
-    closed_form=_closed_form,
+    closed_form=formula("gpipe"),
     constraints="v = 1",
 ))

@@ -53,7 +53,7 @@ import numpy as np
 from ..ir import B, F, DeviceOps, Program
 from ..placement import Placement
 from ..errors import ScheduleConstraintError
-from .registry import ScheduleSpec, register, require
+from .registry import ScheduleSpec, formula, one_stage_per_device, register, require
 
 
 def schedule_table(m: int, v: int, g: int) -> tuple[np.ndarray, np.ndarray]:
@@ -124,13 +124,6 @@ def build_interleaved(config) -> Program:
     return Program.from_arrays(per_device, stages=p * v, microbatches=m, placement=Placement.loop(p, v))
 
 
-def _validate_1f1b(config) -> None:
-    require(config.stages_per_device == 1, config, "stages_per_device",
-            "use 1, or interleaved-1f1b for v >= 2", "holds one stage per device")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
-
-
 def validate_group_size(config) -> None:
     p, m = config.devices, config.microbatches
     g = group_size(config)
@@ -153,22 +146,14 @@ def validate_group_size(config) -> None:
             f"would leave a last group of {m % g} < p microbatches, which Megatron refuses (dependency bubbles)")
 
 
-def _validate_interleaved(config) -> None:
-    require(config.stages_per_device >= 2, config, "stages_per_device", "use v >= 2, or 1f1b for v = 1",
-            "interleaves several stages per device")
-    validate_group_size(config)
+def several_stages_per_device(single: str):
+    """A spec's ``validate`` for interleaved schedules; ``single`` is the v = 1 schedule to suggest."""
+    def validate(config) -> None:
+        require(config.stages_per_device >= 2, config, "stages_per_device", f"use v >= 2, or {single} for v = 1",
+                "interleaves several stages per device")
+        validate_group_size(config)
 
-
-def _closed_1f1b(config):
-    from ..formulas import one_f_one_b
-
-    return one_f_one_b(config)
-
-
-def _closed_interleaved(config):
-    from ..formulas import interleaved
-
-    return interleaved(config)
+    return validate
 
 
 register(ScheduleSpec(
@@ -177,8 +162,8 @@ register(ScheduleSpec(
     reference="PipeDream-Flush (arXiv 2006.09503); Megatron-LM; torch Schedule1F1B",
     builder=build_1f1b,
     aliases=("Schedule1F1B", "pipedream-flush", "oneFoneB"),
-    validate=_validate_1f1b,
-    closed_form=_closed_1f1b,
+    validate=one_stage_per_device("interleaved-1f1b for v >= 2"),
+    closed_form=formula("one_f_one_b"),
     constraints="v = 1",
 ))
 
@@ -191,8 +176,8 @@ register(ScheduleSpec(
     default_v=2,
     v_min=2,
     v_max=None,
-    validate=_validate_interleaved,
-    closed_form=_closed_interleaved,
+    validate=several_stages_per_device("1f1b"),
+    closed_form=formula("interleaved"),
     constraints="v >= 2; group size g: p <= g <= m and not 0 < m mod g < p (default p, or torch's m // (m // p))",
 ))
 
@@ -226,33 +211,14 @@ def build_overlap(config) -> Program:
     return Program.from_device_ops(devices, stages=p * v, microbatches=m, placement=placement)
 
 
-def _validate_overlap(config) -> None:
-    require(config.stages_per_device == 1, config, "stages_per_device",
-            "use 1, or interleaved-1f1b-overlap for v >= 2", "holds one stage per device")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
-
-
-def _validate_interleaved_overlap(config) -> None:
-    require(config.stages_per_device >= 2, config, "stages_per_device", "use v >= 2, or 1f1b-overlap for v = 1",
-            "interleaves several stages per device")
-    validate_group_size(config)
-
-
-def _closed_overlap(config):
-    from ..formulas import overlap_1f1b
-
-    return overlap_1f1b(config)
-
-
 register(ScheduleSpec(
     name="1f1b-overlap",
     summary="1F1B whose steady state runs each forward and backward as one overlapped F&B slot",
     reference="Victarry/PP-Schedule-Visualization 1f1b_overlap (DualPipe-style F&B overlap)",
     builder=build_overlap,
     aliases=("1F1BOverlap", "overlap-1f1b", "1f1b-fb-overlap"),
-    validate=_validate_overlap,
-    closed_form=_closed_overlap,
+    validate=one_stage_per_device("interleaved-1f1b-overlap for v >= 2"),
+    closed_form=formula("overlap_1f1b"),
     constraints="v = 1",
 ))
 
@@ -265,7 +231,7 @@ register(ScheduleSpec(
     default_v=2,
     v_min=2,
     v_max=None,
-    validate=_validate_interleaved_overlap,
-    closed_form=_closed_overlap,
+    validate=several_stages_per_device("1f1b-overlap"),
+    closed_form=formula("overlap_1f1b"),
     constraints="v >= 2; group size g as interleaved-1f1b",
 ))

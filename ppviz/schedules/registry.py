@@ -40,6 +40,12 @@ class ScheduleSpec:
             return "any" if self.v_min <= 1 else f">= {self.v_min}"
         return str(self.v_min) if self.v_min == self.v_max else f"{self.v_min}..{self.v_max}"
 
+    def v_or_default(self, v: int | None) -> int:
+        """``v`` when this schedule accepts that many stages per device, else its default."""
+        if v is None or v < self.v_min or (self.v_max is not None and v > self.v_max):
+            return self.default_v
+        return v
+
     def stage_count(self, devices: int, v: int) -> int | None:
         if self.builder is None:
             return None
@@ -126,6 +132,30 @@ def _load() -> None:
 #: DESIGN.md's order, used when listing the registry; schedules not named here come last.
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
          "v-half", "v-min", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap", "custom")
+
+
+def formula(name: str) -> Callable:
+    """A spec's ``closed_form``: ``ppviz.formulas.<name>``, imported when first called because
+    the formulas use schedule helpers (group sizes, warmups) and so load after the schedules."""
+    def closed_form(config):
+        from .. import formulas
+
+        return getattr(formulas, name)(config)
+
+    closed_form.__name__ = name
+    return closed_form
+
+
+def one_stage_per_device(alternative: str) -> Callable:
+    """A spec's ``validate`` for schedules of one stage per device and no microbatch groups;
+    ``alternative`` names what to use for more stages, e.g. ``"interleaved-1f1b for v >= 2"``."""
+    def validate(config) -> None:
+        require(config.stages_per_device == 1, config, "stages_per_device", f"use 1, or {alternative}",
+                "holds one stage per device")
+        require(config.microbatch_group_size is None, config, "microbatch_group_size",
+                "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+
+    return validate
 
 
 def require(condition: bool, config, field: str, accepted: str, reason: str) -> None:

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..ir import DeviceOps, Program
 from ..placement import Placement
-from .registry import ScheduleSpec, register, require
+from .registry import ScheduleSpec, formula, register, require
 
 
 def _program(devices: list[DeviceOps], p: int, m: int) -> Program:
@@ -344,24 +344,6 @@ def _validate_two_stages(config) -> None:
             "places exactly two stages per device in a V")
 
 
-def _closed_zb_v(config):
-    from ..formulas import zb_v
-
-    return zb_v(config)
-
-
-def _closed_v_half(config):
-    from ..formulas import v_half
-
-    return v_half(config)
-
-
-def _closed_v_min(config):
-    from ..formulas import v_min
-
-    return v_min(config)
-
-
 register(ScheduleSpec(
     name="zb-v",
     summary="zero bubble in a V: two stages per device, 1F1B memory",
@@ -372,7 +354,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_two_stages,
-    closed_form=_closed_zb_v,
+    closed_form=formula("zb_v"),
     constraints="v = 2",
     split_backward=True,
 ))
@@ -387,7 +369,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_two_stages,
-    closed_form=_closed_v_half,
+    closed_form=formula("v_half"),
     constraints="v = 2",
     split_backward=True,
 ))
@@ -402,7 +384,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_two_stages,
-    closed_form=_closed_v_min,
+    closed_form=formula("v_min"),
     constraints="v = 2",
     split_backward=True,
 ))

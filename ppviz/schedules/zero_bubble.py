@@ -60,7 +60,7 @@ from __future__ import annotations
 from ..ir import DeviceOps, Program
 from ..placement import Placement
 from .one_f_one_b import group_size, interleaved_warmup, schedule_table, validate_group_size
-from .registry import ScheduleSpec, register, require
+from .registry import ScheduleSpec, formula, one_stage_per_device, register
 
 
 def split_backward_order(forwards, backwards, warmup: int, delay: int) -> DeviceOps:
@@ -117,30 +117,14 @@ def build_interleaved_zb(config) -> Program:
     return Program.from_device_ops(devices, stages=p * v, microbatches=m, placement=Placement.loop(p, v))
 
 
-def _validate_single_stage(config) -> None:
-    require(config.stages_per_device == 1, config, "stages_per_device",
-            "use 1, or interleaved-zb / zb-v for more stages per device", "holds one stage per device")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
-
-
-def _closed(name):
-    def closed_form(config):
-        from .. import formulas
-
-        return getattr(formulas, name)(config)
-
-    return closed_form
-
-
 register(ScheduleSpec(
     name="zb-h1",
     summary="zero bubble, 1F1B memory: W's delayed to fill the drain bubble",
     reference="Zero Bubble PP (arXiv 2401.10241) ZB-H1; torch ScheduleInterleavedZeroBubble rule",
     builder=build_zb_h1,
     aliases=("ZB1P", "zbh1", "zero-bubble-h1"),
-    validate=_validate_single_stage,
-    closed_form=_closed("zb_h1"),
+    validate=one_stage_per_device("interleaved-zb / zb-v for more stages per device"),
+    closed_form=formula("zb_h1"),
     constraints="v = 1",
     split_backward=True,
 ))
@@ -151,8 +135,8 @@ register(ScheduleSpec(
     reference="Zero Bubble PP (arXiv 2401.10241) ZB-H2, the authors' get_hand_schedule(warmup_c=2)",
     builder=build_zb_h2,
     aliases=("ZB2P", "zbh2", "zero-bubble-h2"),
-    validate=_validate_single_stage,
-    closed_form=_closed("zb_h2"),
+    validate=one_stage_per_device("interleaved-zb / zb-v for more stages per device"),
+    closed_form=formula("zb_h2"),
     constraints="v = 1; m >= 2p−1 for its zero-bubble shape",
     split_backward=True,
 ))
@@ -168,7 +152,7 @@ register(ScheduleSpec(
     v_min=1,
     v_max=None,
     validate=validate_group_size,
-    closed_form=_closed("interleaved_zb"),
+    closed_form=formula("interleaved_zb"),
     constraints="any v (default 2; v = 1 is zb-h1); group size g as interleaved-1f1b",
     split_backward=True,
 ))
