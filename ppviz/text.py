@@ -33,5 +33,16 @@ def text_gantt(result, width: int = 80) -> str:
         rows[d] = ["·" if ch == " " else ch for ch in rows[d]]
     axis = f"{'':{lw}} 0{'':{cols - len(f'{span:g}') - 1}}{span:g}"
     lines = [label[d].ljust(lw) + "".join(rows[d]) for d in range(p)]
-    legend = "F forward  B backward  I input-grad  W weight-grad  # F&B pair  · idle"
-    return "\n".join(lines + [axis, legend])
+    return "\n".join(lines + [axis] + _legend(width))
+
+
+def _legend(width: int) -> list[str]:
+    """The key, wrapped between entries so that no line is wider than ``width``."""
+    lines = [""]
+    for entry in ("F forward", "B backward", "I input-grad", "W weight-grad", "# F&B pair", "· idle"):
+        joined = f"{lines[-1]}  {entry}" if lines[-1] else entry
+        if len(joined) <= width or not lines[-1]:
+            lines[-1] = joined
+        else:
+            lines.append(entry)
+    return lines

@@ -6,7 +6,10 @@ from hypothesis import HealthCheck, settings
 settings.register_profile("ci", max_examples=150, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("ci" if os.environ.get("CI") else "dev")
+# mutation testing runs the suite once per mutant: fewer examples, but the same ones every time
+settings.register_profile("mutation", max_examples=25, deadline=None, derandomize=True,
+                          suppress_health_check=list(HealthCheck))
+settings.load_profile(os.environ.get("PPVIZ_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 
 def _require(name: str) -> bool:

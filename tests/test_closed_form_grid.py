@@ -1,0 +1,85 @@
+"""Every closed form on a deterministic grid: where it says it applies, it is exact.
+
+Random sampling (``test_properties.py``) rarely lands on the edge of a formula's conditions; a
+grid over p, m, v and cost triples does, so a condition written too loosely (a formula that
+claims exactness where it is not exact) fails here. Each formula must also apply somewhere on
+its grid, so a condition written too tightly to ever hold fails too.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from ppviz import Config, ScheduleConstraintError, simulate
+from ppviz.schedules.registry import all_specs
+
+COSTS = (0.5, 1.0, 2.0)
+TRIPLES = list(itertools.product(COSTS, repeat=3))
+WITH_FORMS = [s for s in all_specs() if s.builder is not None and s.closed_form is not None]
+
+
+def grid(spec):
+    v_values = range(spec.v_min, (spec.v_max or 3) + 1)
+    for p, v in itertools.product((2, 3, 4), v_values):
+        for m in sorted({1, p - 1, p, p + 1, 2 * p - 1, 2 * p, 2 * p + 2, 3 * p} - {0}):
+            try:
+                Config(schedule=spec.name, devices=p, microbatches=m, stages_per_device=v)
+            except ScheduleConstraintError:
+                continue
+            yield p, m, v
+
+
+def exact(res, cf) -> bool:
+    if not np.isclose(res.makespan, cf.makespan, rtol=1e-9, atol=1e-9):
+        return False
+    if not np.allclose(res.idle, cf.idle, rtol=1e-9, atol=1e-9):
+        return False
+    if cf.peak_activation is not None and not np.allclose(res.peak_activation, cf.peak_activation, atol=1e-9):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("spec", WITH_FORMS, ids=lambda s: s.name)
+def test_closed_form_is_exact_wherever_it_applies(spec):
+    applied = wrong = 0
+    failures = []
+    for p, m, v in grid(spec):
+        for f, b, w in TRIPLES:
+            cfg = Config(schedule=spec.name, devices=p, microbatches=m, stages_per_device=v, f=f, b=b, w=w)
+            res = simulate(cfg)
+            cf = res.closed_form
+            if not cf.applies:
+                continue
+            applied += 1
+            if not exact(res, cf):
+                wrong += 1
+                failures.append((p, m, v, f, b, w, res.makespan, cf.makespan))
+    assert wrong == 0, f"{spec.name}: claims exactness but differs on {failures[:5]}"
+    assert applied > 0, f"{spec.name}: the closed form applies nowhere on its grid"
+
+
+def test_zb_h1_applies_exactly_where_it_is_exact():
+    # the ZB-H1 form (p−1)(f+b−w) is exact iff m >= p and w <= min(f, b) (uniform, comm = 0);
+    # both directions, on every cost triple of the grid
+    disagreements = []
+    for p, m, _ in grid(next(s for s in all_specs() if s.name == "zb-h1")):
+        if m < p:
+            continue
+        for f, b, w in TRIPLES:
+            res = simulate(Config(schedule="zb-h1", devices=p, microbatches=m, f=f, b=b, w=w))
+            cf = res.closed_form
+            assert cf.applies == (w <= min(f, b))
+            is_exact = np.isclose(res.makespan, cf.makespan) and np.allclose(res.idle, cf.idle)
+            if is_exact != cf.applies:
+                disagreements.append((p, m, f, b, w))
+    assert not disagreements, disagreements[:5]
+
+
+def test_closed_forms_refuse_to_apply_with_comm_or_uneven_stages():
+    for spec in WITH_FORMS:
+        p, m, v = next(grid(spec))
+        base = Config(schedule=spec.name, devices=p, microbatches=m, stages_per_device=v)
+        assert not simulate(base.replace(comm=0.5)).closed_form.applies, spec.name
+        assert not simulate(base.replace(stage_costs={0: {"f": 3.0}})).closed_form.applies, spec.name
+        assert not simulate(base.replace(stage_costs={0: {"activation": 3.0}})).closed_form.applies, spec.name
