@@ -202,7 +202,8 @@ class Program:
             with open(os.fspath(path), newline="") as fh:
                 rows = list(csv.reader(fh))
         if not rows:
-            raise ParseError(f"the CSV {getattr(path, 'name', path)!s} holds no rows; torch's format has one row per rank")
+            where = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
+            raise ParseError(f"the CSV {where or '(text)'} holds no rows; torch's format has one row per rank")
         return cls.from_torch(rows, microbatches=microbatches, stages=stages, placement=placement, name=name)
 
     def to_torch_csv(self, path) -> None:
@@ -225,8 +226,14 @@ class Program:
     def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
         if len(self.kind) == 0:
             raise ParseError("the program has no compute actions; write actions such as 0F0 0B0")
-        self.stages = int(stages) if stages is not None else int(self.stage.max()) + 1
-        self.microbatches = int(microbatches) if microbatches is not None else int(self.microbatch.max()) + 1
+        used_stages, used_microbatches = int(self.stage.max()) + 1, int(self.microbatch.max()) + 1
+        for name, given, used in (("stages", stages, used_stages), ("microbatches", microbatches, used_microbatches)):
+            if given is not None and (isinstance(given, bool) or not isinstance(given, (int, np.integer))
+                                      or given < used):
+                raise ProgramError(f"{name}={given!r} is not accepted; the program's actions use {used} {name} "
+                                   f"(0..{used - 1}): give a whole number >= {used}, or leave it out to infer it")
+        self.stages = used_stages if stages is None else int(stages)
+        self.microbatches = used_microbatches if microbatches is None else int(microbatches)
         p = self.devices
         if isinstance(placement, Placement):
             self.placement = placement
@@ -291,8 +298,12 @@ class Program:
         return len(self.kind)
 
     def _locate(self, index: int) -> tuple[int, int]:
+        """(device, position) of flat op ``index``, the position counting actions as torch and
+        the text form do: an F&B pair is one action, and both its ops are at its position."""
         d = int(np.searchsorted(self.offsets, index, side="right") - 1)
-        return d, int(index - self.offsets[d])
+        lo = int(self.offsets[d])
+        pairs_before = int(np.count_nonzero(self.pair[lo:index]))
+        return d, int(index - lo - pairs_before)
 
     def action_at(self, index: int) -> str:
         """torch action string of flat op ``index`` (a pair prints as its overlapped form)."""
