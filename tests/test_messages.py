@@ -64,3 +64,44 @@ def test_a_pair_stuck_on_its_backward_names_that_input_and_positions_count_actio
     assert str(info.value) == PAIR_GRID
     assert info.value.blocked == {0: ("0B0", "1B0"), 1: ("(1F2;1B0)OVERLAP_F_B", "2B0"),
                                   2: ("2F2", "(1F2;1B0)OVERLAP_F_B")}
+
+
+DONE_FIRST = """\
+deadlock: no device can make progress; 3 ops never run. Each stuck device's next op is in [brackets]:
+device 0: done
+device 1: 1F0 [1B0]   1B0 waits for 2B0 (device 2, position 3)
+device 2: 0F0 2F0 [0B0] 2B0   0B0 waits for 1B0 (device 1, position 1)"""
+
+
+@pytest.mark.parametrize("engine", ["events", "lockstep"])
+def test_a_finished_device_before_stuck_ones_is_listed_and_the_rest_still_shown(engine):
+    prog = Program.from_text("device 0: 3F0 3B0\ndevice 1: 1F0 1B0\ndevice 2: 0F0 2F0 0B0 2B0")
+    with pytest.raises(DeadlockError) as info:
+        simulate(prog, engine=engine)
+    assert str(info.value) == DONE_FIRST
+
+
+FIRST_OP_GRID = """\
+deadlock: no device can make progress; 6 ops never run. Each stuck device's next op is in [brackets]:
+device 0: [1F0] 1B0   1F0 waits for 0F0 (device 1, position 1)
+device 1: [2F0] 0F0 0B0 2B0   2F0 waits for 1F0 (device 0, position 0)"""
+
+
+def test_waiting_for_the_programs_very_first_op_is_reported():
+    # device 1's 2F0 waits for 1F0, flat op 0 of the whole program
+    prog = Program.from_text("device 0: 1F0 1B0\ndevice 1: 2F0 0F0 0B0 2B0")
+    with pytest.raises(DeadlockError) as info:
+        simulate(prog)
+    assert str(info.value) == FIRST_OP_GRID
+
+
+def test_a_pair_whose_forward_input_finished_at_time_zero_reports_its_backward_input():
+    # with f = 0 the forwards end at t = 0: "finished" must not be confused with "not run"
+    prog = Program.from_text("""
+        device 0: 0F0 0F1 0F2 0B0 0B1 0B2
+        device 1: 1F0 1F1 (1F2;1B0)OVERLAP_F_B 1B1 1B2
+        device 2: 2F0 2F1 2F2 2B0 2B1 2B2
+    """)
+    with pytest.raises(DeadlockError) as info:
+        simulate(prog, f=0.0)
+    assert str(info.value) == PAIR_GRID
