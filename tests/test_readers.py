@@ -1,6 +1,7 @@
 """The program readers' less travelled paths: torch's own objects, dict rows, defaults, and the
 error attributes (device, position) that tools read from a refusal."""
 
+import importlib
 import sys
 
 import pytest
@@ -150,7 +151,7 @@ def test_registration_helpers_build_validators_that_refuse_with_their_reason(mon
     assert closed.__name__ == "gpipe"
     cf = closed(Config(schedule="gpipe", devices=2, microbatches=3))
     assert cf.schedule == "gpipe" and cf.makespan == 12.0
-    import ppviz.schedules.registry as registry
+    registry = importlib.import_module("ppviz.schedules.registry")
 
     # register into copies, so that the real registry is untouched for the other tests
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
