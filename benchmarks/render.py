@@ -2,7 +2,7 @@
 
     python benchmarks/render.py [--sizes 1000 10000 100000 1000000] [--dpr 1]
 
-For each size it simulates 1F1B on 8 devices, opens ppviz.widget.standalone_html in Debian's
+For each size it simulates 1F1B on 8 devices, opens ppviz.widgets.standalone_html in Debian's
 Chromium (no kernel) and prints:
 
 - decode: binary traits → typed arrays (+ prefix sums, microbatch index);
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import ppviz
-from ppviz.widget import standalone_html
+from ppviz.widgets import standalone_html
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",

@@ -12,7 +12,7 @@ import argparse
 import time
 
 import ppviz
-from ppviz.simulate import execute, op_costs
+from ppviz.core.engine import execute, op_costs
 
 SIZES = [
     ("1f1b", 8, 1, 64),

@@ -1,7 +1,9 @@
 """ppviz: simulate and visualise pipeline-parallel training schedules."""
 
-from .config import Config
-from .errors import (
+from . import schedules  # noqa: F401  (importing the families registers them)
+from .core.config import Config
+from .core.engine import simulate
+from .core.errors import (
     ConfigError,
     DeadlockError,
     ParseError,
@@ -10,12 +12,11 @@ from .errors import (
     ScheduleConstraintError,
     UnknownScheduleError,
 )
-from .ir import Program
-from .placement import Placement
-from .result import Result
-from .schedules.registry import schedules
-from .simulate import simulate
-from .torch_interop import from_torch
+from .core.placement import Placement
+from .core.program import Program
+from .core.registry import list_schedules
+from .core.result import Result
+from .io.torch_schedules import from_torch
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "charts",
     "compare",
     "from_torch",
+    "list_schedules",
     "schedules",
     "show",
     "simulate",
@@ -41,17 +43,18 @@ __all__ = [
 
 
 def __getattr__(name):
-    # the widget imports anywidget and ipywidgets; load them only when the widget is used
+    # the widgets import anywidget and ipywidgets, the charts altair (about a second): load
+    # them only when they are used
     if name == "show":
-        from .widget import show
+        from .widgets.viewer import show
 
         return show
     if name == "compare":
-        from .comparison import compare
+        from .widgets.comparison import compare
 
         return compare
-    if name == "charts":  # imports altair (about a second); only when charts are used
+    if name in ("charts", "widgets"):
         import importlib
 
-        return importlib.import_module(f"{__name__}.charts")
+        return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'ppviz' has no attribute {name!r}")

@@ -6,13 +6,13 @@ import argparse
 import os
 import sys
 
-from .errors import PpvizError
+from .core.errors import PpvizError
 
 
 def _run(args) -> int:
-    from .config import Config
-    from .ir import Program
-    from .simulate import simulate
+    from .core.config import Config
+    from .core.program import Program
+    from .core.engine import simulate
 
     options = {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
                                  ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
@@ -64,9 +64,9 @@ class _UsageError(Exception):
 
 
 def _list(args) -> int:
-    from .schedules.registry import schedules
+    from .core.registry import list_schedules
 
-    print(repr(schedules()))
+    print(repr(list_schedules()))
     return 0
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, PpvizError, Program, charts, simulate
-from ppviz.errors import ScheduleConstraintError, UnknownScheduleError
+from ppviz.core.errors import ScheduleConstraintError, UnknownScheduleError
 
 from .helpers import png_size
 
@@ -181,7 +181,7 @@ def test_pareto_chart_flags_match_front():
 
 
 def test_pareto_labels_stay_apart_and_close_points_share_one():
-    from ppviz.charts import _LABEL_PLACES, _place_labels
+    from ppviz.charts.comparison import _LABEL_PLACES, _place_labels
 
     xs, ys = [100, 104, 300, 355, 200], [100, 97, 100, 30, 200]
     names = ["a", "b", "c", "far-right", "d"]
@@ -328,7 +328,7 @@ def test_sweep_errors_when_nothing_runs_and_on_unknown_names():
 
 
 def test_sweep_runs_whatever_the_registry_holds():
-    names = [s.name for s in ppviz.schedules() if s.builder is not None]
+    names = [s.name for s in ppviz.list_schedules() if s.builder is not None]
     spec = charts.sweep_chart(names, microbatches=[8, 16], devices=P).to_dict()
     drawn = {r["schedule"] for r in rows_of(spec)}
     noted = " ".join(spec["title"]["subtitle"])

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 from ppviz import Config, simulate
 from ppviz.cli import main
-from ppviz.widget import standalone_html
+from ppviz.widgets import standalone_html
 
 
 def run(capsys, *argv):

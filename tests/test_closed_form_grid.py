@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ppviz import Config, ScheduleConstraintError, simulate
-from ppviz.schedules.registry import all_specs
+from ppviz.core.registry import all_specs
 
 COSTS = (0.5, 1.0, 2.0)
 TRIPLES = list(itertools.product(COSTS, repeat=3))

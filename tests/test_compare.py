@@ -13,9 +13,9 @@ import vl_convert
 
 import ppviz
 from ppviz import charts
-from ppviz.comparison import SHARED, Comparison, CompareState
-from ppviz.errors import ConfigError, PpvizError, ScheduleConstraintError, UnknownScheduleError
-from ppviz.widget import GanttWidget, describe
+from ppviz.widgets.comparison import SHARED, Comparison, CompareState
+from ppviz.core.errors import ConfigError, PpvizError, ScheduleConstraintError, UnknownScheduleError
+from ppviz.widgets import GanttWidget, describe
 
 from .browser.programs import dualpipe_like
 
@@ -238,9 +238,9 @@ def test_bad_input_says_what_was_wrong_and_what_is_accepted(call, error, message
 
 def test_importing_ppviz_loads_no_widget_or_chart_library_and_compare_stays_the_function():
     code = ("import sys, ppviz; print('anywidget' in sys.modules, 'altair' in sys.modules); "
-            "import ppviz.comparison; print(callable(ppviz.compare), ppviz.compare.__module__)")
+            "import ppviz.widgets.comparison; print(callable(ppviz.compare), ppviz.compare.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "False", "True", "ppviz.comparison"]
+    assert out == ["False", "False", "True", "ppviz.widgets.comparison"]
 
 
 def test_show_of_a_list_is_compare():

@@ -93,7 +93,7 @@ def test_replace_revalidates():
 
 
 def test_registry_lists_every_schedule_with_aliases():
-    table = ppviz.schedules()
+    table = ppviz.list_schedules()
     names = table.names()
     for name in ("gpipe", "1f1b", "interleaved-1f1b", "zb-h1"):
         assert name in names
@@ -103,7 +103,7 @@ def test_registry_lists_every_schedule_with_aliases():
 
 
 def test_v_or_default_keeps_an_accepted_v():
-    from ppviz.schedules.registry import lookup
+    from ppviz.core.registry import lookup
 
     assert lookup("interleaved-1f1b").v_or_default(4) == 4
     assert lookup("interleaved-1f1b").v_or_default(1) == 2  # below v_min: the default

@@ -376,7 +376,7 @@ def test_svg_png_and_html_files_offline(no_network, tmp_path):
     assert w1 > 900 and h1 > 400  # the 900 px plot plus its row labels; Gantt above memory lanes
     assert (w2, h2) == (2 * w1, 2 * h1)
 
-    from ppviz.widget import standalone_html
+    from ppviz.widgets import standalone_html
 
     assert res.to_html(tmp_path / "g.html", theme="dark") == str(tmp_path / "g.html")
     assert (tmp_path / "g.html").read_text() == standalone_html(res, theme="dark")

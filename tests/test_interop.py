@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, ParseError, PpvizError, Program, ProgramError, ScheduleConstraintError, simulate
-from ppviz.schedules.registry import all_specs
+from ppviz.core.registry import all_specs
 
 ZB1P_2RANK_2STAGE = (
     "0F0,0F1,2F0,,2F1,2I0,2W0,0F2,2I1,2W1,0F3,0I0,0W0,2F2,0I1,0W1,2F3,2I2,2W2,0F4,2I3,2W3,0F5,0I2,0W2,2F4,0I3,"

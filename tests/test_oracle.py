@@ -14,7 +14,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ppviz import Config, Program, ScheduleConstraintError, simulate
-from ppviz.schedules.registry import all_specs
+from ppviz.core.registry import all_specs
 
 from . import oracle
 

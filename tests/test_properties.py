@@ -6,7 +6,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from ppviz import Config, ScheduleConstraintError, simulate
-from ppviz.schedules.registry import all_specs
+from ppviz.core.registry import all_specs
 
 SCHEDULES = [s.name for s in all_specs() if s.builder is not None]
 costs = st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0]) | st.floats(0.01, 4.0, allow_nan=False)
@@ -40,7 +40,7 @@ def check_timeline(res):
     # and the op count is exactly what that implies
     split = int(np.count_nonzero(prog.kind == 2))
     assert n == 2 * prog.stages * prog.microbatches + split
-    from ppviz.simulate import dependencies, op_costs
+    from ppviz.core.engine import dependencies, op_costs
 
     dep = dependencies(prog)
     cost = op_costs(prog, cfg)

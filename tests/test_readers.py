@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from ppviz import Config, ParseError, Program, ProgramError, simulate
-from ppviz.ir import MAX_STAGE
+from ppviz.core.program import MAX_STAGE
 
 
 def test_readers_name_programs_custom_by_default(tmp_path):
@@ -112,7 +112,7 @@ def test_to_pandas_says_how_to_get_pandas(monkeypatch):
 
 
 def test_v_or_default_keeps_accepted_values_only():
-    from ppviz.schedules.registry import lookup
+    from ppviz.core.registry import lookup
 
     bfs = lookup("looped-bfs")  # v >= 1, default 2
     assert [bfs.v_or_default(v) for v in (None, 1, 2, 5)] == [2, 1, 2, 5]
@@ -130,7 +130,7 @@ def test_registration_helpers_build_validators_that_refuse_with_their_reason(mon
 
     from ppviz import ScheduleConstraintError
     from ppviz.schedules.one_f_one_b import several_stages_per_device
-    from ppviz.schedules.registry import ScheduleSpec, formula, one_stage_per_device, register
+    from ppviz.core.registry import ScheduleSpec, one_stage_per_device, register
 
     check = one_stage_per_device("demo-v for v >= 2")
     check(SimpleNamespace(schedule="demo", stages_per_device=1, microbatch_group_size=None))
@@ -147,18 +147,14 @@ def test_registration_helpers_build_validators_that_refuse_with_their_reason(mon
                               microbatches=4))
     assert str(info.value) == ("stages_per_device=1: demo-v interleaves several stages per device; "
                                "use v >= 2, or demo for v = 1")
-    closed = formula("gpipe")
-    assert closed.__name__ == "gpipe"
-    cf = closed(Config(schedule="gpipe", devices=2, microbatches=3))
-    assert cf.schedule == "gpipe" and cf.makespan == 12.0
-    registry = importlib.import_module("ppviz.schedules.registry")
+    registry = importlib.import_module("ppviz.core.registry")
 
     # register into copies, so that the real registry is untouched for the other tests
     monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
     monkeypatch.setattr(registry, "_ALIASES", dict(registry._ALIASES))
     spec = register(ScheduleSpec(name="test-demo", summary="", reference="", builder=None,
                                  aliases=("TestDemoAlias",)))
-    from ppviz.schedules.registry import lookup
+    from ppviz.core.registry import lookup
 
     assert lookup("testdemoalias") is spec and lookup("Test_Demo") is spec
     with pytest.raises(RuntimeError, match="alias 'TestDemoAlias' already names 'test-demo'"):

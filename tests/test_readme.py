@@ -17,7 +17,7 @@ def blocks(language):
 
 def test_schedule_table_lists_every_registry_schedule():
     table = README[README.index("## Schedules"):README.index("## Model")]
-    for spec in ppviz.schedules():
+    for spec in ppviz.list_schedules():
         assert f"`{spec.name}`" in table, spec.name
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ppviz import Config, ScheduleConstraintError, simulate
-from ppviz.schedules.registry import all_specs
+from ppviz.core.registry import all_specs
 
 from .test_properties import check_timeline
 

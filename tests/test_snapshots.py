@@ -18,7 +18,7 @@ import pytest
 
 import ppviz
 from ppviz import Config, Program, simulate
-from ppviz.schedules.registry import all_specs
+from ppviz.core.registry import all_specs
 
 SNAPSHOTS = pathlib.Path(__file__).parent / "snapshots"
 BUILT = [s for s in all_specs() if s.builder is not None]
@@ -149,7 +149,7 @@ def test_closed_forms_with_their_formulas_sources_and_assumptions():
 
 
 def test_summaries_and_registry_table():
-    parts = [repr(ppviz.schedules()), ppviz.schedules()._repr_html_()]
+    parts = [repr(ppviz.list_schedules()), ppviz.list_schedules()._repr_html_()]
     for spec in BUILT:
         cfg = Config(schedule=spec.name, devices=4, microbatches=8, params=2.0, w=0.5)
         parts.append(simulate(cfg).summary())

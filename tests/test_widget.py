@@ -7,20 +7,18 @@ import numpy as np
 import pytest
 
 import ppviz
-from ppviz.simulate import dependencies
-from ppviz.widget import (
+from ppviz.core.engine import dependencies
+from ppviz.widgets import GanttWidget, Viewer, standalone_html
+from ppviz.widgets.wire import (
     BYTES_PER_OP,
     FLAG_PAIR_B,
     FLAG_PAIR_F,
     FLAG_WAITED,
     MEMORY_MAGIC,
     TIMELINE_MAGIC,
-    GanttWidget,
-    Viewer,
     describe,
     encode_memory,
     encode_timeline,
-    standalone_html,
 )
 
 from .browser.programs import dualpipe_like
@@ -28,7 +26,7 @@ from .browser.programs import dualpipe_like
 
 
 def parse_timeline(data: bytes) -> dict:
-    """An independent reader of the layout in ppviz/widget.py's docstring."""
+    """An independent reader of the layout in ppviz/widgets/wire.py's docstring."""
     u32 = np.frombuffer(data, "<u4", count=4)
     magic, version, n, p = (int(x) for x in u32)
     pos = 16
@@ -117,7 +115,7 @@ def test_describe_is_json_with_simulated_and_closed_form_figures():
 
 
 def test_the_bundle_is_built_and_points_anywidget_at_a_file():
-    path = Path(ppviz.widget.__file__).parent / "static" / "widget.js"
+    path = Path(ppviz.__file__).parent / "static" / "widget.js"
     assert path.is_file(), "ppviz/static/widget.js is missing: run `npm run build` in js/ (pip install does it)"
     text = path.read_text()
     assert "export" in text and "ppviz-gantt" in text
@@ -142,7 +140,7 @@ def test_show_without_controls_is_just_the_chart():
 
 
 def test_show_compares_lists_and_rejects_other_things_clearly():
-    from ppviz.comparison import Comparison
+    from ppviz.widgets.comparison import Comparison
 
     shown = ppviz.show([ppviz.Config(), ppviz.Config(schedule="gpipe")], theme="dark")
     assert isinstance(shown, Comparison)

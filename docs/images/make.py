@@ -13,7 +13,7 @@ import tempfile
 from playwright.sync_api import sync_playwright
 
 import ppviz
-from ppviz.export import compact_png
+from ppviz.charts.render import compact_png
 
 HERE = pathlib.Path(__file__).resolve().parent
 CHROMIUM = os.environ.get("PPVIZ_CHROMIUM", "/usr/bin/chromium")

@@ -1,0 +1,23 @@
+"""The schedule families: one module each, holding its builder (config → program), its closed
+forms and its registration. Importing this package registers every family, in the order
+``ppviz.list_schedules()`` lists them; adding a schedule is one new module named here (see
+ARCHITECTURE.md, "Add a schedule")."""
+
+import sys
+import types
+import warnings
+
+from ..core.registry import list_schedules
+from . import gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe, custom  # noqa: F401  (registers)
+
+
+class _Package(types.ModuleType):
+    """``ppviz.schedules`` is this package; calling it, as ppviz 0.1 allowed, still lists the registry."""
+
+    def __call__(self):
+        warnings.warn("ppviz.schedules() is deprecated: call ppviz.list_schedules(); ppviz.schedules is now the "
+                      "package of schedule families", DeprecationWarning, stacklevel=2)
+        return list_schedules()
+
+
+sys.modules[__name__].__class__ = _Package

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import B, F, Program
-from ..placement import Placement
-from .registry import ScheduleSpec, formula, register, require
+from ..core.program import B, F, Program
+from ..core.placement import Placement
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.registry import ScheduleSpec, register, require
 
 
 def build(config) -> Program:
@@ -47,6 +48,23 @@ def _validate(config) -> None:
             "has no microbatch groups")
 
 
+# Closed forms, from the papers' formulas (independent of the builders above) ----------
+
+def looped_bfs_closed_form(config) -> ClosedForm:
+    p, m, v, f, b, w, a = base(config)
+    return ClosedForm(
+        schedule="looped-bfs",
+        idle=(p - 1) * (f + b + w) / v,
+        ideal=m * (f + b + w),
+        peak_activation=tuple(m * a for _ in range(p)),
+        bubble_formula="(p−1)(f+b+w)/v",
+        memory_formula="m",
+        source="derived for torch ScheduleLoopedBFS (Breadth-First PP, arXiv 2211.05953); checked by simulation",
+        assumptions="uniform stage costs, comm = 0, m >= p or v = 1",
+        applies=uniform_costs(config) and (m >= p or v == 1),
+    )
+
+
 register(ScheduleSpec(
     name="looped-bfs",
     summary="breadth-first loop: all microbatches through a stage, then the next local stage",
@@ -57,6 +75,6 @@ register(ScheduleSpec(
     v_min=1,
     v_max=None,
     validate=_validate,
-    closed_form=formula("looped_bfs"),
+    closed_form=looped_bfs_closed_form,
     constraints="any v (default 2); no microbatch groups",
 ))

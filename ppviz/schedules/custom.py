@@ -4,7 +4,7 @@ There is nothing to build: pass the program to :func:`ppviz.simulate` with a con
 schedule is ``"custom"`` to give it costs and memory parameters.
 """
 
-from .registry import ScheduleSpec, register
+from ..core.registry import ScheduleSpec, register
 
 register(ScheduleSpec(
     name="custom",

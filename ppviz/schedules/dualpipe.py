@@ -20,7 +20,7 @@ pending I's weight gradient (DeepSeek's ``WeightGradStore`` queue).
 
 ``dualpipe`` — two replicas of the model (2× parameters; ``replicas=2``). Microbatches
 0..m/2−1 flow down the first replica (stage s on device s), m/2..m−1 up the second (stage s
-on device p−1−s), DESIGN.md's numbering. Device r: h = min(r, p−1−r), N = p/2, C = m/2; its
+on device p−1−s), ppviz's numbering (ARCHITECTURE.md). Device r: h = min(r, p−1−r), N = p/2, C = m/2; its
 phase 0 is the direction that starts at its own end of the pipeline (down for r < p/2, up
 otherwise); the middle devices are p/2−1 and p/2. Needs even p and even m >= 2p (DeepSeek's
 asserts).
@@ -51,9 +51,10 @@ from __future__ import annotations
 
 from collections import deque
 
-from ..ir import DeviceOps, Program
-from ..placement import Placement
-from .registry import ScheduleSpec, formula, register, require
+from ..core.program import DeviceOps, Program
+from ..core.placement import Placement
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.registry import ScheduleSpec, register, require
 
 
 def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middle: bool) -> None:
@@ -172,6 +173,42 @@ def _validate_dualpipe_v(config) -> None:
             f"needs at least as many microbatches as stages (2p = {2 * p}); got {m}")
 
 
+# Closed forms, from the papers' formulas (independent of the builders above) ----------
+
+def dualpipe_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    pair = f + b + w if config.fb is None else config.fb
+    return ClosedForm(
+        schedule="dualpipe",
+        idle=(p / 2 - 1) * (pair + (b + w) - 3 * w),
+        ideal=m * (f + b + w),
+        peak_activation=tuple((p + 1) * a for _ in range(p)),
+        bubble_formula="(p/2 − 1)(F&B + B − 3W), B = b + w, W = w, F&B = fb",
+        memory_formula="p + 1 on every device (PP+1), beside 2× parameters",
+        source="DeepSeek-V3 (arXiv 2412.19437) Table 2; deepseek-ai/DualPipe README",
+        assumptions=("uniform stage costs, comm = 0, f = b, w <= f, fb = f+b+w (with an overlap gain the devices' "
+                     "busy times differ and one idle figure no longer describes them all)"),
+        applies=uniform_costs(config) and pair == f + b + w and f == b and w <= f,
+    )
+
+
+def dualpipe_v_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    pair = f + b + w if config.fb is None else config.fb
+    return ClosedForm(
+        schedule="dualpipe-v",
+        idle=(p - 1) * (pair + (b + w) - 3 * w) / 2,
+        ideal=m * (f + b + w),
+        peak_activation=tuple((p + 0.5) * a for _ in range(p)),
+        bubble_formula="(PP/2 − 1)(F&B + B − 3W) with PP = 2p half-size stages: (p − 1)(fb + b − 2w)/2",
+        memory_formula="2p + 1 chunks (PP+1) = p + ½ on every device",
+        source="deepseek-ai/DualPipe README (DualPipeV); torch ScheduleDualPipeV",
+        assumptions=("uniform stage costs, comm = 0, f = b, w <= f, fb = f+b+w (with an overlap gain the devices' "
+                     "busy times differ and one idle figure no longer describes them all)"),
+        applies=uniform_costs(config) and pair == f + b + w and f == b and w <= f,
+    )
+
+
 register(ScheduleSpec(
     name="dualpipe",
     summary="bidirectional: two model replicas, overlapped F&B pairs, zero-bubble tail",
@@ -179,7 +216,7 @@ register(ScheduleSpec(
     builder=build_dualpipe,
     aliases=("DualPipe",),
     validate=_validate_dualpipe,
-    closed_form=formula("dualpipe"),
+    closed_form=dualpipe_closed_form,
     constraints="v = 1; even p; even m >= 2p",
     replicas=2,
     split_backward=True,
@@ -195,7 +232,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_dualpipe_v,
-    closed_form=formula("dualpipe_v"),
+    closed_form=dualpipe_v_closed_form,
     constraints="v = 2; m >= 2p",
     split_backward=True,
 ))

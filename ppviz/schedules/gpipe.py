@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import B, F, Program
-from ..placement import Placement
-from .registry import ScheduleSpec, formula, register, require
+from ..core.program import B, F, Program
+from ..core.placement import Placement
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.registry import ScheduleSpec, register, require
 
 
 def build(config) -> Program:
@@ -31,6 +32,23 @@ def _validate(config) -> None:
             "holds one stage per device")
 
 
+# Closed forms, from the papers' formulas (independent of the builders above) ----------
+
+def gpipe_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    return ClosedForm(
+        schedule="gpipe",
+        idle=(p - 1) * (f + b + w),
+        ideal=m * (f + b + w),
+        peak_activation=tuple(m * a for _ in range(p)),
+        bubble_formula="(p−1)(f+b+w)",
+        memory_formula="m",
+        source="GPipe (arXiv 1811.06965); Ultra-Scale Playbook",
+        assumptions="uniform stage costs, comm = 0",
+        applies=uniform_costs(config),
+    )
+
+
 register(ScheduleSpec(
     name="gpipe",
     summary="fill-drain: all forwards, then all backwards",
@@ -38,6 +56,6 @@ register(ScheduleSpec(
     builder=build,
     aliases=("ScheduleGPipe", "fill-drain", "afab"),
     validate=_validate,
-    closed_form=formula("gpipe"),
+    closed_form=gpipe_closed_form,
     constraints="v = 1",
 ))

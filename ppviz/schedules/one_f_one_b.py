@@ -40,7 +40,7 @@ The pair costs ``Config.fb`` per 1/p of the model (None: f+b+w, no gain), writte
   device's forwards (and backwards) outside F&B slots; 1f1b-overlap is its v = 1 case. With FB = f+b+w it is
   interleaved 1F1B's idle (p−1)(f+b+w)/v. It holds, by simulation, when FB >= max(f, b+w)
   (a slot no shorter than either of its ops) and, for v >= 2, p divides m; see
-  ``ppviz.formulas.overlap_1f1b``.
+  ``overlap_1f1b_closed_form`` below.
 * Memory: a slot's forward allocates before its backward frees, so rank r peaks at
   min(warmup_r + 1, m·v) chunks, i.e. min(warmup_r + 1, m·v)/v units: min(2(p−r), m) for
   1f1b-overlap, 2p on device 0 for m >= 2p (twice 1F1B's p).
@@ -50,10 +50,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import B, F, DeviceOps, Program
-from ..placement import Placement
-from ..errors import ScheduleConstraintError
-from .registry import ScheduleSpec, formula, one_stage_per_device, register, require
+from ..core.program import B, F, DeviceOps, Program
+from ..core.placement import Placement
+from ..core.errors import ScheduleConstraintError
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.registry import ScheduleSpec, one_stage_per_device, register, require
 
 
 def schedule_table(m: int, v: int, g: int) -> tuple[np.ndarray, np.ndarray]:
@@ -87,16 +88,6 @@ def one_f_one_b_order(f_mb, f_stage, b_mb, b_stage, warmup: int):
     return kind, weave(f_stage, b_stage), weave(f_mb, b_mb)
 
 
-def group_size(config) -> int:
-    """The interleaved group size g this config runs with (see the module docstring)."""
-    p, m = config.devices, config.microbatches
-    if config.microbatch_group_size is not None:
-        return config.microbatch_group_size
-    if m % p == 0:
-        return p
-    return m // max(1, m // p)
-
-
 def build_1f1b(config) -> Program:
     p, m = config.devices, config.microbatches
     mb = np.arange(m, dtype=np.int32)
@@ -114,7 +105,7 @@ def interleaved_warmup(rank: int, p: int, v: int, m: int, g: int, factor: int = 
 
 def build_interleaved(config) -> Program:
     p, m, v = config.devices, config.microbatches, config.stages_per_device
-    g = group_size(config)
+    g = config.group_size
     table_mb, table_chunk = schedule_table(m, v, g)
     per_device = []
     for r in range(p):
@@ -126,7 +117,7 @@ def build_interleaved(config) -> Program:
 
 def validate_group_size(config) -> None:
     p, m = config.devices, config.microbatches
-    g = group_size(config)
+    g = config.group_size
     if config.microbatch_group_size is None:
         if not 0 < m % g < p:
             return
@@ -156,6 +147,73 @@ def several_stages_per_device(single: str):
     return validate
 
 
+# Closed forms, from the papers' formulas (independent of the builders above) ----------
+
+def one_f_one_b_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    return ClosedForm(
+        schedule="1f1b",
+        idle=(p - 1) * (f + b + w),
+        ideal=m * (f + b + w),
+        peak_activation=tuple(min(p - r, m) * a for r in range(p)),
+        bubble_formula="(p−1)(f+b+w)",
+        memory_formula="min(p−r, m) on rank r",
+        source="PipeDream-Flush (arXiv 2006.09503); torch Schedule1F1B warmup",
+        assumptions="uniform stage costs, comm = 0",
+        applies=uniform_costs(config),
+    )
+
+
+def interleaved_closed_form(config) -> ClosedForm:
+    """Megatron's virtual pipeline (arXiv 2104.04473 §2.2): the bubble shrinks by v to
+    (p−1)(f+b+w)/v. Rank r runs (p−r−1)·2 + (v−1)·g warm-up forwards (Megatron's
+    ``num_warmup_microbatches``, capped at m·v chunks) and one more before its first backward
+    frees anything, so it holds min(2(p−r−1) + (v−1)g + 1, m·v) chunks of 1/v at its peak."""
+    p, m, v, f, b, w, a = base(config)
+    g = config.group_size
+    peaks = tuple(min(2 * (p - r - 1) + (v - 1) * g + 1, m * v) * a / v for r in range(p))
+    return ClosedForm(
+        schedule="interleaved-1f1b",
+        idle=(p - 1) * (f + b + w) / v,
+        ideal=m * (f + b + w),
+        peak_activation=peaks,
+        bubble_formula="(p−1)(f+b+w)/v",
+        memory_formula="min(2(p−r−1) + (v−1)g + 1, m·v)/v on rank r; p + (p−1)/v on rank 0 with g = p",
+        source="Megatron-LM (arXiv 2104.04473); Ultra-Scale Playbook",
+        assumptions="uniform stage costs, comm = 0, m a multiple of p, g = p",
+        applies=uniform_costs(config) and m % p == 0 and g == p,
+    )
+
+
+def overlap_1f1b_closed_form(config) -> ClosedForm:
+    """Victarry's overlap variants (PP-Schedule-Visualization ``formula.py``): rank r runs
+    k_r = min(2(p−r−1) + (v−1)g + 1, m·v) forwards alone (one more than interleaved 1F1B's
+    warm-up: its first steady forward would otherwise pair with a backward not yet possible),
+    then pairs each further forward with a backward."""
+    p, m, v, f, b, w, a = base(config)
+    g = config.group_size
+    full = f + b + w
+    pair = full if config.fb is None else config.fb
+    warmups = [min(2 * (p - r - 1) + (v - 1) * g + 1, m * v) for r in range(p)]
+    busiest = max(k * full + (m * v - k) * pair for k in warmups) / v
+    outside = p * (v - 1) + 1
+    makespan = ((p - 1) * full + outside * full + (m * v - outside) * pair) / v
+    makespan_holds = uniform_costs(config) and pair >= max(f, b + w) and (v == 1 or (m % p == 0 and g == p))
+    return ClosedForm(
+        schedule=config.schedule,
+        idle=makespan - busiest,
+        ideal=busiest,
+        peak_activation=tuple(min(k + 1, m * v) * a / v for k in warmups),
+        bubble_formula="(p−1)(f+b+w)/v + (n−k)(f+b+w−fb)/v, n = p(v−1)+1, k = its forwards outside F&B slots",
+        memory_formula="min(warmup_r + 1, m·v)/v on rank r; warmup_r = min(2(p−r−1) + (v−1)g + 1, m·v)",
+        source="Victarry/PP-Schedule-Visualization formula.py, overlap_1f1b_execution_time_by_formula",
+        assumptions=("uniform stage costs, comm = 0, fb >= max(f, b+w), m a multiple of p and g = p when v > 1; "
+                     "the makespan holds there for any such fb, but idle is the busiest device's and matches "
+                     "every device only when fb = f+b+w (no overlap gain)"),
+        applies=makespan_holds and pair == full,
+    )
+
+
 register(ScheduleSpec(
     name="1f1b",
     summary="one forward, one backward: PipeDream-Flush / Megatron non-interleaved",
@@ -163,7 +221,7 @@ register(ScheduleSpec(
     builder=build_1f1b,
     aliases=("Schedule1F1B", "pipedream-flush", "oneFoneB"),
     validate=one_stage_per_device("interleaved-1f1b for v >= 2"),
-    closed_form=formula("one_f_one_b"),
+    closed_form=one_f_one_b_closed_form,
     constraints="v = 1",
 ))
 
@@ -177,7 +235,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=None,
     validate=several_stages_per_device("1f1b"),
-    closed_form=formula("interleaved"),
+    closed_form=interleaved_closed_form,
     constraints="v >= 2; group size g: p <= g <= m and not 0 < m mod g < p (default p, or torch's m // (m // p))",
 ))
 
@@ -198,7 +256,7 @@ def overlap_order(forwards, backwards, warmup: int) -> DeviceOps:
 def build_overlap(config) -> Program:
     """Both overlap variants: at v = 1 the table is microbatch order and (v−1)·g vanishes."""
     p, m, v = config.devices, config.microbatches, config.stages_per_device
-    g = group_size(config)
+    g = config.group_size
     table_mb, table_chunk = schedule_table(m, v, g)
     mbs, chunks = table_mb.tolist(), table_chunk.tolist()
     devices = []
@@ -218,7 +276,7 @@ register(ScheduleSpec(
     builder=build_overlap,
     aliases=("1F1BOverlap", "overlap-1f1b", "1f1b-fb-overlap"),
     validate=one_stage_per_device("interleaved-1f1b-overlap for v >= 2"),
-    closed_form=formula("overlap_1f1b"),
+    closed_form=overlap_1f1b_closed_form,
     constraints="v = 1",
 ))
 
@@ -232,6 +290,6 @@ register(ScheduleSpec(
     v_min=2,
     v_max=None,
     validate=several_stages_per_device("1f1b-overlap"),
-    closed_form=formula("overlap_1f1b"),
+    closed_form=overlap_1f1b_closed_form,
     constraints="v >= 2; group size g as interleaved-1f1b",
 ))

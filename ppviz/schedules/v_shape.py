@@ -52,9 +52,10 @@ import functools
 
 import numpy as np
 
-from ..ir import DeviceOps, Program
-from ..placement import Placement
-from .registry import ScheduleSpec, formula, register, require
+from ..core.program import DeviceOps, Program
+from ..core.placement import Placement
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.registry import ScheduleSpec, register, require
 
 
 def _program(devices: list[DeviceOps], p: int, m: int) -> Program:
@@ -344,6 +345,66 @@ def _validate_two_stages(config) -> None:
             "places exactly two stages per device in a V")
 
 
+# Closed forms, from the papers' formulas (independent of the builders above) ----------
+
+def zb_v_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    full = m >= 2 * p - 1
+    return ClosedForm(
+        schedule="zb-v",
+        idle=(p - 1) * f / 2,
+        ideal=m * (f + b + w),
+        peak_activation=tuple(p * a for _ in range(p)) if full else None,
+        bubble_formula="(p−1)·f/2: only the fill, p−1 half-stage forwards before device p−1 starts",
+        memory_formula="p on every device (2p chunks of ½), 1F1B's peak",
+        source=("ZB-V, Zero Bubble PP (arXiv 2401.10241) §6, as torch ScheduleZBVZeroBubble orders it; the "
+                "published bubble 0 (f = b = w) leaves out the fill; this form is checked by simulation"),
+        assumptions="uniform stage costs, comm = 0, m >= 2p−1, f = b, f/2 <= w <= f",
+        applies=uniform_costs(config) and full and f == b and f / 2 <= w <= f,
+    )
+
+
+def _v_family_closed_form(config, name: str, passes: int, peaks: tuple | None, least_m: int, bubble: str,
+              memory: str) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    return ClosedForm(
+        schedule=name,
+        idle=passes * f / 2,
+        ideal=m * (f + b + w),
+        peak_activation=None if peaks is None else tuple(x * a for x in peaks),
+        bubble_formula=bubble,
+        memory_formula=memory,
+        source=("Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) and its HF Space: memory as "
+                "published, bubble published only as a rate; the exact idle is read off the authors' "
+                "construction and checked by simulation for p <= 32"),
+        assumptions=f"uniform stage costs, comm = 0, f = b = w, m >= {least_m}",
+        applies=uniform_costs(config) and f == b == w and m >= least_m,
+    )
+
+
+def v_half_closed_form(config) -> ClosedForm:
+    p = config.devices
+    passes = 0 if p == 1 else 1 if p == 2 else 6 * ((p + 1) // 2) - 7
+    return _v_family_closed_form(
+        config, "v-half", passes, tuple((p + 2) // 2 for _ in range(p)), p + 2,
+        bubble="(6⌈p/2⌉ − 7)·f/2 for p >= 3 (f/2 at p = 2): ≈ p/(2m) of the makespan",
+        memory="(p+2)//2 on every device, ≈ half of 1F1B's p (any w_share)")
+
+
+def v_min_closed_form(config) -> ClosedForm:
+    p = config.devices
+    passes = 0 if p == 1 else 4 * p - 5 - 2 * (p % 3 == 0)
+    base = (p + 4) // 3
+    peaks = None
+    if config.w_share == 1 or p % 3 != 2:
+        peaks = tuple(base - 0.5 if (d == 0 and p % 3 == 2) else base for d in range(p))
+    return _v_family_closed_form(
+        config, "v-min", passes, peaks, p + 1,
+        bubble="(4p − 5 − 2·[3 divides p])·f/2 for p >= 2: ≈ 2p/(3m) of the makespan",
+        memory=("(p+4)//3 on every device, ≈ a third of 1F1B's p; device 0 holds half a unit less when "
+                "p mod 3 = 2 (the figures count an activation until its W: w_share = 1)"))
+
+
 register(ScheduleSpec(
     name="zb-v",
     summary="zero bubble in a V: two stages per device, 1F1B memory",
@@ -354,7 +415,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_two_stages,
-    closed_form=formula("zb_v"),
+    closed_form=zb_v_closed_form,
     constraints="v = 2",
     split_backward=True,
 ))
@@ -369,7 +430,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_two_stages,
-    closed_form=formula("v_half"),
+    closed_form=v_half_closed_form,
     constraints="v = 2",
     split_backward=True,
 ))
@@ -384,7 +445,7 @@ register(ScheduleSpec(
     v_min=2,
     v_max=2,
     validate=_validate_two_stages,
-    closed_form=formula("v_min"),
+    closed_form=v_min_closed_form,
     constraints="v = 2",
     split_backward=True,
 ))

@@ -57,10 +57,11 @@ divides m), warmup min((v−1)·g + p−r−1, m·v), delay r. At v = 1 it is zb
 
 from __future__ import annotations
 
-from ..ir import DeviceOps, Program
-from ..placement import Placement
-from .one_f_one_b import group_size, interleaved_warmup, schedule_table, validate_group_size
-from .registry import ScheduleSpec, formula, one_stage_per_device, register
+from ..core.program import DeviceOps, Program
+from ..core.placement import Placement
+from .one_f_one_b import interleaved_warmup, schedule_table, validate_group_size
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.registry import ScheduleSpec, one_stage_per_device, register
 
 
 def split_backward_order(forwards, backwards, warmup: int, delay: int) -> DeviceOps:
@@ -105,7 +106,7 @@ def build_zb_h2(config) -> Program:
 
 def build_interleaved_zb(config) -> Program:
     p, m, v = config.devices, config.microbatches, config.stages_per_device
-    g = group_size(config)
+    g = config.group_size
     table_mb, table_chunk = schedule_table(m, v, g)
     mbs = table_mb.tolist()
     devices = []
@@ -117,6 +118,57 @@ def build_interleaved_zb(config) -> Program:
     return Program.from_device_ops(devices, stages=p * v, microbatches=m, placement=Placement.loop(p, v))
 
 
+# Closed forms, from the papers' formulas (independent of the builders above) ----------
+
+def zb_h1_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    s = config.w_share
+    return ClosedForm(
+        schedule="zb-h1",
+        idle=(p - 1) * (f + b - w),
+        ideal=m * (f + b + w),
+        peak_activation=tuple(((p - r) + r * s) * a for r in range(p)) if m >= p else None,
+        bubble_formula="(p−1)(f+b−w)",
+        memory_formula="p on rank 0; (p−r) + r·w_share on rank r",
+        source="Zero Bubble PP (arXiv 2401.10241) §3, ZB-H1",
+        assumptions="uniform stage costs, comm = 0, m >= p, w <= min(f, b)",
+        applies=uniform_costs(config) and m >= p and w <= min(f, b),
+    )
+
+
+def zb_h2_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    s = config.w_share
+    full = m >= 2 * p - 1
+    return ClosedForm(
+        schedule="zb-h2",
+        idle=(p - 1) * max(f, f + b - 2 * w),
+        ideal=m * (f + b + w),
+        peak_activation=tuple(((2 * p - 2 * r - 1) + 2 * r * s) * a for r in range(p)) if full else None,
+        bubble_formula="(p−1)·max(f, f+b−2w)",
+        memory_formula="(2p−2r−1) + 2r·w_share on rank r; 2p−1 on rank 0",
+        source=("Zero Bubble PP (arXiv 2401.10241) §2.2–2.3, ZB-H2. Table 2's (p−1)(f+b−2w) is per stage, from "
+                "each stage's own first F; timed from t = 0 the last stage's (p−1)·f fill is added where larger"),
+        assumptions="uniform stage costs, comm = 0, m >= 2p−1, w <= f",
+        applies=uniform_costs(config) and full and w <= f,
+    )
+
+
+def interleaved_zb_closed_form(config) -> ClosedForm:
+    p, m, v, f, b, w, _ = base(config)
+    return ClosedForm(
+        schedule="interleaved-zb",
+        idle=(p - 1) * (f + b - w) / v,
+        ideal=m * (f + b + w),
+        peak_activation=None,
+        bubble_formula="(p−1)(f+b−w)/v",
+        memory_formula=None,
+        source="ZB-H1's (p−1)(f+b−w) (arXiv 2401.10241) over v chunks; not published for v > 1, checked by simulation",
+        assumptions="uniform stage costs, comm = 0, m >= p, w <= min(f, b)",
+        applies=uniform_costs(config) and m >= p and w <= min(f, b),
+    )
+
+
 register(ScheduleSpec(
     name="zb-h1",
     summary="zero bubble, 1F1B memory: W's delayed to fill the drain bubble",
@@ -124,7 +176,7 @@ register(ScheduleSpec(
     builder=build_zb_h1,
     aliases=("ZB1P", "zbh1", "zero-bubble-h1"),
     validate=one_stage_per_device("interleaved-zb / zb-v for more stages per device"),
-    closed_form=formula("zb_h1"),
+    closed_form=zb_h1_closed_form,
     constraints="v = 1",
     split_backward=True,
 ))
@@ -136,7 +188,7 @@ register(ScheduleSpec(
     builder=build_zb_h2,
     aliases=("ZB2P", "zbh2", "zero-bubble-h2"),
     validate=one_stage_per_device("interleaved-zb / zb-v for more stages per device"),
-    closed_form=formula("zb_h2"),
+    closed_form=zb_h2_closed_form,
     constraints="v = 1; m >= 2p−1 for its zero-bubble shape",
     split_backward=True,
 ))
@@ -152,7 +204,7 @@ register(ScheduleSpec(
     v_min=1,
     v_max=None,
     validate=validate_group_size,
-    closed_form=formula("interleaved_zb"),
+    closed_form=interleaved_zb_closed_form,
     constraints="any v (default 2; v = 1 is zb-h1); group size g as interleaved-1f1b",
     split_backward=True,
 ))

@@ -51,7 +51,7 @@ def page(browser):
 
 def open_chart(page, x, tmp_path, *, theme="light", name="chart"):
     """Load the standalone page of x and wait for its first draw; returns the root locator."""
-    from ppviz.widget import standalone_html
+    from ppviz.widgets import standalone_html
 
     path = tmp_path / f"{name}.html"
     path.write_text(standalone_html(x, theme=theme))

@@ -1,6 +1,6 @@
 """Event simulation of a program: every op starts when its device is free and its inputs are ready.
 
-Dependencies (DESIGN.md): F(s,mb) waits for F(s−1,mb); B or I of (s,mb) waits for the
+Dependencies (ARCHITECTURE.md, "Model of time and memory"): F(s,mb) waits for F(s−1,mb); B or I of (s,mb) waits for the
 B/I of (s+1,mb), or for F(S−1,mb) on the last stage; W(s,mb) waits for I(s,mb). An edge
 between two devices adds ``comm``. A device runs its ops in order, one slot at a time; an
 F&B pair fills one slot and waits for the inputs of both its ops.
@@ -17,7 +17,8 @@ import numpy as np
 
 from .config import Config
 from .errors import ConfigError, DeadlockError
-from .ir import B, F, I, KINDS, W, Program
+from .program import B, F, I, KINDS, W, Program
+from .result import Result
 
 
 def dependencies(program: Program) -> np.ndarray:
@@ -229,7 +230,7 @@ def _deadlock(program: Program, pos, stop, dep, end) -> DeadlockError:
         wait = dep[i]
         if not (wait >= 0 and end[wait] < 0):
             wait = dep[i + 1]
-        wd, wpos = program._locate(wait)
+        wd, wpos = program.locate(wait)
         what = program.action_at(i)
         blocked[d] = (what, program.action_at(wait))
         lo = max(int(program.offsets[d]), i - 3)
@@ -257,8 +258,6 @@ def simulate(x, config: Config | None = None, *, engine: str = "auto", **options
     ``simulate(program, f=1, b=2, w=0.5)`` to give it costs and memory parameters.
     Returns a :class:`ppviz.Result`.
     """
-    from .result import Result
-
     if isinstance(x, Config):
         if config is not None:
             raise ConfigError("config", config, "pass either a Config or a Program with a Config, not two Configs")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import B, F, I, W
+from .program import B, F, I, W
 
 
 @dataclass(frozen=True)

@@ -38,13 +38,17 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from .config import Config
-from .errors import ConfigError, ScheduleConstraintError
-from .ir import Program
-from .result import Result
-from .schedules.registry import lookup
-from .simulate import simulate
-from .widget import _STATIC, GanttWidget, _valid_window
+from ..charts import BUBBLE_METRICS, comparison_charts, schedule_colors
+from ..charts import widget as chart_widget
+from ..charts.style import CHART, FONT_FAMILY
+from ..charts.style import THEMES as PALETTES
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.program import Program
+from ..core.registry import lookup
+from ..core.result import Result
+from .gantt import BUNDLE, GanttWidget, valid_window
 
 #: Vega-Lite params of the linked charts: the emphasised run ("" for none), the highlighted
 #: device (−1 for none) and whether to draw in dark colours; click selections are named
@@ -56,17 +60,12 @@ PICK = "ppviz_pick_"
 
 THEMES = ("auto", "light", "dark")
 _DIM = 0.2
-_FONT = '"Inter", "Segoe UI", system-ui, -apple-system, "Helvetica Neue", Arial, sans-serif'
 #: (light, dark) colours of the charts' chrome, the same as the Gantt chart's palettes
-_INK = {
-    "background": ("#ffffff", "#15171c"),
-    "fg": ("#1c2128", "#e6e9ee"),
-    "muted": ("#5d6672", "#9aa4b1"),
-    "axis": ("#8a939e", "#6f7a87"),
-    "grid": ("rgba(28, 33, 40, 0.08)", "rgba(230, 233, 238, 0.09)"),
-}
-#: dark literals ppviz.charts writes for text and closed-form marks, redrawn light on dark
-_DARK_LITERALS = {"#333333": "fg", "black": "fg", "#000000": "fg", "#555555": "muted"}
+_INK = {role: (PALETTES["light"][key], PALETTES["dark"][key])
+        for role, key in (("background", "background"), ("fg", "foreground"), ("muted", "muted"), ("axis", "axis"),
+                          ("grid", "chartGrid"))}
+#: colours ppviz.charts gives text and closed-form marks, redrawn light on dark
+_DARK_LITERALS = {CHART["text"]: "fg", CHART["closedForm"]: "fg", CHART["subtitle"]: "muted"}
 
 _ACCEPTED = ("give a list of ppviz.Config, ppviz.Program or ppviz.Result (configs and programs are simulated), "
              "or one ppviz.Config with schedules=[names]")
@@ -107,7 +106,7 @@ def _from_schedules(base, schedules, options: dict) -> list[_Run]:
     specs = []
     for i, name in enumerate(schedules):
         if not isinstance(name, str):
-            raise ConfigError(f"schedules[{i}]", name, "give schedule names (strings); see ppviz.schedules()")
+            raise ConfigError(f"schedules[{i}]", name, "give schedule names (strings); see ppviz.list_schedules()")
         specs.append(lookup(name))  # an unknown name is a mistake to report, not a refusal to show
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Config)}
     fields.update(options, label=None)
@@ -160,8 +159,6 @@ def _from_items(items, options: dict) -> list[_Run]:
 
 def _unique(runs: list[_Run]) -> list[str]:
     """The display names of ppviz.charts for the runs that ran, and plain names for refusals."""
-    from .charts import schedule_colors
-
     ran = [r.result for r in runs if r.result is not None]
     names = iter(schedule_colors(ran)) if ran else iter(())
     return [next(names) if r.result is not None else r.name for r in runs]
@@ -265,7 +262,7 @@ def _link(chart, *, dark: bool = False):
     chart.background = _theme_expr("background")
     fg, muted = _theme_expr("fg"), _theme_expr("muted")
     chart.config = {
-        "font": _FONT,
+        "font": FONT_FAMILY,
         "title": {"color": fg, "subtitleColor": muted},
         "axis": {"labelColor": muted, "titleColor": fg, "domainColor": _theme_expr("axis"),
                  "tickColor": _theme_expr("axis"), "gridColor": _theme_expr("grid")},
@@ -276,11 +273,9 @@ def _link(chart, *, dark: bool = False):
 
 
 def _chart(results: list[Result], metric: str, dark: bool):
-    from .charts import comparison_charts, widget
-
     # SVG keeps the marks in the DOM (tests click them); no actions menu, whose editor link
     # would go online (ppviz.charts.to_svg / to_png export offline)
-    chart = widget(_link(comparison_charts(results, metric=metric), dark=dark),
+    chart = chart_widget(_link(comparison_charts(results, metric=metric), dark=dark),
                    embed_options={"renderer": "svg", "actions": False})
     chart.add_class("ppviz-compare-charts")
     return chart
@@ -296,12 +291,12 @@ class CompareState(anywidget.AnyWidget):
     """The selection and view a comparison's widgets share, kept in the browser.
 
     Never displayed: its front end (``initialize`` in the widget bundle) links the Altair
-    chart to the Gantt charts, as the :mod:`ppviz.comparison` docstring describes.
+    chart to the Gantt charts, as this module's docstring describes.
     ``chart_selections`` and ``chart_params`` mirror the chart's ``_vl_selections`` and
     ``_params``.
     """
 
-    _esm = _STATIC / "widget.js"
+    _esm = BUNDLE
 
     _ppviz_role = traitlets.Unicode("compare-state").tag(sync=True)
     selected_schedule = traitlets.Unicode("").tag(sync=True)
@@ -314,7 +309,7 @@ class CompareState(anywidget.AnyWidget):
 
     @traitlets.validate("time_window")
     def _valid_window(self, proposal):
-        return _valid_window(proposal["value"])
+        return valid_window(proposal["value"])
 
 
 class Comparison(ipywidgets.VBox):
@@ -322,7 +317,7 @@ class Comparison(ipywidgets.VBox):
 
     ``results`` and ``names`` are the runs that ran (names as in the charts' legend),
     ``refused`` maps each run a schedule refused to the reason, shown in its place;
-    ``gantts`` holds one :class:`~ppviz.widget.GanttWidget` per run, in order (refused runs
+    ``gantts`` holds one :class:`~ppviz.widgets.GanttWidget` per run, in order (refused runs
     included), ``chart`` the Altair JupyterChart, ``state`` the shared :class:`CompareState`
     and ``links`` the jslinks that tie them (kept here: ipywidgets closes a link Python no
     longer holds). ``time_extent`` is the longest makespan: every Gantt chart's time axis
@@ -339,8 +334,6 @@ class Comparison(ipywidgets.VBox):
     time_window = traitlets.List(traitlets.Float())
 
     def __init__(self, runs: list[_Run], *, theme: str = "auto", metric: str = "fraction"):
-        from .charts import schedule_colors
-
         names = _unique(runs)
         ran = [(name, r.result) for name, r in zip(names, runs) if r.result is not None]
         if not ran:
@@ -394,7 +387,7 @@ class Comparison(ipywidgets.VBox):
 
     @traitlets.validate("time_window")
     def _valid_window(self, proposal):
-        return _valid_window(proposal["value"])
+        return valid_window(proposal["value"])
 
 
 def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fraction", **config_options) -> Comparison:
@@ -412,8 +405,6 @@ def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fracti
     """
     if theme not in THEMES:
         raise ConfigError("theme", theme, "give 'auto', 'light' or 'dark'")
-    from .charts import BUBBLE_METRICS
-
     if metric not in BUBBLE_METRICS:
         raise ConfigError("metric", metric, "give " + " or ".join(repr(k) for k in BUBBLE_METRICS))
     options = _checked_options(config_options)

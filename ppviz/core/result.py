@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ir import KINDS
+from .program import KINDS
 from .memory import MemoryCurves, activation_curves, static_memory
 
 _KIND_CHARS = np.array(list(KINDS))
@@ -131,7 +131,7 @@ class Result:
 
     def to_text(self, width: int = 80) -> str:
         """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
-        from .text import text_gantt
+        from ..io.text_gantt import text_gantt
 
         return text_gantt(self, width)
 
@@ -141,7 +141,7 @@ class Result:
 
     def to_chrome_trace(self, path, time_unit_us: float = 1000.0) -> str:
         """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters."""
-        from .export import write_chrome_trace
+        from ..io.chrome_trace import write_chrome_trace
 
         return write_chrome_trace(self, path, time_unit_us)
 
@@ -149,14 +149,14 @@ class Result:
         """Write the static Gantt chart as SVG, rendered offline by vl-convert (no browser);
         ``options`` (``memory``, ``labels``, ``width``, ``theme``, ...) go to
         :func:`ppviz.charts.gantt_chart`. Returns the path."""
-        from .export import write_svg
+        from ..charts.render import write_svg
 
         return write_svg(self, path, **options)
 
     def to_png(self, path, scale: float = 2, **options) -> str:
         """Write the static Gantt chart as PNG at ``scale`` × its size (2: sharp on high-DPI
         screens), rendered offline by vl-convert; ``options`` as for :meth:`to_svg`."""
-        from .export import write_png
+        from ..charts.render import write_png
 
         return write_png(self, path, scale, **options)
 
@@ -164,7 +164,7 @@ class Result:
         """Write the interactive chart (tooltips, selection, zoom, replay) as one standalone
         HTML page with everything inlined: it opens offline, without Python. ``theme`` is
         ``"light"``, ``"dark"`` or ``"auto"`` (the reader's system setting)."""
-        from .export import write_html
+        from ..widgets.page import write_html
 
         return write_html(self, path, theme)
 

@@ -19,9 +19,9 @@ import re
 import warnings
 from collections.abc import Mapping
 
-from .config import _positive_int
-from .errors import ConfigError, ScheduleConstraintError
-from .ir import Program
+from ..core.config import positive_int
+from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.program import Program
 
 # torch raises these for sizes a schedule does not support (ValueError for most, AssertionError
 # from its checks, RuntimeError from lowering)
@@ -109,9 +109,9 @@ def _executed_orders(schedules, PipelineStage, cls, devices: int, microbatches: 
 
 
 def _sizes(devices, microbatches, stages_per_device, default_v: int) -> tuple[int, int, int]:
-    p = _positive_int("devices", devices)
-    m = _positive_int("microbatches", microbatches)
-    v = _positive_int("stages_per_device", stages_per_device, allow_none=True)
+    p = positive_int("devices", devices)
+    m = positive_int("microbatches", microbatches)
+    v = positive_int("stages_per_device", stages_per_device, allow_none=True)
     return p, m, default_v if v is None else v
 
 

@@ -1,26 +1,19 @@
-"""Exports of a simulated result: files other tools read, and pictures to share.
+"""The Chrome trace of a simulated result.
 
 Chrome trace (Trace Event Format, loadable in Perfetto and chrome://tracing): one process for the
 run, one thread per device, each op slot a complete ("X") event, and each device's activation
 memory a counter ("C") track. Simulated time has no unit; ``time_unit_us`` says how many
 microseconds one unit is (default 1000: one unit displays as a millisecond).
-
-SVG and PNG: the static Gantt chart of :func:`ppviz.charts.gantt_chart`, rendered by
-vl-convert in this process: no browser, and nothing fetched. HTML: the interactive chart as one
-page (the widget's front end and the data inlined), which works offline, with no kernel.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import struct
-import zlib
 
 import numpy as np
 
-from .errors import ConfigError
-from .ir import F, action
+from ..core.program import F, action
 
 _PID = 1
 
@@ -73,60 +66,3 @@ def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float = 10
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(chrome_trace(result, time_unit_us), fh)
     return os.fspath(path)
-
-
-def _write(path, data: str | bytes) -> str:
-    # the picture is rendered before the file is opened, so a bad option leaves no empty file
-    with open(path, "wb") as fh:
-        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
-    return os.fspath(path)
-
-
-def write_svg(result, path: str | os.PathLike, **options) -> str:
-    """Write the Gantt chart as SVG (``options`` go to :func:`ppviz.charts.gantt_chart`); returns the path."""
-    from .charts import gantt_chart, to_svg
-
-    return _write(path, to_svg(gantt_chart(result, **options)))
-
-
-def write_png(result, path: str | os.PathLike, scale: float = 2.0, **options) -> str:
-    """Write the Gantt chart as PNG at ``scale`` × its size in pixels; returns the path."""
-    from .charts import gantt_chart, to_png
-
-    return _write(path, compact_png(to_png(gantt_chart(result, **options), scale)))
-
-
-def compact_png(data: bytes) -> bytes:
-    """The same PNG, its pixel data deflated again at zlib's default level: vl-convert
-    compresses for speed, and this makes a chart about three times smaller in a tenth of a
-    second. The pixels and every other chunk stay as they were."""
-    chunks, pixels = [], []
-    at = 8
-    while at < len(data):
-        (length,) = struct.unpack(">I", data[at:at + 4])
-        kind, body = data[at + 4:at + 8], data[at + 8:at + 8 + length]
-        if kind == b"IDAT":
-            if not pixels:
-                chunks.append((kind, None))  # the image data stays where it was
-            pixels.append(body)
-        else:
-            chunks.append((kind, body))
-        at += 12 + length
-    idat = zlib.compress(zlib.decompress(b"".join(pixels)))
-    out = [data[:8]]
-    for kind, body in chunks:
-        body = idat if body is None else body
-        out.append(struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body)))
-    return b"".join(out)
-
-
-def write_html(result, path: str | os.PathLike, theme: str = "light") -> str:
-    """Write the interactive chart as a standalone offline page; returns the path.
-
-    ``theme="auto"`` follows the reader's system setting.
-    """
-    if theme not in ("light", "dark", "auto"):
-        raise ConfigError("theme", theme, "give 'light', 'dark' or 'auto' (follow the reader's system)")
-    from .widget import standalone_html
-
-    return _write(path, standalone_html(result, theme=theme))

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .registry import lookup
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
@@ -62,7 +63,8 @@ def _number(name: str, value, *, minimum: float = 0.0, strict: bool = False, all
     return x
 
 
-def _positive_int(name: str, value, *, allow_none: bool = False):
+def positive_int(name: str, value, *, allow_none: bool = False):
+    """``value`` as an int >= 1 (or None where allowed); otherwise a ConfigError naming ``name``."""
     if value is None and allow_none:
         return None
     if not _is_int(value) or int(value) < 1:
@@ -120,16 +122,14 @@ class Config:
     label: str | None = None
 
     def __post_init__(self):
-        from .schedules.registry import lookup
-
         set_ = object.__setattr__
         if not isinstance(self.schedule, str):
-            raise ConfigError("schedule", self.schedule, "give a schedule name such as '1f1b'; see ppviz.schedules()")
+            raise ConfigError("schedule", self.schedule, "give a schedule name such as '1f1b'; see ppviz.list_schedules()")
         spec = lookup(self.schedule)
         set_(self, "schedule", spec.name)
-        set_(self, "devices", _positive_int("devices", self.devices))
-        set_(self, "microbatches", _positive_int("microbatches", self.microbatches))
-        v = _positive_int("stages_per_device", self.stages_per_device, allow_none=True)
+        set_(self, "devices", positive_int("devices", self.devices))
+        set_(self, "microbatches", positive_int("microbatches", self.microbatches))
+        v = positive_int("stages_per_device", self.stages_per_device, allow_none=True)
         set_(self, "stages_per_device", spec.default_v if v is None else v)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
@@ -142,7 +142,7 @@ class Config:
             raise ConfigError("w_share", self.w_share, "give a share between 0 and 1")
         set_(self, "w_share", share)
         set_(self, "microbatch_group_size",
-             _positive_int("microbatch_group_size", self.microbatch_group_size, allow_none=True))
+             positive_int("microbatch_group_size", self.microbatch_group_size, allow_none=True))
         if self.label is not None and not isinstance(self.label, str):
             raise ConfigError("label", self.label, "give a string or None")
         set_(self, "stage_costs", self._checked_stage_costs(spec))
@@ -174,14 +174,23 @@ class Config:
 
     @property
     def spec(self):
-        from .schedules.registry import lookup
-
         return lookup(self.schedule)
 
     @property
     def stages(self) -> int:
         """Number of distinct stages S (p·v; DualPipe's two replicas share stage numbers)."""
         return self.spec.stage_count(self.devices, self.stages_per_device)
+
+    @property
+    def group_size(self) -> int:
+        """The interleaved microbatch group size g: ``microbatch_group_size``, else p (Megatron)
+        when p divides m, else torch's round size m // (m // p)."""
+        p, m = self.devices, self.microbatches
+        if self.microbatch_group_size is not None:
+            return self.microbatch_group_size
+        if m % p == 0:
+            return p
+        return m // max(1, m // p)
 
     @property
     def display_name(self) -> str:

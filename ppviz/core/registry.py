@@ -1,6 +1,8 @@
-"""The schedule registry: names, aliases, constraints and builders.
+"""The schedule registry: names, aliases, constraints, builders and closed forms.
 
-Names are matched case-insensitively and ignoring ``-``, ``_``, spaces and torch's
+Each schedule family (a module of ``ppviz.schedules``) registers its specs when imported;
+``import ppviz`` imports them all. Names are matched case-insensitively and ignoring ``-``,
+``_``, spaces and torch's
 ``Schedule`` class prefix, so ``"ScheduleInterleaved1F1B"``, ``"interleaved_1f1b"`` and
 ``"Interleaved1F1B"`` all name the same schedule.
 """
@@ -12,7 +14,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ConfigError, ScheduleConstraintError, UnknownScheduleError
+from .errors import ConfigError, ScheduleConstraintError, UnknownScheduleError
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,6 @@ def register(spec: ScheduleSpec) -> ScheduleSpec:
 
 
 def lookup(name: str) -> ScheduleSpec:
-    _load()
     key = _normal(name)
     if key in _ALIASES:
         return _REGISTRY[_ALIASES[key]]
@@ -105,45 +106,13 @@ def lookup(name: str) -> ScheduleSpec:
 
 
 def all_specs() -> list[ScheduleSpec]:
-    _load()
     rank = {name: i for i, name in enumerate(ORDER)}
     return sorted(_REGISTRY.values(), key=lambda s: (rank.get(s.name, len(ORDER)), s.name))
 
 
-_loaded = False
-
-
-def _load() -> None:
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    # importing each family module registers its schedules
-    import importlib
-    import pkgutil
-    import sys
-
-    package = sys.modules[__package__]  # ppviz.schedules (the name ppviz.schedules is the function)
-    for info in pkgutil.iter_modules(package.__path__):
-        if info.name != "registry":
-            importlib.import_module(f"{__package__}.{info.name}")
-
-
-#: DESIGN.md's order, used when listing the registry; schedules not named here come last.
+#: The order of the README's table, used when listing the registry; schedules not named here come last.
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
          "v-half", "v-min", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap", "custom")
-
-
-def formula(name: str) -> Callable:
-    """A spec's ``closed_form``: ``ppviz.formulas.<name>``, imported when first called because
-    the formulas use schedule helpers (group sizes, warmups) and so load after the schedules."""
-    def closed_form(config):
-        from .. import formulas
-
-        return getattr(formulas, name)(config)
-
-    closed_form.__name__ = name
-    return closed_form
 
 
 def one_stage_per_device(alternative: str) -> Callable:
@@ -166,7 +135,7 @@ def require(condition: bool, config, field: str, accepted: str, reason: str) -> 
 
 
 class ScheduleTable(tuple):
-    """The registry as returned by ``ppviz.schedules()``: a tuple of specs that prints as a table."""
+    """The registry as returned by ``ppviz.list_schedules()``: a tuple of specs that prints as a table."""
 
     def __repr__(self) -> str:
         rows = [("name", "v", "aliases", "what it is")]
@@ -193,6 +162,6 @@ class ScheduleTable(tuple):
         return [s.name for s in self]
 
 
-def schedules() -> ScheduleTable:
+def list_schedules() -> ScheduleTable:
     """The registry: every schedule's name, aliases, constraints and a one-line description."""
     return ScheduleTable(all_specs())

@@ -264,7 +264,7 @@ class Program:
         if clash.any():
             k = order[np.argmax(clash)]
             s = int(self.stage[k])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): stage {s} already runs on device {int(seen[s])}; "
                 f"a stage lives on one device (for DualPipe's two replicas pass placement='bidirectional')",
@@ -297,7 +297,7 @@ class Program:
     def __len__(self) -> int:
         return len(self.kind)
 
-    def _locate(self, index: int) -> tuple[int, int]:
+    def locate(self, index: int) -> tuple[int, int]:
         """(device, position) of flat op ``index``, the position counting actions as torch and
         the text form do: an F&B pair is one action, and both its ops are at its position."""
         d = int(np.searchsorted(self.offsets, index, side="right") - 1)
@@ -359,7 +359,7 @@ class Program:
         bad = (self.stage < 0) | (self.stage >= S) | (self.microbatch < 0) | (self.microbatch >= m)
         if bad.any():
             k = int(np.argmax(bad))
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): stage must be in 0..{S - 1} "
                 f"and microbatch in 0..{m - 1}", device=d, position=pos)
@@ -371,8 +371,8 @@ class Program:
             if dup.any():
                 k0 = int(np.argmax(dup))
                 hits = np.flatnonzero((key == k0) & (self.kind == kind))
-                d1, p1 = self._locate(int(hits[0]))
-                d2, p2 = self._locate(int(hits[1]))
+                d1, p1 = self.locate(int(hits[0]))
+                d2, p2 = self.locate(int(hits[1]))
                 raise ProgramError(
                     f"device {d2}, position {p2} ({self.action_at(int(hits[1]))}): {KINDS[kind]} of stage {k0 // m} "
                     f"microbatch {k0 % m} runs twice (first at device {d1}, position {p1}); each op runs exactly once",
@@ -396,7 +396,7 @@ class Program:
         if i_without_w.any():
             k0 = int(np.argmax(i_without_w))
             k = int(np.flatnonzero((key == k0) & (self.kind == I))[0])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): W is missing for this I; "
                 f"add {k0 // m}W{k0 % m} after it on device {d}", device=d, position=pos)
@@ -404,7 +404,7 @@ class Program:
         if w_without_i.any():
             k0 = int(np.argmax(w_without_i))
             k = int(np.flatnonzero((key == k0) & (self.kind == W))[0])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): W without an I for stage {k0 // m} "
                 f"microbatch {k0 % m}; split backwards need {k0 // m}I{k0 % m} before the W", device=d, position=pos)
@@ -427,7 +427,7 @@ class Program:
         found = np.flatnonzero(hits)
         if not len(found):
             return "", {}
-        d, pos = self._locate(int(found[0]))
+        d, pos = self.locate(int(found[0]))
         return f"device {d}, position {pos} ({self.action_at(int(found[0]))}): ", {"device": d, "position": pos}
 
     def _check_pairs(self) -> None:
@@ -439,16 +439,16 @@ class Program:
         ok[ok] &= np.searchsorted(self.offsets, starts[ok], side="right") == np.searchsorted(self.offsets, seconds[ok], side="right")
         if not ok.all():
             k = int(starts[np.argmin(ok)])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(f"device {d}, position {pos}: an F&B pair needs two ops on the same device", device=d, position=pos)
         if self.pair[seconds].any():
             k = int(seconds[np.argmax(self.pair[seconds])])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(f"device {d}, position {pos}: F&B pairs cannot nest", device=d, position=pos)
         kinds_ok = (self.kind[starts] == F) & np.isin(self.kind[seconds], (B, I))
         if not kinds_ok.all():
             k = int(starts[np.argmin(kinds_ok)])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): an overlapped pair is one F and one B or I, "
                 f"written (sFm;sBm)OVERLAP_F_B", device=d, position=pos)
@@ -465,7 +465,7 @@ class Program:
         wrong = expected != self.device
         if wrong.any():
             k = int(np.argmax(wrong))
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): stage {int(self.stage[k])} "
                 f"{'for this microbatch ' if pl.reverse_device is not None else ''}belongs on device {int(expected[k])} "
@@ -487,8 +487,8 @@ class Program:
         if early.any():
             k0 = int(np.argmax(early))
             k = int(pos_g[k0])
-            d, pos = self._locate(k)
-            fd, fpos = self._locate(int(pos_f[k0]))
+            d, pos = self.locate(k)
+            fd, fpos = self.locate(int(pos_f[k0]))
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): the backward runs before its forward "
                 f"{k0 // self.microbatches}F{k0 % self.microbatches} (device {fd}, position {fpos}); "
@@ -498,7 +498,7 @@ class Program:
         if early_w.any():
             k0 = int(np.argmax(early_w))
             k = int(pos_w[k0])
-            d, pos = self._locate(k)
+            d, pos = self.locate(k)
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): W runs before its I "
                 f"{k0 // self.microbatches}I{k0 % self.microbatches}; I must come first", device=d, position=pos)

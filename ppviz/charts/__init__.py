@@ -1,0 +1,45 @@
+"""Altair charts of bubble and memory, for comparing schedules.
+
+Every chart function takes results or configs (configs are simulated) and returns an ordinary
+Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat`` work as usual::
+
+    from ppviz import charts
+    runs = [ppviz.Config(schedule=s, devices=8, microbatches=32) for s in ("1f1b", "zb-h1")]
+    charts.bubble_chart(runs)             # simulated bubble per schedule, closed form ticked
+    charts.memory_chart(runs)             # peak memory per device
+    charts.pareto_chart(runs)             # bubble vs peak memory, Pareto front highlighted
+    charts.memory_curve_chart(runs[0])    # memory over time per device
+    charts.sweep_chart(["1f1b", "zb-h1"], microbatches=[8, 16, 32], devices=8)
+    charts.comparison_charts(runs)        # bubble, Pareto and memory laid out together
+    charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
+
+Each schedule keeps one colour in every chart (:func:`schedule_colors`), drawn from a
+colour-blind-safe palette. Memory is in activation units (one microbatch's activations
+through 1/p of the model), in bytes when every config gives ``activation_bytes``, and
+includes static memory (parameters, gradients, optimizer state) when ``params > 0``.
+
+Offline: :func:`widget` / :func:`display` show a chart through a JupyterChart subclass whose
+JavaScript is bundled by vl-convert, so nothing is fetched from a CDN and the user's own
+``alt.JupyterChart`` stays as it was. :func:`to_svg` and :func:`to_png` export without a
+browser or network (``chart.save("x.svg")`` / ``"x.png"`` also works offline: Altair uses
+vl-convert for it).
+"""
+
+
+from .comparison import (
+    bubble_chart,
+    comparison_charts,
+    memory_chart,
+    memory_curve_chart,
+    pareto_chart,
+    sweep_chart,
+)
+from .gantt import GANTT_THEMES, gantt_chart
+from .inputs import BUBBLE_METRICS, MAX_ROWS, PALETTE, SWEEP_METRICS, pareto_front, schedule_colors, summarize_steps
+from .render import OfflineChart, display, to_png, to_svg, widget
+
+__all__ = [
+    "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",
+    "comparison_charts", "display", "gantt_chart", "memory_chart", "memory_curve_chart", "pareto_chart",
+    "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "to_png", "to_svg", "widget",
+]

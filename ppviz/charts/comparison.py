@@ -1,0 +1,430 @@
+"""Altair charts of bubble and memory for comparing schedules: bubble, peak memory, Pareto,
+memory over time, sweeps, and the three laid out together."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import altair as alt
+import numpy as np
+
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.registry import lookup
+from ..core.result import Result
+from .inputs import (
+    BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
+    items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps,
+)
+from .style import CHART
+
+# Charts ---------------------------------------------------------------------------------------
+
+def _title(text: str, *subtitle: str) -> alt.TitleParams:
+    return alt.TitleParams(text, subtitle=[s for s in subtitle if s] or alt.Undefined, anchor="start",
+                           subtitleColor=CHART["subtitle"], subtitleFontSize=11)
+
+
+def _headroom(values, factor: float) -> float:
+    """An axis end that leaves room for labels beyond the largest value (and is never 0)."""
+    top = max(values, default=0.0)
+    return top * factor if top > 0 else 1.0
+
+
+def finite_or_none(x) -> float | None:
+    return None if x is None else float(x)
+
+
+def _bubble(runs: Runs, metric: str, legend: bool = False, height: int | None = None) -> alt.LayerChart:
+    attr, label, definition = metric_of(metric, BUBBLE_METRICS)
+    rows = []
+    for name, r in zip(runs.names, runs.results):
+        cf = r.closed_form
+        c = r.config
+        value = getattr(r, attr)
+        closed = getattr(cf, attr) if cf else None
+        rows.append({
+            "name": name, "schedule": c.schedule, "devices": r.devices, "microbatches": c.microbatches,
+            "v": c.stages_per_device, "simulated": float(value), "closed": finite_or_none(closed),
+            "closed_applies": cf.applies if cf else None,
+            "formula": f"{cf.bubble_formula} idle per device" if cf else "none published",
+            "source": cf.source if cf else "", "makespan": float(r.makespan), "idle": float(r.idle.sum()),
+            "end": float(max(value, closed if closed is not None else value)),
+            "text": f"{value:.1%}",
+        })
+    order = [row["name"] for row in sorted(rows, key=lambda row: (row["simulated"], runs.names.index(row["name"])))]
+    tooltip = [
+        alt.Tooltip("name:N", title="schedule"),
+        alt.Tooltip("devices:Q", title="devices p"), alt.Tooltip("microbatches:Q", title="microbatches m"),
+        alt.Tooltip("v:Q", title="stages per device v"),
+        alt.Tooltip("simulated:Q", title=f"{label} (simulated)", format=".2%"),
+        alt.Tooltip("closed:Q", title=f"{label} (closed form)", format=".2%"),
+        alt.Tooltip("formula:N", title="closed form"), alt.Tooltip("source:N", title="source"),
+        alt.Tooltip("closed_applies:N", title="formula's assumptions hold"),
+        alt.Tooltip("makespan:Q", format=".4~g"), alt.Tooltip("idle:Q", title="idle, all devices", format=".4~g"),
+    ]
+    y = alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=12))
+    base = alt.Chart({"values": rows}).encode(y=y)
+    # bars keep a readable thickness however tall the chart is made to match its neighbours
+    band = 30 if height is None else height / len(rows)
+    bar = min(0.7 * band, 24)
+    bars = base.mark_bar(height=bar).encode(
+        x=alt.X("simulated:Q", title=f"{label} = {definition}", axis=alt.Axis(format="%", tickCount=6),
+                scale=alt.Scale(domain=[0, _headroom([row["end"] for row in rows], 1.16)], nice=False)),
+        color=runs.color(legend=legend), tooltip=tooltip)
+    ticks = base.transform_filter("isValid(datum.closed)").mark_tick(
+        color=CLOSED_MARK, thickness=2.5, size=bar + 8).encode(
+        x="closed:Q",
+        opacity=alt.Opacity("closed_applies:N", scale=alt.Scale(domain=[True, False], range=[1.0, 0.35]), legend=None),
+        tooltip=tooltip)
+    text = base.mark_text(align="left", dx=5, fontSize=11, color=CHART["text"]).encode(x="end:Q", text="text:N")
+    return alt.layer(bars, ticks, text).properties(
+        width=360, height=alt.Step(band) if height is None else height,
+        title=_title(f"{label.capitalize()} per schedule", "bars: simulated, lower is better",
+                     "black tick: published closed form (faded where its assumptions do not hold)"))
+
+
+def bubble_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
+    """Simulated bubble per run as bars, with the published closed form as a black tick.
+
+    ``metric="fraction"`` plots idle / (p × makespan); ``"rate"`` plots (makespan − ideal) / ideal
+    with ideal = m·(f+b+w). A tick appears only where the schedule has a published formula,
+    faded when this config breaks one of its assumptions (e.g. ``comm > 0``). Bars are sorted
+    best first; the axis and title name the definition plotted.
+    """
+    metric_of(metric, BUBBLE_METRICS)
+    return _bubble(Runs.of(items), metric)
+
+
+def _memory(runs: Runs) -> alt.LayerChart:
+    unit = memory_unit(runs.results)
+    what, static = memory_words(runs.results)
+    rows = []
+    for name, r, k in zip(runs.names, runs.results, unit.factors):
+        cf = r.closed_form
+        closed = cf.peak_activation if cf and cf.peak_activation else None
+        for d in range(r.devices):
+            c = closed[d] if closed is not None and d < len(closed) else None
+            rows.append({
+                "name": name, "schedule": r.config.schedule, "device": d,
+                "peak": float(r.peak_memory[d]) * k, "activation": float(r.peak_activation[d]) * k,
+                "static": float(r.static_memory[d]) * k,
+                "closed": None if c is None else (float(c) + float(r.static_memory[d])) * k,
+                "closed_applies": cf.applies if c is not None else None,
+                "formula": cf.memory_formula if c is not None else "none published",
+            })
+    tooltip = [alt.Tooltip("name:N", title="schedule"), alt.Tooltip("device:O"),
+               alt.Tooltip("peak:Q", title=f"peak {what} ({unit.label})", format=".4~g")]
+    if static:
+        tooltip += [alt.Tooltip("activation:Q", title="activations at that peak", format=".4~g"),
+                    alt.Tooltip("static:Q", title="static (params, grads, optimizer)", format=".4~g")]
+    tooltip += [alt.Tooltip("closed:Q", title=f"closed form ({unit.label})", format=".4~g"),
+                alt.Tooltip("formula:N", title="closed form"),
+                alt.Tooltip("closed_applies:N", title="formula's assumptions hold")]
+    base = alt.Chart({"values": rows}).encode(
+        x=alt.X("device:O", title="device (pipeline rank)", axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("name:N", sort=runs.names))
+    bars = base.mark_bar().encode(
+        y=alt.Y("peak:Q", title=f"peak {what} ({unit.label})", scale=alt.Scale(zero=True)),
+        color=runs.color(), tooltip=tooltip)
+    ticks = base.transform_filter("isValid(datum.closed)").mark_tick(color=CLOSED_MARK, thickness=2.5).encode(
+        y="closed:Q",
+        opacity=alt.Opacity("closed_applies:N", scale=alt.Scale(domain=[True, False], range=[1.0, 0.35]), legend=None),
+        tooltip=tooltip)
+    devices = max(r.devices for r in runs.results)
+    return alt.layer(bars, ticks).properties(
+        width=max(360, min(900, devices * len(runs.names) * 12)), height=260,
+        title=_title(f"Peak {what} per device", unit.note,
+                     "static = parameters, gradients and optimizer state" if static else "",
+                     "black tick: published closed form (faded where its assumptions do not hold)"))
+
+
+def memory_chart(items) -> alt.LayerChart:
+    """Peak memory of every device, bars grouped by device, one colour per run.
+
+    Activation units, or bytes when every config gives ``activation_bytes``; static memory is
+    included when any config has ``params > 0``. The published closed-form peak is a black tick.
+    """
+    return _memory(Runs.of(items))
+
+
+def _pareto(runs: Runs, metric: str, height: int = 260) -> alt.LayerChart:
+    attr, label, definition = metric_of(metric, BUBBLE_METRICS)
+    unit = memory_unit(runs.results)
+    what, _ = memory_words(runs.results)
+    bubble = [float(getattr(r, attr)) for r in runs.results]
+    memory = [float(r.peak_memory.max()) * k for r, k in zip(runs.results, unit.factors)]
+    front = pareto_front(bubble, memory)
+    x_end, y_end = _headroom(bubble, 1.08), _headroom(memory, 1.1)
+    width = 360
+    texts, place = _place_labels([b / x_end * width for b in bubble], [height - m / y_end * height for m in memory],
+                                 runs.names, [not f for f in front], width, height)
+    rows = [{"name": n, "schedule": r.config.schedule, "bubble": b, "memory": m, "front": bool(f),
+             "status": "Pareto front" if f else "dominated", "busiest": int(np.argmax(r.peak_memory)),
+             "text": t, "place": k}
+            for n, r, b, m, f, t, k in zip(runs.names, runs.results, bubble, memory, front, texts, place)]
+    tooltip = [alt.Tooltip("name:N", title="schedule"),
+               alt.Tooltip("bubble:Q", title=label, format=".2%"),
+               alt.Tooltip("memory:Q", title=f"peak {what} ({unit.label})", format=".4~g"),
+               alt.Tooltip("busiest:Q", title="on device"), alt.Tooltip("status:N", title="status")]
+    base = alt.Chart({"values": rows}).encode(
+        x=alt.X("bubble:Q", title=f"{label} = {definition}", axis=alt.Axis(format="%", tickCount=6),
+                scale=alt.Scale(domain=[0, x_end], nice=False)),
+        y=alt.Y("memory:Q", title=f"peak {what}, busiest device ({unit.label})",
+                scale=alt.Scale(domain=[0, y_end], nice=False)))
+    line = base.transform_filter("datum.front").mark_line(
+        interpolate="step-after", color=CHART["reference"], strokeDash=[4, 3], strokeWidth=1.5).encode(order="bubble:Q")
+    front_points = base.transform_filter("datum.front").mark_point(filled=True, size=110, opacity=1).encode(
+        color=runs.color(), tooltip=tooltip)
+    other_points = base.transform_filter("!datum.front").mark_point(size=110, strokeWidth=2, opacity=1).encode(
+        color=runs.color(), tooltip=tooltip)
+    labels = [base.transform_filter(f"datum.place == {k}").mark_text(
+        align=align, baseline=baseline, dx=dx, dy=dy, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
+        color=CHART["text"]).encode(text="text:N")
+        for k, (align, baseline, dx, dy) in enumerate(_LABEL_PLACES)]
+    return alt.layer(line, front_points, other_points, *labels).properties(
+        width=width, height=height,
+        title=_title(f"{label.capitalize()} vs peak memory", "lower left is better; filled: on the Pareto front "
+                     "(no other run is lower on both), hollow: dominated"))
+
+
+_LABEL_FONT, _LABEL_LINE = 11, 13
+_GLYPH = 0.55  # average glyph width in ems of the default sans-serif, a little generous
+#: Where a point's label may go, in order of preference: (align, baseline, dx, dy) in pixels.
+_LABEL_PLACES = (("left", "bottom", 7, -3), ("left", "top", 7, 3), ("right", "bottom", -7, -3),
+                 ("right", "top", -7, 3), ("center", "bottom", 0, -9), ("center", "top", 0, 9),
+                 ("left", "middle", 10, 0), ("right", "middle", -10, 0), ("left", "bottom", 7, -14),
+                 ("left", "top", 7, 14), ("right", "bottom", -7, -14), ("right", "top", -7, 14))
+
+
+def _place_labels(xs, ys, names, rank, width, height) -> tuple[list[str], list[int]]:
+    """Label text and spot (index in ``_LABEL_PLACES``, −1 for none) of each point, in pixels.
+
+    Vega-Lite cannot move labels apart, so this does it here: points closer than a marker
+    share one label (a line per name, top point first, on the first by ``rank``), and labels
+    are placed greedily in ``rank`` order inside the plot, clear of each other and if possible
+    of every marker, using an average glyph width. Labels that find no spot get a second try
+    placed first; a label still without a spot is left out (the legend and tooltip name it).
+    """
+    order = sorted(range(len(xs)), key=lambda i: (rank[i], xs[i], i))
+    near = 8.0
+    group: dict[int, list[int]] = {}
+    for i in order:
+        lead = next((j for j in group if abs(xs[j] - xs[i]) < near and abs(ys[j] - ys[i]) < near), None)
+        group.setdefault(i if lead is None else lead, []).append(i)
+    texts = [""] * len(xs)
+    for lead, members in group.items():
+        texts[lead] = "\n".join(names[i] for i in sorted(members, key=lambda i: ys[i]))
+    dot = 6.0
+    markers = [(x - dot, y - dot, x + dot, y + dot) for x, y in zip(xs, ys)]
+
+    def spots(i):
+        lines = texts[i].split("\n")
+        w, h = _GLYPH * _LABEL_FONT * max(map(len, lines)), _LABEL_LINE * len(lines)
+        for align, baseline, dx, dy in _LABEL_PLACES:
+            x0 = xs[i] + dx - {"left": 0, "center": w / 2, "right": w}[align]
+            y0 = ys[i] + dy - {"bottom": h, "middle": h / 2, "top": 0}[baseline]
+            yield x0, y0, x0 + w, y0 + h
+
+    def free(box, avoid):
+        inside = box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
+        return inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in avoid)
+
+    def attempt(sequence):
+        boxes, place = [], [-1] * len(xs)
+        for i in sequence:
+            candidates = list(spots(i))
+            # clear of markers and labels if possible; else over a marker rather than dropping the name
+            k = next((k for k, s in enumerate(candidates) if free(s, markers + boxes)),
+                     next((k for k, s in enumerate(candidates) if free(s, boxes)), -1))
+            if k >= 0:
+                place[i] = k
+                boxes.append(candidates[k])
+        return place
+
+    labelled = [i for i in order if texts[i]]
+    place = attempt(labelled)
+    dropped = [i for i in labelled if place[i] < 0]
+    if dropped:
+        retry = attempt(dropped + [i for i in labelled if place[i] >= 0])
+        if retry.count(-1) < place.count(-1):
+            place = retry
+    return texts, place
+
+
+def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
+    """Bubble (x) against the busiest device's peak memory (y) for each run.
+
+    Runs on the Pareto front (no other run is at least as low on both and lower on one) are
+    filled and joined by a dashed staircase; dominated runs are hollow.
+    """
+    metric_of(metric, BUBBLE_METRICS)
+    return _pareto(Runs.of(items), metric)
+
+
+def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
+    """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below,
+    with one shared colour per run. Every run is simulated once."""
+    metric_of(metric, BUBBLE_METRICS)
+    runs = Runs.of(items)
+    height = max(260, 30 * len(runs.names))
+    top = alt.hconcat(_bubble(runs, metric, legend=True, height=height), _pareto(runs, metric, height), spacing=40)
+    return alt.vconcat(top, _memory(runs).properties(width=800), spacing=30).resolve_scale(color="shared")
+
+
+def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
+    """Memory over time of one run: a row per device, step lines on a shared scale, each
+    device's peak marked with a dot (at the first time it is reached) and given in its label.
+
+    Long runs are summarised with :func:`summarize_steps` to at most about ``max_rows`` points
+    in all (every time bucket keeps its lowest and highest point, so no peak is lost); the
+    subtitle says when this happened.
+    """
+    if isinstance(item, (list, tuple)) and len(item) == 1:
+        item = item[0]
+    if not isinstance(item, (Result, Config)):
+        raise ConfigError("item", item, "give one ppviz.Result or ppviz.Config",
+                          reason=f"a {type(item).__name__} is not one run")
+    if isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 8:
+        raise ConfigError("max_rows", max_rows, "give a whole number >= 8")
+    r = item if isinstance(item, Result) else simulate(item)
+    c = r.config
+    p = r.devices
+    unit = memory_unit([r])
+    k = unit.factors[0]
+    what, _ = memory_words([r])
+    name = display_names([c])[0]
+    color = colors_for([name], [c.schedule])[name]
+    per_device = max(4, max_rows // p - 1)  # one more row per device carries the curve to the makespan
+    rows = []
+    total = kept = 0
+    for d in range(p):
+        times, values = r.memory.curve(d)
+        values = values + r.static_memory[d]
+        top = int(np.argmax(values))
+        row = f"device {d} · peak {format_number(values[top] * k)}"
+        st, sv = summarize_steps(times, values, per_device)
+        total += len(times)
+        kept += len(st)
+        if st[-1] < r.makespan:
+            st, sv = np.r_[st, r.makespan], np.r_[sv, sv[-1]]
+        rows += [{"device": d, "row": row, "time": float(t), "memory": float(v) * k,
+                  "peak": bool(t == times[top])} for t, v in zip(st, sv)]
+    note = (f"summarised: {kept} of {total} change points kept (each time bucket's min and max)"
+            if kept < total else "")
+    tooltip = [alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
+               alt.Tooltip("memory:Q", title=f"{what} ({unit.label})", format=".4~g")]
+    base = alt.Chart({"values": rows}).encode(
+        x=alt.X("time:Q", title="time (units of f, b, w)", scale=alt.Scale(domain=[0, r.makespan], nice=False)),
+        y=alt.Y("memory:Q", title=None, scale=alt.Scale(zero=True), axis=alt.Axis(tickCount=2, grid=False)))
+    area = base.mark_area(interpolate="step-after", color=color, opacity=0.22)
+    line = base.mark_line(interpolate="step-after", color=color, strokeWidth=1.5).encode(tooltip=tooltip)
+    dot = base.transform_filter("datum.peak").mark_point(
+        filled=True, size=42, color=CHART["closedForm"], stroke=CHART["pointStroke"], strokeWidth=0.8).encode(
+        tooltip=[alt.Tooltip("device:O"), alt.Tooltip("memory:Q", title="peak", format=".4~g"),
+                 alt.Tooltip("time:Q", title="first reached at", format=".4~g")])
+    return alt.layer(area, line, dot).properties(width=560, height=max(22, min(56, 480 // p))).facet(
+        row=alt.Row("row:N", title=None, sort=alt.SortField("device"),
+                    header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="left", labelFontSize=11)),
+        spacing=4,
+        title=_title(f"{what.capitalize()} over time: {name}",
+                     f"p={p}, m={c.microbatches}, v={c.stages_per_device}; {what} in {unit.label}, "
+                     f"same scale on every row; black dot: the device's peak", unit.note, note))
+
+
+def sweep_chart(items, microbatches, *, devices: int | None = None, metric: str = "makespan",
+                **options) -> alt.LayerChart:
+    """Makespan (or bubble, with ``metric="fraction"|"rate"``) against the number of microbatches.
+
+    ``items`` are schedule names, configs or results (or one of them); each is run at every m
+    in ``microbatches``, with ``devices`` and any other Config field in ``options`` (f, b, w,
+    comm, stages_per_device, ...) replacing its own. A schedule that refuses some m (a
+    ScheduleConstraintError, e.g. m < p) is skipped there; the subtitle and tooltips say where
+    and why. The published closed form is a dashed line of the same colour.
+    """
+    attr, label, definition = metric_of(metric, SWEEP_METRICS)
+    items = items_of(items, "items", "give schedule names, ppviz.Config or ppviz.Result, or a non-empty list of them",
+                   (str, Config, Result))
+    ms = items_of(microbatches, "microbatches", "give a non-empty list of whole numbers >= 1", (int, np.integer))
+    if any(isinstance(m, bool) or m < 1 for m in ms):
+        raise ConfigError("microbatches", ms, "give a non-empty list of whole numbers >= 1")
+    ms = sorted({int(m) for m in ms})
+    fields = {f.name for f in dataclasses.fields(Config)} - {"schedule", "microbatches", "devices"}
+    for key in options:
+        if key not in fields:
+            raise ConfigError(key, options[key], f"options are Config fields: {', '.join(sorted(fields))}")
+    changes = {**options, **({} if devices is None else {"devices": devices})}
+    for item in items:
+        if isinstance(item, str):
+            lookup(item)  # an unknown name is a mistake to report, not a constraint to skip
+
+    series = []  # (plain label, results, [(m, why refused)])
+    for item in items:
+        base = item.config if isinstance(item, Result) else item
+        done, refused = [], []
+        for m in ms:
+            try:
+                cfg = (Config(**{"schedule": base, **changes, "microbatches": m}) if isinstance(base, str)
+                       else base.replace(**changes, microbatches=m))
+            except ScheduleConstraintError as exc:
+                text, head = str(exc), f"{exc.field}={exc.value!r}: "  # the note names the m already
+                refused.append((m, text[len(head):] if text.startswith(head) else text))
+                continue
+            done.append(simulate(cfg))
+        series.append((lookup(base).name if isinstance(base, str) else base.display_name, done, refused))
+    if not any(done for _, done, _ in series):
+        reasons = "; ".join(refused[0][1] for _, _, refused in series)
+        raise ScheduleConstraintError("microbatches", ms, "try other microbatch counts or devices",
+                                      reason=f"no schedule accepts any of them: {reasons}")
+
+    ran = [s for s in series if s[1]]
+    names = display_names([done[0].config for _, done, _ in ran], ignore=("microbatches",))
+    colors = colors_for(names, [done[0].config.schedule for _, done, _ in ran])
+    # runs that never ran keep their plain label: they only appear in the notes
+    unique = iter(names)
+    series = [(next(unique) if done else plain, done, refused) for plain, done, refused in series]
+    rows, notes = [], []
+    for name, done, refused in series:
+        if refused:
+            note = f"{name} not run at m = {', '.join(str(m) for m, _ in refused)}: {refused[0][1]}"
+            notes += textwrap.wrap(note, 110, subsequent_indent="    ")
+        not_run = ", ".join(str(m) for m, _ in refused) or "none"
+        for r in done:
+            common = {"name": name, "schedule": r.config.schedule, "m": r.config.microbatches,
+                      "devices": r.devices, "not_run": not_run}
+            rows.append({**common, "kind": "simulated", "value": float(getattr(r, attr)), "applies": None})
+            cf = r.closed_form
+            if cf is not None:
+                rows.append({**common, "kind": "closed form", "value": float(getattr(cf, attr)),
+                             "applies": cf.applies})
+
+    fmt = ".4~g" if metric == "makespan" else ".2%"
+    tooltip = [alt.Tooltip("name:N", title="schedule"), alt.Tooltip("kind:N", title="line"),
+               alt.Tooltip("m:Q", title="microbatches m"), alt.Tooltip("devices:Q", title="devices p"),
+               alt.Tooltip("value:Q", title=label, format=fmt),
+               alt.Tooltip("applies:N", title="formula's assumptions hold"),
+               alt.Tooltip("not_run:N", title="not run at m")]
+    base_chart = alt.Chart({"values": rows}).encode(
+        x=alt.X("m:Q", title="microbatches m",
+                axis=alt.Axis(values=ms, format="d") if len(ms) <= 12 else alt.Axis(format="d"),
+                scale=alt.Scale(zero=False, nice=False, domain=[ms[0], ms[-1]]) if len(ms) > 1 else alt.Scale()),
+        y=alt.Y("value:Q", title=f"{label} ({definition})", scale=alt.Scale(zero=True),
+                axis=alt.Axis() if metric == "makespan" else alt.Axis(format="%")),
+        color=alt.Color("name:N", title="schedule", scale=alt.Scale(domain=names, range=[colors[n] for n in names])),
+        tooltip=tooltip)
+    lines = base_chart.mark_line(strokeWidth=2).encode(
+        strokeDash=alt.StrokeDash("kind:N", title="line", scale=alt.Scale(domain=["simulated", "closed form"],
+                                                                            range=[[1, 0], [5, 4]])),
+        detail="kind:N")
+    points = base_chart.transform_filter(alt.datum.kind == "simulated").mark_point(
+        filled=False, size=55, strokeWidth=1.8, opacity=1).encode(
+        shape=alt.Shape("name:N", title="schedule",
+                        scale=alt.Scale(domain=names, range=[SHAPES[i % len(SHAPES)] for i in range(len(names))])))
+    p_text = ", ".join(sorted({f"p={r.devices}" for _, done, _ in ran for r in done}))
+    return alt.layer(lines, points).properties(
+        width=420, height=280,
+        title=_title(f"{label.capitalize()} vs microbatches", f"{p_text}; dashed: published closed form", *notes))
+
+

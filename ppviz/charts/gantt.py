@@ -1,0 +1,453 @@
+"""The static Gantt chart: the widget's twin in Altair, for SVG/PNG export."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import altair as alt
+import numpy as np
+
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError
+from ..core.program import Program
+from ..core.result import Result
+from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps
+from .style import INK_DARK, INK_LIGHT, SHADE_ORDER, THEMES
+
+# Gantt chart ----------------------------------------------------------------------------------
+#
+# The static twin of the widget (js/src/theme.ts, js/src/draw.ts): the same colours, microbatch
+# shades, hatched idle and labels, so an exported picture looks like what the notebook showed.
+
+@dataclasses.dataclass(frozen=True)
+class _GanttTheme:
+    background: str
+    foreground: str
+    muted: str
+    axis: str
+    grid: str  # drawn at 7 % opacity
+    hatch: str
+    hatch_opacity: float
+    idle: str
+    lane: str
+    kinds: tuple[str, str, str, str]  # F, I/B, W, F&B
+    steps: tuple[float, float, float, float]  # how far each microbatch shade is mixed toward white
+    memory: str
+    memory_opacity: float
+    closed: str
+
+
+def _gantt_theme(t) -> _GanttTheme:
+    return _GanttTheme(t["background"], t["foreground"], t["muted"], t["axis"], t["foreground"], t["muted"],
+                       t["hatchOpacity"], t["laneIdle"], t["surface"], tuple(t["kinds"]), tuple(t["shadeSteps"]),
+                       t["memoryLine"], t["memoryOpacity"], t["closedForm"])
+
+
+GANTT_THEMES = {name: _gantt_theme(t) for name, t in THEMES.items()}
+
+_KINDS = ("F", "B", "I", "W", "F&B")
+#: Colour of each kind: I and B share one, both being the backward the previous stage waits for.
+_SLOT_OF = {"F": "F", "B": "B", "I": "B", "W": "W", "F&B": "F&B"}
+#: Adjacent microbatches get shades far apart.
+_SHADE_ORDER = SHADE_ORDER
+_BAR_INSET_PX = 3
+_GAP_MIN_PX = 4  # bars at least this wide keep a one-pixel gap to the next, as in the widget
+_HATCH_PX = 4.5
+_DIGIT_PX, _LABEL_PAD_PX = 6.6, 6  # an 11 px bold digit, and the room a label needs around it
+
+
+def _rgb(c: str) -> tuple[int, int, int]:
+    return int(c[1:3], 16), int(c[3:5], 16), int(c[5:7], 16)
+
+
+def _luminance(rgb) -> float:
+    lin = [v / 255 / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in rgb]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def _ink(rgb) -> str:
+    """Near-black or white, whichever contrasts more with ``rgb`` (the widget's rule)."""
+    lum, dark = _luminance(rgb), _luminance(_rgb(INK_DARK))
+    return INK_DARK if (lum + 0.05) / (dark + 0.05) >= 1.05 / (lum + 0.05) else INK_LIGHT
+
+
+def _paints(theme: _GanttTheme) -> dict[str, tuple[str, str]]:
+    """Paint key (``"F0"``..``"F&B3"``: colour slot and microbatch shade, and ``"idle"``) →
+    (fill, ink of a label on it)."""
+    out = {}
+    for slot, base in zip(("F", "B", "W", "F&B"), theme.kinds):
+        for shade, t in enumerate(theme.steps):
+            rgb = tuple(round(v + (255 - v) * t) for v in _rgb(base))
+            out[f"{slot}{shade}"] = ("#%02x%02x%02x" % rgb, _ink(rgb))
+    out["idle"] = (theme.idle, theme.foreground)
+    return out
+
+
+def _whole(value, field: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
+        raise ConfigError(field, value, f"give a whole number from {low} to {high}")
+    return int(value)
+
+
+@dataclasses.dataclass
+class _Pieces:
+    """Each device's time split exactly into ops drawn one by one, runs of merged narrow ops,
+    and idle gaps."""
+
+    ops: list[dict]  # one row per slot (an F&B pair is one slot)
+    bands: list[dict]  # one row per kind in a run (and its idle, if it swallowed gaps)
+    gaps: list[dict]
+    runs: int
+    merged: int  # slots inside runs
+    pixels: int  # runs join pieces narrower than this many pixels
+    absorbed: bool  # runs also swallow idle gaps narrower than that
+
+
+def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
+    program, o = r.program, r.ops
+    makespan = r.makespan
+    # the widget draws a pair once, and its second op adds no time
+    slot = np.flatnonzero(~np.r_[False, program.pair[:-1]])
+    dev, s, e = o.device[slot], o.start[slot], o.end[slot]
+    kind = o.kind[slot].astype(object)
+    kind[program.pair[slot]] = "F&B"
+    code = np.zeros(len(slot), np.int64)
+    for c, k in enumerate(_KINDS):
+        code[kind == k] = c
+    n = len(slot)
+    # float sums leave ulp-sized gaps between ops that touch: they are not idle time
+    eps = 1e-9 * makespan
+    same = dev[1:] == dev[:-1]
+    gap = s[1:] - e[:-1]
+    first = np.flatnonzero(np.r_[True, ~same])
+    last = np.r_[first[1:] - 1, n - 1]
+
+    def plan(pixels: int, absorb: bool):
+        t = pixels * makespan / width
+        narrow = (e - s) < t
+        joined = same & narrow[:-1] & narrow[1:] & ((gap <= eps) | (absorb & (gap < t)))
+        group = np.cumsum(np.r_[True, ~joined]) - 1
+        in_run = np.bincount(group)[group] >= 2
+        bands = len(np.unique(group[in_run] * len(_KINDS) + code[in_run]))
+        if absorb:
+            bands += len(np.unique(group[in_run]))  # an idle band per run at most
+        gaps = int((same & ~joined & (gap > eps)).sum()) + 2 * r.devices
+        return joined, group, in_run, max(int((~in_run).sum()), bands, gaps)
+
+    # While ops are few, none is merged. Otherwise runs of sub-pixel ops that touch are, then
+    # (if many small gaps keep the spec too big) runs also swallow sub-pixel gaps, then ever
+    # wider runs; the subtitle says which.
+    steps = ([(0, False)] if n <= merge_above else []) + [(1, False)]
+    pixels = 1
+    while pixels <= 2 * width:
+        steps.append((pixels, True))
+        pixels *= 2
+    for pixels, absorb in steps:
+        joined, group, in_run, rows = plan(pixels, absorb)
+        if rows <= MAX_ROWS:
+            break
+
+    ops = []
+    for i in np.flatnonzero(~in_run).tolist():
+        k = int(slot[i])
+        mb = int(o.microbatch[k])
+        row = {"device": int(dev[i]), "stage": int(o.stage[k]), "microbatch": mb, "kind": kind[i],
+               "start": float(s[i]), "end": float(e[i]), "op": program.action_at(k),
+               "paint": f"{_SLOT_OF[kind[i]]}{_SHADE_ORDER[mb % 4]}"}
+        if kind[i] == "F&B":
+            row["op"] = f"{o.stage[k]}F{mb} & {program.action_at(k + 1)}"
+            row["backward_microbatch"] = int(o.microbatch[k + 1])
+        ops.append(row)
+
+    bands = []
+    members = np.flatnonzero(in_run)
+    runs = np.unique(group[members])
+    lo = np.searchsorted(group[members], runs)
+    hi = np.searchsorted(group[members], runs, side="right")
+    for a, b in zip(members[lo].tolist(), (members[hi - 1] + 1).tolist()):
+        start, end = float(s[a]), float(e[b - 1])
+        times = np.bincount(code[a:b], weights=e[a:b] - s[a:b], minlength=len(_KINDS))
+        counts = np.bincount(code[a:b], minlength=len(_KINDS))
+        shares = [(k, float(times[c]), int(counts[c])) for c, k in enumerate(_KINDS) if counts[c]]
+        idle = end - start - float(times.sum())
+        if idle > eps:
+            shares.append(("idle", idle, 0))
+        total = sum(t for _, t, _ in shares)
+        top = 0.0
+        for k, t, count in shares:
+            bands.append({"device": int(dev[a]), "start": start, "end": end, "kind": k, "time": t, "ops": count,
+                          "run_ops": b - a, "top": top, "bottom": top + t / total,
+                          "paint": "idle" if k == "idle" else f"{_SLOT_OF[k]}0"})
+            top += t / total
+
+    between = np.flatnonzero(same & ~joined & (gap > eps))
+    spans = list(zip(dev[first].tolist(), [0.0] * len(first), s[first].tolist()))
+    spans += zip(dev[between].tolist(), e[between].tolist(), s[between + 1].tolist())
+    spans += zip(dev[last].tolist(), e[last].tolist(), [makespan] * len(last))
+    spans += [(d, 0.0, makespan) for d in sorted(set(range(r.devices)) - set(dev.tolist()))]
+    gaps = [{"device": d, "start": a, "end": b} for d, a, b in sorted(spans) if b - a > eps]
+    return _Pieces(ops, bands, gaps, len(runs), len(members), pixels, absorb)
+
+
+def _hatch(gaps: list[dict], px: float, row: float, pad: float) -> list[dict]:
+    """Diagonal strokes filling each idle gap, like the widget's hatch: 45° in pixels, aligned
+    across gaps, spaced wider if that is what keeps them within the row limit."""
+    boxes = np.array([(g["start"] * px, (g["device"] + pad) * row, g["end"] * px, (g["device"] + 1 - pad) * row)
+                      for g in gaps if (g["end"] - g["start"]) * px >= 2]).reshape(-1, 4)
+    if not len(boxes):
+        return []
+    x0, y0, x1, y1 = boxes.T
+    step = _HATCH_PX
+    count = np.floor((x1 + y1) / step) - np.ceil((x0 + y0) / step) + 1
+    if count.sum() > MAX_ROWS:
+        step *= count.sum() / MAX_ROWS
+        count = np.floor((x1 + y1) / step) - np.ceil((x0 + y0) / step) + 1
+    count = np.maximum(count, 0).astype(np.int64)
+    box = np.repeat(np.arange(len(boxes)), count)
+    c = (np.ceil((x0 + y0) / step)[box] + np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)) * step
+    # the stroke x + y = c from its lower-left to its upper-right end inside the box
+    xa = np.maximum(x0[box], c - y1[box])
+    xb = np.minimum(x1[box], c - y0[box])
+    return [{"x": a / px, "x2": b / px, "y": (c_ - a) / row, "y2": (c_ - b) / row}
+            for a, b, c_ in zip(xa.tolist(), xb.tolist(), c.tolist()) if b > a]
+
+
+def as_result(item) -> Result:
+    if isinstance(item, (list, tuple)) and len(item) == 1:
+        item = item[0]
+    if isinstance(item, Result):
+        return item
+    if isinstance(item, (Config, Program)):
+        return simulate(item)
+    raise ConfigError("item", item, "give one ppviz.Result, ppviz.Config or ppviz.Program",
+                      reason=f"a {type(item).__name__} is not one run")
+
+
+def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 900,
+                row_height: int | None = None, theme: str = "light",
+                merge_above: int = 3000) -> alt.LayerChart | alt.VConcatChart:
+    """A static Gantt chart of one run in the widget's look, for SVG / PNG export and papers.
+
+    One row per device (labelled with its stages and idle share); ops coloured by kind (F blue,
+    B and I amber, W green, F&B pink) and shaded by microbatch, labelled with their microbatch
+    where wide enough (``labels``); idle time hatched; the makespan, bubble and peak memory,
+    simulated and closed form, in the title; with ``memory`` each device's activation memory
+    over time below, on one scale, its closed-form peak dashed.
+
+    ``width`` is the plot's width in pixels, ``row_height`` a device row's (default: by p),
+    ``theme`` ``"light"`` or ``"dark"``. Above ``merge_above`` ops (and whenever the spec would
+    pass Altair's row limit) each device's consecutive ops narrower than a pixel become runs
+    whose stacked bands give each kind's share of the run's time; idle gaps stay exact (if even
+    that is too many rows, gaps narrower than a pixel join their run as a grey band, then runs
+    widen). The subtitle says when this happened. ``item`` is a Result, or a Config or Program
+    to simulate.
+    """
+    r = as_result(item)
+    if theme not in GANTT_THEMES:
+        raise ConfigError("theme", theme, "give 'light' or 'dark'")
+    for name, flag in (("memory", memory), ("labels", labels)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ConfigError(name, flag, "give True or False")
+    width = _whole(width, "width", 200, 10_000)
+    merge_above = _whole(merge_above, "merge_above", 0, MAX_ROWS)
+    p = r.devices
+    row = int(np.clip(480 // p, 16, 34)) if row_height is None else _whole(row_height, "row_height", 8, 120)
+    makespan = r.makespan
+    if not makespan > 0:
+        raise ConfigError("item", r, "give a run whose ops take time (the makespan is 0)")
+    th = GANTT_THEMES[theme]
+    paints = _paints(th)
+    pieces = _gantt_pieces(r, width, merge_above)
+    px = width / makespan
+    pad = _BAR_INSET_PX / row if row >= 14 else 0.1
+
+    time_axis = alt.Axis(title="time (units of f, b, w)", titleColor=th.muted, titleFontWeight="normal",
+                         titleFontSize=11, labelColor=th.muted, labelFontSize=11, domainColor=th.axis,
+                         tickColor=th.axis, gridColor=th.grid, gridOpacity=0.07, labelFlush=True)
+    x_scale = alt.Scale(domain=[0, makespan], nice=False, zero=False)
+
+    def x(field: str) -> alt.X:
+        # every layer names the same axis, so the merged axis keeps it
+        return alt.X(field, type="quantitative", scale=x_scale, axis=time_axis)
+
+    y_scale = alt.Scale(domain=[0, p], reverse=True, nice=False, zero=False)
+    y = alt.Y("y:Q", scale=y_scale, axis=None)
+    bar_y = [alt.Y("device_top:Q", scale=y_scale, axis=None), alt.Y2("device_bottom:Q")]
+
+    def on_row(chart: alt.Chart) -> alt.Chart:
+        return chart.transform_calculate(device_top=f"datum.device + {pad}", device_bottom=f"datum.device + {1 - pad}")
+
+    present = {op["kind"] for op in pieces.ops} | {b["kind"] for b in pieces.bands if b["kind"] != "idle"}
+    backward = "B / I backward" if {"B", "I"} <= present else "I backward (inputs)" if "I" in present \
+        else "B backward"
+    names = {"F0": "F forward", "B0": backward, "W0": "W backward (weights)", "F&B0": "F&B overlapped pair",
+             "idle": "idle (bubble)"}
+    shown = [key for key in names if key == "idle" or any(_SLOT_OF[k] + "0" == key for k in present)]
+    label_expr = "{" + ", ".join(f"'{k}': '{v}'" for k, v in names.items()) + "}[datum.label]"
+    color = alt.Color("paint:N", scale=alt.Scale(domain=list(paints), range=[f for f, _ in paints.values()]),
+                      legend=alt.Legend(values=shown, labelExpr=label_expr, title=None, orient="top",
+                                        direction="horizontal", symbolType="square", symbolSize=140,
+                                        symbolStrokeWidth=0, labelFontSize=12, labelColor=th.foreground,
+                                        columnPadding=18, offset=6))
+
+    gaps = on_row(alt.Chart({"values": pieces.gaps})).mark_rect(color=th.idle).encode(
+        x("start:Q"), x2="end:Q", y=bar_y[0], y2=bar_y[1],
+        tooltip=[alt.Tooltip("device:O"), alt.Tooltip("start:Q", title="idle from", format=".4~g"),
+                 alt.Tooltip("end:Q", title="until", format=".4~g")])
+    layers = [gaps]
+    hatch = _hatch(pieces.gaps, px, row, pad)
+    if hatch:
+        layers.append(alt.Chart({"values": hatch}).mark_rule(
+            color=th.hatch, opacity=th.hatch_opacity, strokeWidth=1.2, aria=False).encode(
+            x("x:Q"), x2="x2:Q", y=y, y2="y2:Q"))
+    if pieces.bands:
+        layers.append(alt.Chart({"values": pieces.bands}).transform_calculate(
+            band_top=f"datum.device + {pad} + datum.top * {1 - 2 * pad}",
+            band_bottom=f"datum.device + {pad} + datum.bottom * {1 - 2 * pad}").mark_rect().encode(
+            x("start:Q"), x2="end:Q", y=alt.Y("band_top:Q", scale=y_scale, axis=None), y2="band_bottom:Q",
+            color=color,
+            tooltip=[alt.Tooltip("device:O"), alt.Tooltip("run_ops:Q", title="ops in this run"),
+                     alt.Tooltip("start:Q", title="run from", format=".4~g"),
+                     alt.Tooltip("end:Q", title="until", format=".4~g"), alt.Tooltip("kind:N", title="band"),
+                     alt.Tooltip("time:Q", title="its time in the run", format=".4~g"),
+                     alt.Tooltip("ops:Q", title="its ops")]))
+    if pieces.ops:
+        # a one-pixel gap after each bar wide enough to spare it, as the widget draws them
+        layers.append(on_row(alt.Chart({"values": pieces.ops})).transform_calculate(
+            bar_end=f"datum.end - ((datum.end - datum.start) * {px} >= {_GAP_MIN_PX} ? {1 / px} : 0)",
+            duration="datum.end - datum.start").mark_rect(cornerRadius=2 if row >= 20 else 0).encode(
+            x("start:Q"), x2="bar_end:Q", y=bar_y[0], y2=bar_y[1], color=color,
+            tooltip=[alt.Tooltip("op:N"), alt.Tooltip("kind:N"), alt.Tooltip("stage:Q"),
+                     alt.Tooltip("microbatch:Q"), alt.Tooltip("device:O"),
+                     alt.Tooltip("start:Q", format=".4~g"), alt.Tooltip("end:Q", format=".4~g"),
+                     alt.Tooltip("duration:Q", format=".4~g")]))
+    bar_px = row - 2 * pad * row
+    if labels and bar_px >= 12:
+        texts = []
+        for op in pieces.ops:
+            text = str(op["microbatch"]) if op["kind"] != "F&B" else f"{op['microbatch']}|{op['backward_microbatch']}"
+            if (op["end"] - op["start"]) * px - 1 >= len(text) * _DIGIT_PX + _LABEL_PAD_PX:
+                texts.append({"device": op["device"], "x": (op["start"] + op["end"] - 1 / px) / 2, "text": text,
+                              "ink": paints[op["paint"]][1]})
+        if texts:
+            layers.append(alt.Chart({"values": texts}).transform_calculate(y="datum.device + 0.5").mark_text(
+                fontSize=11 if bar_px >= 18 else 9, fontWeight="bold", baseline="middle", aria=False).encode(
+                x("x:Q"), y=y, text="text:N", color=alt.Color("ink:N", scale=None)))
+
+    heads = []
+    for d in range(p):
+        stages = r.program.placement.describe(d) if r.program.placement is not None else ""
+        idle = f"{r.idle[d] / makespan:.0%} idle"
+        heads.append({"device": d, "name": f"device {d}", "detail": f"{stages} · {idle}" if stages else idle})
+    two_lines = row >= 26
+    head = alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.5")
+    layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=-7 if two_lines else 0,
+                                 fontSize=12 if row >= 20 else 10, fontWeight="bold", color=th.foreground).encode(
+        x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="name:N"))
+    if two_lines:
+        layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=8, fontSize=10,
+                                     color=th.muted).encode(
+            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="detail:N"))
+    gantt = alt.layer(*layers).properties(width=width, height=p * row, view=alt.ViewBackground(stroke=None))
+
+    title = _gantt_title(r, pieces, th, width)
+    if not memory:
+        return gantt.properties(title=title, background=th.background, padding=16)
+    return alt.vconcat(gantt, _memory_lanes(r, th, width, row, x_scale), spacing=22).properties(
+        title=title, background=th.background, padding=16)
+
+
+def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt.TitleParams:
+    c, program, cf = r.config, r.program, r.closed_form
+    wrap = max(60, int((width + 120) / 6.8))  # characters of 12 px text across the chart
+    name = c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule)
+    v = f" · v={c.stages_per_device}" if c.stages_per_device > 1 else ""
+    comm = f" · comm={c.comm:g}" if c.comm > 0 else ""
+    sizes = f"p={r.devices} · m={program.microbatches}{v} · f={c.f:g} b={c.b:g} w={c.w:g}{comm} · {len(r.ops):,} ops"
+    star = "" if cf is None or cf.applies else "*"
+
+    def closed(text: str | None) -> str:
+        return "" if cf is None else " (closed form: none)" if text is None else f" (closed form {text}{star})"
+
+    peak = float(r.peak_memory.max())
+    cf_peak = None
+    if cf is not None and cf.peak_activation:
+        cf_peak = format_number(max(cf.peak_activation) + float(r.static_memory.max()))
+    in_bytes = ""
+    if c.activation_bytes:
+        unit = memory_unit([r])
+        in_bytes = f" = {format_number(peak * unit.factors[0])} {unit.label}"
+    metrics = (f"makespan {format_number(r.makespan)}{closed(format_number(cf.makespan) if cf else None)} · "
+               f"bubble {r.bubble_fraction:.1%} of p × makespan{closed(f'{cf.bubble_fraction:.1%}' if cf else None)} · "
+               f"peak memory {format_number(peak)}{in_bytes}{closed(cf_peak)}")
+    lines = [sizes, metrics]
+    if star:
+        lines += textwrap.wrap(f"* the closed form assumes {cf.assumptions}; this config does not meet all of it", wrap)
+    if pieces.runs:
+        narrower = "a pixel" if pieces.pixels == 1 else f"{pieces.pixels} pixels"
+        note = (f"{pieces.merged:,} ops narrower than {narrower} are drawn as {pieces.runs:,} runs; "
+                f"a run's bands give each kind's share of its time")
+        if pieces.absorbed:
+            note += f"; idle gaps narrower than {narrower} are inside runs, as a grey band"
+        lines += textwrap.wrap(note, wrap)
+    return alt.TitleParams(name, subtitle=lines, anchor="start", color=th.foreground, fontSize=18,
+                           subtitleColor=th.muted, subtitleFontSize=12, subtitlePadding=6, offset=10)
+
+
+def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt.Scale) -> alt.LayerChart:
+    p = r.devices
+    unit = memory_unit([r])
+    k = unit.factors[0]
+    lane = int(np.clip(row * 0.85, 12, 30))
+    per_device = max(4, min(2 * width, MAX_ROWS // p - 1))
+    cf = r.closed_form
+    closed = list(cf.peak_activation) if cf is not None and cf.peak_activation else []
+    curves, heads, rules = [], [], []
+    top = 0.0
+    for d in range(p):
+        times, values = r.memory.curve(d)
+        st, sv = summarize_steps(times, values, per_device)
+        if st[-1] < r.makespan:
+            st, sv = np.r_[st, r.makespan], np.r_[sv, sv[-1]]
+        curves += [{"device": d, "time": float(t), "memory": float(v) * k} for t, v in zip(st, sv)]
+        peak = float(r.peak_activation[d]) * k
+        heads.append({"device": d, "peak": peak, "text": f"device {d}  peak {format_number(peak)}"})
+        if d < len(closed):
+            rules.append({"device": d, "closed": float(closed[d]) * k})
+        top = max(top, float(values.max()) * k, float(closed[d]) * k if d < len(closed) else 0.0)
+    top = top or 1.0
+    # lane d spans [d, d + 1]: memory rises from its bottom to 0.8 of its height at the top value
+    level = f"datum.device + 1 - 0.8 * datum.{{}} / {top}"
+    y_scale = alt.Scale(domain=[0, p], reverse=True, nice=False, zero=False)
+    lanes = alt.Chart({"values": [{"device": d} for d in range(p)]}).transform_calculate(
+        lane_top="datum.device + 0.1", lane_bottom="datum.device + 1").mark_rect(color=th.lane, aria=False).encode(
+        x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+        y=alt.Y("lane_top:Q", scale=y_scale, axis=None), y2="lane_bottom:Q")
+    area = alt.Chart({"values": curves}).transform_calculate(
+        level=level.format("memory"), base="datum.device + 1").mark_area(
+        interpolate="step-after", color=th.memory, opacity=th.memory_opacity,
+        line={"color": th.memory, "strokeWidth": 1.2, "opacity": 1}).encode(
+        x=alt.X("time:Q", scale=x_scale, axis=None), y=alt.Y("level:Q", scale=y_scale, axis=None), y2="base:Q",
+        detail="device:N",
+        tooltip=[alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
+                 alt.Tooltip("memory:Q", title=f"activation memory ({unit.label})", format=".4~g")])
+    layers = [lanes, area]
+    if rules:
+        layers.append(alt.Chart({"values": rules}).transform_calculate(level=level.format("closed")).mark_rule(
+            color=th.closed, strokeDash=[4, 3], strokeWidth=1, opacity=0.55).encode(
+            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+            y=alt.Y("level:Q", scale=y_scale, axis=None),
+            tooltip=[alt.Tooltip("device:O"), alt.Tooltip("closed:Q", title="closed-form peak", format=".4~g")]))
+    layers.append(alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.55").mark_text(
+        align="right", baseline="middle", dx=-10, fontSize=11 if lane >= 16 else 9, color=th.muted).encode(
+        x=alt.XDatum(0, type="quantitative", scale=x_scale), y=alt.Y("y:Q", scale=y_scale, axis=None),
+        text="text:N"))
+    what = "activation memory" + (f" ({unit.label})" if unit.label != ACTIVATION_UNIT else "")
+    subtitle = f"per device, same scale on every lane; {UNIT_NOTE if k == 1 else unit.note}" + \
+        ("; dashed: closed-form peak" if rules else "")
+    return alt.layer(*layers).properties(
+        width=width, height=p * lane, view=alt.ViewBackground(stroke=None),
+        title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=12,
+                              subtitleColor=th.muted, subtitleFontSize=11, orient="top", offset=6))

@@ -1,0 +1,223 @@
+"""What every chart takes: results or configs (simulated here), their display names, one colour
+per schedule, the memory unit, and the pure helpers (Pareto front, step summaries)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+
+import altair as alt
+import numpy as np
+
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError
+from ..core.registry import ORDER, all_specs
+from ..core.result import Result
+from .style import CHART, SERIES
+
+#: Okabe–Ito (without yellow, too faint on white, and black, kept for closed-form marks), then
+#: Paul Tol's "muted" colours that differ from them: the first nine stay apart under every
+#: common colour-vision deficiency; the rest keep up to 14 runs distinct for normal vision.
+PALETTE = SERIES
+
+#: Altair refuses more than 5000 data rows by default; memory curves are summarised below it.
+MAX_ROWS = 4000
+
+BUBBLE_METRICS = {
+    "fraction": ("bubble_fraction", "bubble fraction", "idle / (p × makespan)"),
+    "rate": ("bubble_rate", "bubble rate", "(makespan − ideal) / ideal"),
+}
+SWEEP_METRICS = {"makespan": ("makespan", "makespan", "time of the last op's end"), **BUBBLE_METRICS}
+
+CLOSED_MARK = CHART["closedForm"]
+#: Hollow shapes tell apart runs whose sweep curves coincide (gpipe and 1f1b have equal makespans).
+SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross", "triangle-right", "triangle-left")
+ACTIVATION_UNIT = "activation units"
+UNIT_NOTE = "1 activation unit = one microbatch's activations through 1/p of the model"
+_NAME_FIELDS = (("schedule", "schedule"), ("devices", "p"), ("microbatches", "m"), ("stages_per_device", "v"),
+                ("microbatch_group_size", "g"), ("f", "f"), ("b", "b"), ("w", "w"), ("comm", "comm"),
+                ("fb", "fb"), ("activation", "activation"), ("w_share", "w_share"), ("params", "params"),
+                ("activation_bytes", "bytes"))
+
+# Inputs ---------------------------------------------------------------------------------------
+
+def items_of(items, field: str, accepted: str, allowed: tuple[type, ...]) -> list:
+    if isinstance(items, allowed):
+        return [items]
+    if isinstance(items, (str, bytes, dict)) or not isinstance(items, Iterable):
+        raise ConfigError(field, items, accepted, reason=f"{type(items).__name__} is not a list")
+    items = list(items)
+    if not items:
+        raise ConfigError(field, items, accepted, reason="the list is empty")
+    for i, x in enumerate(items):
+        if not isinstance(x, allowed):
+            raise ConfigError(f"{field}[{i}]", x, accepted,
+                              reason=f"{type(x).__name__} is not one of: {', '.join(t.__name__ for t in allowed)}")
+    return items
+
+
+RUNS_ACCEPTED = "give a ppviz.Result or ppviz.Config, or a non-empty list of them (configs are simulated)"
+
+
+def results_of(items, field: str = "results") -> list[Result]:
+    return [x if isinstance(x, Result) else simulate(x) for x in items_of(items, field, RUNS_ACCEPTED, (Result, Config))]
+
+
+def display_names(configs: Sequence[Config], ignore: tuple[str, ...] = ()) -> list[str]:
+    """Display names, made unique by the config fields that tell equal names apart."""
+    names = [c.display_name for c in configs]
+    out = list(names)
+    for name in dict.fromkeys(names):
+        group = [i for i, n in enumerate(names) if n == name]
+        if len(group) == 1:
+            continue
+        differ = [(f, short) for f, short in _NAME_FIELDS
+                  if f not in ignore and len({getattr(configs[i], f) for i in group}) > 1]
+        for i in group:
+            parts = [f"{short}={short_number(getattr(configs[i], f))}" for f, short in differ]
+            out[i] = f"{name} ({', '.join(parts)})" if parts else name
+    # identical configs: number them in input order
+    repeats = {n for n in out if out.count(n) > 1}
+    seen: dict[str, int] = {}
+    for i, n in enumerate(out):
+        if n in repeats:
+            seen[n] = seen.get(n, 0) + 1
+            out[i] = f"{n} #{seen[n]}"
+    return out
+
+
+def short_number(x) -> str:
+    return "none" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def colors_for(names: Sequence[str], schedules: Sequence[str]) -> dict[str, str]:
+    """Each schedule's place in the registry's listing order picks its colour, so it is the same
+    in every chart whatever else is registered; a second run of the same schedule, or one whose
+    colour is taken, takes the next free colour."""
+    listing = list(ORDER) + [s.name for s in all_specs() if s.name not in ORDER]
+    rank = {name: i for i, name in enumerate(listing)}
+    n = len(PALETTE)
+    used: set[str] = set()
+    out = {}
+    for name, schedule in zip(names, schedules):
+        want = rank.get(schedule, 0)
+        free = [PALETTE[(want + k) % n] for k in range(n) if PALETTE[(want + k) % n] not in used]
+        out[name] = free[0] if free else PALETTE[want % n]
+        used.add(out[name])
+    return out
+
+
+def schedule_colors(items) -> dict[str, str]:
+    """The colour each run gets in every chart of this module, keyed by its (unique) display name."""
+    configs = [x.config if isinstance(x, Result) else x for x in items_of(items, "items", RUNS_ACCEPTED, (Result, Config))]
+    names = display_names(configs)
+    return colors_for(names, [c.schedule for c in configs])
+
+
+@dataclasses.dataclass(frozen=True)
+class Runs:
+    """Simulated runs with the names and colours every chart of one comparison shares."""
+
+    results: list[Result]
+    names: list[str]
+    colors: dict[str, str]
+
+    @classmethod
+    def of(cls, items) -> "Runs":
+        results = results_of(items)
+        names = display_names([r.config for r in results])
+        return cls(results, names, colors_for(names, [r.config.schedule for r in results]))
+
+    def color(self, legend: bool = True) -> alt.Color:
+        return alt.Color("name:N", title="schedule", legend=alt.Legend(symbolType="square") if legend else None,
+                         scale=alt.Scale(domain=self.names, range=[self.colors[n] for n in self.names]))
+
+
+def metric_of(metric, table: dict, field: str = "metric") -> tuple[str, str, str]:
+    if metric not in table:
+        raise ConfigError(field, metric, "give " + " or ".join(f"{k!r} ({v[2]})" for k, v in table.items()))
+    return table[metric]
+
+
+# Memory units ---------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class MemoryUnit:
+    label: str
+    factors: list[float]  # multiply activation units of result i by factors[i]
+    note: str
+
+
+def memory_unit(results: Sequence[Result]) -> MemoryUnit:
+    sizes = [r.config.activation_bytes for r in results]
+    if any(s is None for s in sizes):
+        mixed = " (not every config gives activation_bytes, so bytes are not shown)" if any(sizes) else ""
+        return MemoryUnit(ACTIVATION_UNIT, [1.0] * len(results), UNIT_NOTE + mixed)
+    largest = max(float(r.peak_memory.max()) * s for r, s in zip(results, sizes))
+    prefixes = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+    k = next((k for k in range(len(prefixes)) if largest < 1024 ** (k + 1)), len(prefixes) - 1)
+    return MemoryUnit(prefixes[k], [s / 1024 ** k for s in sizes], "memory in bytes from activation_bytes")
+
+
+def memory_words(results: Sequence[Result]) -> tuple[str, bool]:
+    static = any(r.static_memory.any() for r in results)
+    return ("memory (activations + static)" if static else "activation memory"), static
+
+
+# Pure helpers ---------------------------------------------------------------------------------
+
+def pareto_front(bubble, memory) -> np.ndarray:
+    """True for each point no other point beats: lower is better on both axes.
+
+    A point is dominated when another is at most as high on both and lower on one; values
+    within floating-point noise of each other count as equal, so rounding cannot decide.
+    """
+    x = np.asarray(bubble, dtype=float)
+    y = np.asarray(memory, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ConfigError("memory", y.tolist(), f"give one memory value per bubble value ({x.size})")
+    same_x = np.isclose(x[:, None], x[None, :], rtol=1e-9, atol=1e-12)
+    same_y = np.isclose(y[:, None], y[None, :], rtol=1e-9, atol=1e-12)
+    le_x = (x[:, None] <= x[None, :]) | same_x  # [j, i]: j is at most as high as i
+    le_y = (y[:, None] <= y[None, :]) | same_y
+    lt = ((x[:, None] < x[None, :]) & ~same_x) | ((y[:, None] < y[None, :]) & ~same_y)
+    return ~(le_x & le_y & lt).any(axis=0)
+
+
+def summarize_steps(times, values, max_points: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+    """At most ``max_points`` change points of a step function, without losing a peak.
+
+    ``(times[k], values[k])`` means the function holds ``values[k]`` from ``times[k]`` on.
+    The span is cut into equal time buckets and each keeps its lowest and highest point
+    (first occurrence), plus the first and the last point of the curve. Every point returned
+    is one of the input's, so it lies on the true curve, and the true maximum (at the first
+    time it is reached) and minimum are always kept. Curves that already fit are returned whole.
+    """
+    t = np.asarray(times, dtype=float)
+    v = np.asarray(values, dtype=float)
+    if t.shape != v.shape or t.ndim != 1:
+        raise ConfigError("values", f"{v.size} values", f"give one value per time ({t.size} times)")
+    if isinstance(max_points, bool) or not isinstance(max_points, (int, np.integer)) or max_points < 4:
+        raise ConfigError("max_points", max_points, "give a whole number >= 4 (first, last, and a min and max)")
+    n = len(t)
+    if n <= max_points:
+        return t, v
+    buckets = (max_points - 2) // 2
+    span = t[-1] - t[0]
+    bucket = np.zeros(n, np.int64)
+    if span > 0:
+        bucket = np.minimum(((t - t[0]) / span * buckets).astype(np.int64), buckets - 1)
+    starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
+    group = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, n]))
+    index = np.arange(n)
+    keep = [np.array([0, n - 1])]
+    for extreme in (np.maximum, np.minimum):
+        best = extreme.reduceat(v, starts)
+        keep.append(np.minimum.reduceat(np.where(v == best[group], index, n), starts))
+    kept = np.unique(np.concatenate(keep))
+    return t[kept], v[kept]
+
+
+def format_number(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"

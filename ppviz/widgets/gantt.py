@@ -1,0 +1,122 @@
+"""The Gantt chart widget (an anywidget): one simulated result, drawn by the front end in
+``js/`` (bundled into ``ppviz/static/widget.js``), which reports selections and zoom back
+through synced traits."""
+
+from __future__ import annotations
+
+import pathlib
+
+import anywidget
+import numpy as np
+import traitlets
+
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError
+from ..core.program import Program
+from ..core.result import Result
+from .wire import describe, encode_memory, encode_timeline
+
+#: the front end's bundle, built from js/ by esbuild (the wheel carries it; no Node at install)
+BUNDLE = pathlib.Path(__file__).resolve().parent.parent / "static" / "widget.js"
+
+
+class GanttWidget(anywidget.AnyWidget):
+    """The canvas Gantt chart of one simulated result.
+
+    ``selected_microbatch`` (−1 for none) and ``selected_op`` (an index into
+    ``result.ops``, −1 for none) follow clicks in the chart and can be set from Python;
+    ``selected_device`` (−1 for none) follows clicks on a device's row label or an op.
+    ``theme`` is ``"auto"`` (follow the host), ``"light"`` or ``"dark"``.
+
+    ``time_window`` is the span of time in view, ``[t0, t1]``, or ``[]`` for all of it; it
+    follows zoom and pan and can be set from Python. The time axis spans
+    ``[0, max(makespan, time_extent)]``, so charts given the same ``time_extent`` share one
+    scale. ``compact`` draws a one-line header and no memory lanes or replay bar.
+    ``run_name``, ``color`` and ``selected_schedule`` place the chart in a comparison
+    (:func:`ppviz.compare`): clicking its title selects ``run_name``, and while another run
+    is selected the chart is dimmed.
+
+    ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why.
+    """
+
+    _esm = BUNDLE
+
+    timeline = traitlets.Bytes(b"").tag(sync=True)
+    memory = traitlets.Bytes(b"").tag(sync=True)
+    meta = traitlets.Dict().tag(sync=True)
+    error = traitlets.Unicode("").tag(sync=True)
+    selected_microbatch = traitlets.Int(-1).tag(sync=True)
+    selected_op = traitlets.Int(-1).tag(sync=True)
+    selected_device = traitlets.Int(-1).tag(sync=True)
+    theme = traitlets.Enum(["auto", "light", "dark"], default_value="auto").tag(sync=True)
+    compact = traitlets.Bool(False).tag(sync=True)
+    time_extent = traitlets.Float(0.0, min=0.0).tag(sync=True)
+    time_window = traitlets.List(traitlets.Float()).tag(sync=True)
+    run_name = traitlets.Unicode("").tag(sync=True)
+    color = traitlets.Unicode("").tag(sync=True)
+    selected_schedule = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, result: Result | None, **kwargs):
+        super().__init__(**kwargs)
+        self.result = None
+        if result is not None:
+            self.set_result(result)
+
+    @traitlets.validate("time_window")
+    def _valid_window(self, proposal):
+        return valid_window(proposal["value"])
+
+    def set_result(self, result: Result) -> None:
+        """Show another result; the front end redraws once with all of it."""
+        self.result = result
+        with self.hold_sync():
+            self.timeline = encode_timeline(result)
+            self.memory = encode_memory(result)
+            self.meta = describe(result)
+            self.error = ""
+            if self.selected_microbatch >= result.program.microbatches:
+                self.selected_microbatch = -1
+            if self.selected_device >= result.devices:
+                self.selected_device = -1
+            # op indices of a new timeline name other ops
+            self.selected_op = -1
+            self.time_window = []
+
+
+def _valid_window(window) -> list[float]:
+    window = list(window)
+    if window and not (len(window) == 2 and 0 <= window[0] < window[1] and all(np.isfinite(window))):
+        raise ConfigError("time_window", window, "give [t0, t1] with 0 <= t0 < t1, or [] for the whole time axis")
+    return window
+
+
+def _as_result(x) -> Result:
+    if isinstance(x, Result):
+        return x
+    if isinstance(x, (Config, Program)):
+        return simulate(x)
+    if isinstance(x, str):  # a schedule name, at the default sizes
+        return simulate(Config(schedule=x))
+    raise ConfigError("x", type(x).__name__,
+                      "give a schedule name, a ppviz.Config, Program or Result, or a list of them to compare")
+
+
+def valid_window(window) -> list[float]:
+    """A time window as the ``time_window`` trait holds it: [t0, t1] with 0 <= t0 < t1, or []."""
+    window = list(window)
+    if window and not (len(window) == 2 and 0 <= window[0] < window[1] and all(np.isfinite(window))):
+        raise ConfigError("time_window", window, "give [t0, t1] with 0 <= t0 < t1, or [] for the whole time axis")
+    return window
+
+
+def as_result(x) -> Result:
+    """A Result from what ``show`` accepts: a schedule name, a Config, a Program or a Result."""
+    if isinstance(x, Result):
+        return x
+    if isinstance(x, (Config, Program)):
+        return simulate(x)
+    if isinstance(x, str):  # a schedule name, at the default sizes
+        return simulate(Config(schedule=x))
+    raise ConfigError("x", type(x).__name__,
+                      "give a schedule name, a ppviz.Config, Program or Result, or a list of them to compare")

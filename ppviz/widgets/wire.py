@@ -1,0 +1,130 @@
+"""The wire format between Python and the widget's front end (ARCHITECTURE.md, "Wire format").
+
+Python owns the truth: it simulates, packs the timeline and memory curves into two binary
+traits, and puts the metrics in ``meta`` (:func:`describe`). The front end (``js/src/data.ts``)
+decodes them; ``tests/data/wire_golden.bin`` pins the bytes on both sides.
+
+Timeline bytes (little-endian), 19 bytes per op plus a header::
+
+    u32 magic "PPVT", u32 version, u32 n ops, u32 p devices, u32 offsets[p + 1]
+    f32 start[n], f32 duration[n], i32 dep[n], u32 microbatch[n], u16 stage[n], u8 flags[n]
+
+Ops are in program order, so device d's ops are ``offsets[d]:offsets[d+1]`` (the device
+costs no bytes) and each device's starts and ends are sorted, which the front end's
+binary-search culling relies on. ``dep`` is the op this one depends on (−1 for none);
+flags hold the kind (bits 0–1, ``FBIW``), the F and the B/I of an F&B pair (bits 2, 3) and
+whether the dependency set the start (bit 4: the op waited for it). Times are float32:
+exact for integer and dyadic times below 2^24, otherwise within one part in 10^7. Each
+column starts on a 4-byte boundary so the browser maps it without copying.
+
+Memory bytes::
+
+    u32 magic "PPVM", u32 version, u32 p, u32 offsets[p + 1], f32 times[k], f32 values[k]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core.errors import ConfigError
+from ..core.result import Result
+
+TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
+MEMORY_MAGIC = 0x4D565050  # b"PPVM"
+FORMAT_VERSION = 1
+BYTES_PER_OP = 19
+
+FLAG_PAIR_F = 1 << 2
+FLAG_PAIR_B = 1 << 3
+FLAG_WAITED = 1 << 4
+
+
+def _aligned(*parts: bytes) -> bytes:
+    out = bytearray()
+    for part in parts:
+        out += part
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out)
+
+
+def encode_timeline(result: Result) -> bytes:
+    """The timeline in the binary layout described in this module's docstring."""
+    ops = result.ops
+    program = result.program
+    n = len(ops)
+    if program.stages > 0xFFFF:
+        raise ConfigError("stages", program.stages, "the widget draws at most 65535 stages")
+    flags = program.kind.astype(np.uint8)  # ir's codes are the kind's index in KINDS ("FBIW")
+    flags[program.pair] |= FLAG_PAIR_F
+    flags[np.flatnonzero(program.pair) + 1] |= FLAG_PAIR_B
+    flags[ops.waited_for >= 0] |= FLAG_WAITED
+    header = np.array([TIMELINE_MAGIC, FORMAT_VERSION, n, program.devices], dtype="<u4")
+    return _aligned(
+        header.tobytes(),
+        program.offsets.astype("<u4").tobytes(),
+        ops.start.astype("<f4").tobytes(),
+        (ops.end - ops.start).astype("<f4").tobytes(),
+        result.dependencies.astype("<i4").tobytes(),
+        ops.microbatch.astype("<u4").tobytes(),
+        ops.stage.astype("<u2").tobytes(),
+        flags.tobytes(),
+    )
+
+
+def encode_memory(result: Result) -> bytes:
+    """Each device's activation-memory step function, in the layout of the module docstring."""
+    curves = result.memory
+    p = result.devices
+    header = np.array([MEMORY_MAGIC, FORMAT_VERSION, p], dtype="<u4")
+    return _aligned(
+        header.tobytes(),
+        curves.offsets.astype("<u4").tobytes(),
+        curves.times.astype("<f4").tobytes(),
+        curves.values.astype("<f4").tobytes(),
+    )
+
+
+def _floats(values) -> list[float | None]:
+    return [None if v is None else float(v) for v in values]
+
+
+def describe(result: Result) -> dict:
+    """The JSON-sized part: labels, sizes and metrics (simulated and closed form)."""
+    c = result.config
+    program = result.program
+    placement = program.placement
+    cf = result.closed_form
+    closed = None
+    if cf is not None:
+        closed = {
+            "makespan": cf.makespan,
+            "bubble_fraction": cf.bubble_fraction,
+            "bubble_rate": cf.bubble_rate,
+            "peak_activation": None if cf.peak_activation is None else _floats(cf.peak_activation),
+            "bubble_formula": cf.bubble_formula,
+            "memory_formula": cf.memory_formula,
+            "assumptions": cf.assumptions,
+            "applies": bool(cf.applies),
+            "source": cf.source,
+        }
+    return {
+        "title": c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule),
+        "schedule": program.name,
+        "devices": program.devices,
+        "microbatches": program.microbatches,
+        "stages": program.stages,
+        "stages_per_device": c.stages_per_device,
+        "f": c.f, "b": c.b, "w": c.w, "comm": c.comm,
+        "rows": [placement.describe(d) if placement is not None else "" for d in range(program.devices)],
+        "ops": len(result.ops),
+        "makespan": result.makespan,
+        "ideal": result.ideal,
+        "bubble_fraction": result.bubble_fraction,
+        "bubble_rate": result.bubble_rate,
+        "idle": _floats(result.idle),
+        "peak_activation": _floats(result.peak_activation),
+        "static_memory": _floats(result.static_memory),
+        "peak_memory": _floats(result.peak_memory),
+        "activation_bytes": c.activation_bytes,
+        "closed_form": closed,
+    }
