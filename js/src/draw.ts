@@ -3,6 +3,7 @@
 // one column whose opacity says how busy that pixel of time was, and thin bars and the
 // memory curves are written as pixels rather than as thousands of path shapes.
 
+import style from "../../ppviz/style.json";
 import {
   FLAG_PAIR_B,
   FLAG_PAIR_F,
@@ -26,7 +27,7 @@ import { closedPeak, type Meta } from "./meta";
 import { Scale, ticks } from "./scale";
 import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
 
-export const FONT = `"Inter", "Segoe UI", system-ui, -apple-system, "Helvetica Neue", Arial, sans-serif`;
+export const FONT = style.font.family;
 
 export interface Scene {
   tl: Timeline;
@@ -47,6 +48,8 @@ export interface Scene {
   cursor: number | null;
   /** the time axis spans [0, extent]: at least the makespan, more when charts share an axis */
   extent: number;
+  /** this view's buffers and last frames */
+  cache: DrawCache;
 }
 
 export interface DrawStats {
@@ -123,9 +126,17 @@ interface Labels {
   colour: string[];
 }
 
-// reused across frames so that panning allocates nothing
-const batches = Array.from({ length: 4 * SHADE_LEVELS }, () => new Batch());
-let strip: Strip | null = null;
+/** Everything one view reuses between frames: buffers (so that panning allocates nothing) and
+ * the last computed bar and memory layers (so that hover and selection only blit them). One
+ * per view: two charts on a page never share or invalidate each other's. */
+export class DrawCache {
+  batches = Array.from({ length: 4 * SHADE_LEVELS }, () => new Batch());
+  strip: Strip | null = null;
+  barFrame: BarFrame | null = null;
+  memoryStrip: Strip | null = null;
+  memoryColumns = { high: new Int16Array(0), outline: new Int16Array(0) };
+  memoryFrame: MemoryFrame | null = null;
+}
 
 const packedCache = new WeakMap<Palette, Uint32Array>();
 
@@ -197,26 +208,24 @@ interface BarFrame {
   rects: number;
   labels: Labels;
 }
-let barFrame: BarFrame | null = null;
-
 function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelList: Labels } {
-  const { tl, layout: L, scale, palette: P, dpr } = s;
-  const f = barFrame;
+  const { tl, layout: L, scale, palette: P, dpr, cache } = s;
+  const f = cache.barFrame;
   if (!(f && f.tl === tl && f.palette === P && f.layout === L && f.t0 === scale.view.t0 && f.t1 === scale.view.t1 &&
         f.dpr === dpr)) {
-    barFrame = { tl, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, ...computeBars(ctx, s) };
+    cache.barFrame = { tl, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, ...computeBars(ctx, s) };
   }
-  const frame = barFrame!;
+  const frame = cache.barFrame!;
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
   const h = L.rowHeight - 2 * L.barInset;
   ctx.imageSmoothingEnabled = false;
   for (let d = 0; d < tl.devices; d++) {
-    ctx.drawImage(strip!.canvas, 0, d, width, 1, L.plotLeft, L.rowTop[d] + L.barInset, width / dpr, h);
+    ctx.drawImage(cache.strip!.canvas, 0, d, width, 1, L.plotLeft, L.rowTop[d] + L.barInset, width / dpr, h);
   }
   ctx.imageSmoothingEnabled = true;
   for (let slot = 0; slot < 4; slot++) {
     for (let shade = 0; shade < SHADE_LEVELS; shade++) {
-      const b = batches[slot * SHADE_LEVELS + shade];
+      const b = cache.batches[slot * SHADE_LEVELS + shade];
       if (!b.n) continue;
       ctx.fillStyle = P.shades[slot][shade];
       ctx.beginPath();
@@ -234,6 +243,7 @@ function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelLi
 /** Cull, merge and sort the view's bars into the pixel strip and the vector batches. */
 function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; rects: number; labels: Labels } {
   const { tl, layout: L, scale, palette: P, dpr } = s;
+  const { batches } = s.cache;
   const labels: Labels = { x: [], y: [], text: [], colour: [] };
   const { start, dur, flags, mb, busy } = tl;
   const { t0, t1 } = scale.view;
@@ -246,7 +256,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
   const labelled = h >= 12;
   const colours = packed(P);
   const width = Math.round((right - left) * dpr);
-  strip ??= new Strip();
+  const strip = (s.cache.strip ??= new Strip());
   strip.ensure(width, tl.devices);
   const px = strip.pixels;
   for (const b of batches) b.n = 0;
@@ -554,9 +564,6 @@ function over(top: number, below: number): number {
   return out >>> 0;
 }
 
-let memoryStrip: Strip | null = null;
-let memoryColumns = { high: new Int16Array(0), outline: new Int16Array(0) };
-
 /** Each lane's step curve rendered per device-pixel column: the column's highest level is
  * filled, and every level the curve passes through in the column is on its outline. */
 function drawMemory(ctx: CanvasRenderingContext2D, s: Scene): void {
@@ -568,15 +575,15 @@ function drawMemory(ctx: CanvasRenderingContext2D, s: Scene): void {
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
   const height = Math.max(1, Math.round(L.memHeight * dpr));
   const lanes = Math.min(mem.devices, L.memTop.length);
-  const f = memoryFrame;
+  const f = s.cache.memoryFrame;
   if (!(f && f.mem === mem && f.palette === P && f.layout === L && f.t0 === scale.view.t0 &&
         f.t1 === scale.view.t1 && f.dpr === dpr && f.top === top)) {
-    memoryFrame = { mem, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, top };
+    s.cache.memoryFrame = { mem, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, top };
     rasteriseMemory(s, top, width, height, lanes);
   }
   ctx.imageSmoothingEnabled = false;
   for (let d = 0; d < lanes; d++) {
-    ctx.drawImage(memoryStrip!.canvas, 0, d * height, width, height, L.plotLeft, L.memTop[d], width / dpr, L.memHeight);
+    ctx.drawImage(s.cache.memoryStrip!.canvas, 0, d * height, width, height, L.plotLeft, L.memTop[d], width / dpr, L.memHeight);
   }
   ctx.imageSmoothingEnabled = true;
   for (let d = 0; d < lanes; d++) {
@@ -596,7 +603,7 @@ function drawMemory(ctx: CanvasRenderingContext2D, s: Scene): void {
   }
 }
 
-let memoryFrame: {
+interface MemoryFrame {
   mem: MemoryCurves;
   palette: Palette;
   layout: Layout;
@@ -604,13 +611,13 @@ let memoryFrame: {
   t1: number;
   dpr: number;
   top: number;
-} | null = null;
+}
 
 function rasteriseMemory(s: Scene, top: number, width: number, height: number, lanes: number): void {
   const { mem, layout: L, palette: P, scale, meta, dpr } = s;
   if (!mem) return;
   const { t0, t1 } = scale.view;
-  memoryStrip ??= new Strip();
+  const memoryStrip = (s.cache.memoryStrip ??= new Strip());
   memoryStrip.ensure(width, height * lanes);
   const px = memoryStrip.pixels;
   // opaque pixels (the fill already blended over the lane) blit without blending
@@ -621,8 +628,10 @@ function rasteriseMemory(s: Scene, top: number, width: number, height: number, l
   const columns = Math.min(width, Math.ceil((scale.x(meta.makespan) - L.plotLeft) * dpr));
   const level = (v: number) => Math.min(height - 1, Math.round((v / top) * (height - 1)));
   // per column: the top of the area, and where its outline starts (levels counted from the bottom)
-  if (memoryColumns.high.length < width) memoryColumns = { high: new Int16Array(width), outline: new Int16Array(width) };
-  const { high, outline } = memoryColumns;
+  if (s.cache.memoryColumns.high.length < width) {
+    s.cache.memoryColumns = { high: new Int16Array(width), outline: new Int16Array(width) };
+  }
+  const { high, outline } = s.cache.memoryColumns;
   high.fill(-1);
   for (let d = 0; d < lanes; d++) {
     const lo = mem.offsets[d];
@@ -742,7 +751,7 @@ function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.beginPath();
   ctx.roundRect(bx, L.axisTop + 4, w, 17, 8);
   ctx.fill();
-  ctx.fillStyle = "#ffffff";
+  ctx.fillStyle = style.widget.onAccent;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
   ctx.fillText(text, bx + w / 2, L.axisTop + 13);

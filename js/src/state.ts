@@ -7,19 +7,19 @@
 
 import { type Selection, applyPicks, desiredParams, paramsUpdate } from "./compare";
 import { hostTheme, watchTheme } from "./theme";
-import type { ModelLike } from "./view";
+import type { CompareStateModel } from "./traits";
 
-export function isCompareState(model: ModelLike): boolean {
+export function isCompareState(model: { get(key: string): unknown }): boolean {
   return model.get("_ppviz_role") === "compare-state";
 }
 
-function selectionOf(model: ModelLike): Selection {
+function selectionOf(model: CompareStateModel): Selection {
   const device = model.get("selected_device");
   return { schedule: String(model.get("selected_schedule") ?? ""), device: typeof device === "number" ? device : -1 };
 }
 
 /** Keep the state and the chart in step; returns the teardown. */
-export function linkCompareState(model: ModelLike, doc: Document = document): () => void {
+export function linkCompareState(model: CompareStateModel, doc: Document = document): () => void {
   let queued = false;
   let active = true;
   const sync = () => {

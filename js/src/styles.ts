@@ -1,5 +1,6 @@
 // The widget's CSS, scoped by class names and themed through custom properties set per palette.
 
+import style from "../../ppviz/style.json";
 import type { Palette } from "./theme";
 
 export const CSS = `
@@ -7,7 +8,7 @@ export const CSS = `
   position: relative; box-sizing: border-box; width: 100%; padding: 14px 16px 12px;
   background: var(--ppviz-bg); color: var(--ppviz-fg); border: 1px solid var(--ppviz-border);
   border-radius: 10px; outline: none;
-  font: 13px/1.4 "Inter", "Segoe UI", system-ui, -apple-system, "Helvetica Neue", Arial, sans-serif;
+  font: ${style.font.size}px/${style.font.lineHeight} ${style.font.family};
   font-variant-numeric: tabular-nums; -webkit-font-smoothing: antialiased;
 }
 .ppviz-gantt:focus-visible { box-shadow: 0 0 0 2px var(--ppviz-accent); }
@@ -45,7 +46,7 @@ export const CSS = `
   position: absolute; left: 0; top: 0; z-index: 2; pointer-events: none; max-width: 340px;
   padding: 8px 10px; border-radius: 8px; font-size: 12px; line-height: 1.45;
   background: var(--ppviz-tip-bg); color: var(--ppviz-tip-fg); border: 1px solid var(--ppviz-border);
-  box-shadow: 0 6px 24px rgba(0, 0, 0, 0.18);
+  box-shadow: 0 6px 24px ${style.widget.shadow};
 }
 .ppviz-tooltip[hidden] { display: none; }
 .ppviz-tooltip-title { font-weight: 650; margin-bottom: 4px; }
@@ -92,12 +93,12 @@ export const CSS = `
 /* ppviz.compare's container, hint and chart card are ipywidgets with no front end of ours:
    this sheet, which comes with each of its Gantt charts, styles them */
 .ppviz-compare { gap: 10px; }
-.ppviz-compare-hint { color: var(--jp-ui-font-color2, #5d6672); font-size: 12px; }
+.ppviz-compare-hint { color: var(--jp-ui-font-color2, ${style.themes.light.muted}); font-size: 12px; }
 .ppviz-compare-hint b { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
 .ppviz-compare-gantts { gap: 6px; }
 .ppviz-compare-charts {
   align-self: flex-start; max-width: 100%; overflow: auto; border-radius: 10px;
-  border: 1px solid var(--jp-border-color2, rgba(128, 128, 128, 0.3));
+  border: 1px solid var(--jp-border-color2, ${style.widget.hairline});
 }
 .ppviz-compare-charts .vega-embed { display: block; }
 `;
@@ -114,7 +115,7 @@ export function themeVariables(root: HTMLElement, P: Palette): void {
     "--ppviz-idle": P.laneIdle,
     "--ppviz-error": P.error,
     "--ppviz-error-bg": P.errorBg,
-    "--ppviz-tip-bg": P.name === "dark" ? "#262a33" : "#ffffff",
+    "--ppviz-tip-bg": style.themes[P.name].tooltip,
     "--ppviz-tip-fg": P.foreground,
   };
   for (const [k, v] of Object.entries(vars)) root.style.setProperty(k, v);

@@ -1,5 +1,6 @@
-// Light and dark palettes, and which one the host (JupyterLab, Notebook 7, VS Code, Colab) shows.
-// Op colours are the Okabe-Ito set, distinguishable with the common colour-vision deficiencies.
+// Light and dark palettes, built from ppviz/style.json (the one source Python's charts read too),
+// and which one the host (JupyterLab, Notebook 7, VS Code, Colab) shows.
+import style from "../../ppviz/style.json";
 
 export type ThemeName = "light" | "dark";
 
@@ -30,9 +31,9 @@ export interface Palette {
   errorBg: string;
 }
 
-export const SHADE_LEVELS = 4;
+export const SHADE_LEVELS = style.shadeLevels;
 /** adjacent microbatches get shades far apart */
-export const SHADE_ORDER = [0, 2, 1, 3];
+export const SHADE_ORDER = style.shadeOrder;
 
 type RGB = [number, number, number];
 
@@ -63,7 +64,7 @@ function contrast(a: RGB, b: RGB): number {
 }
 
 /** The label colour (near-black or white) with more contrast on `fill`. */
-export function inkOn(fill: string, dark = "#15171c", light = "#ffffff"): string {
+export function inkOn(fill: string, dark = style.ink.dark, light = style.ink.light): string {
   const f = parseRgb(fill);
   return contrast(f, hex(dark)) >= contrast(f, hex(light)) ? dark : light;
 }
@@ -81,57 +82,35 @@ function build(name: ThemeName, base: Omit<Palette, "shades" | "ink" | "name">, 
   return { ...base, name, shades, ink };
 }
 
-export const LIGHT: Palette = build(
-  "light",
-  {
-    background: "#ffffff",
-    surface: "#f6f7f9",
-    foreground: "#1c2128",
-    muted: "#5d6672",
-    border: "#d8dde3",
-    grid: "rgba(28, 33, 40, 0.07)",
-    axis: "#8a939e",
-    hatch: "rgba(93, 102, 114, 0.30)",
-    laneIdle: "#eef0f3",
-    kinds: ["#0072b2", "#e69f00", "#009e73", "#cc79a7"],
-    memoryFill: "rgba(106, 90, 205, 0.22)",
-    memoryLine: "#6a5acd",
-    closedForm: "#1c2128",
-    cursor: "#d1242f",
-    dim: "rgba(255, 255, 255, 0.72)",
-    path: "#1c2128",
-    error: "#a40e26",
-    errorBg: "#fff0f1",
-  },
-  "#ffffff",
-  [0, 0.18, 0.33, 0.47],
-);
+type StyleTheme = (typeof style.themes)["light"];
 
-export const DARK: Palette = build(
-  "dark",
-  {
-    background: "#15171c",
-    surface: "#1c1f26",
-    foreground: "#e6e9ee",
-    muted: "#9aa4b1",
-    border: "#2f343d",
-    grid: "rgba(230, 233, 238, 0.07)",
-    axis: "#6f7a87",
-    hatch: "rgba(154, 164, 177, 0.26)",
-    laneIdle: "#20242c",
-    kinds: ["#56b4e9", "#e69f00", "#23b58a", "#d98cb9"],
-    memoryFill: "rgba(167, 155, 255, 0.24)",
-    memoryLine: "#a79bff",
-    closedForm: "#e6e9ee",
-    cursor: "#ff6b6b",
-    dim: "rgba(21, 23, 28, 0.74)",
-    path: "#f3f5f8",
-    error: "#ffb3b8",
-    errorBg: "#3a1d22",
-  },
-  "#ffffff",
-  [0, 0.16, 0.3, 0.43],
-);
+function fromStyle(name: ThemeName, t: StyleTheme): Palette {
+  const { shadeToward, shadeSteps, kinds, ...rest } = t;
+  const base = {
+    background: rest.background,
+    surface: rest.surface,
+    foreground: rest.foreground,
+    muted: rest.muted,
+    border: rest.border,
+    grid: rest.grid,
+    axis: rest.axis,
+    hatch: rest.hatch,
+    laneIdle: rest.laneIdle,
+    kinds: kinds as [string, string, string, string],
+    memoryFill: rest.memoryFill,
+    memoryLine: rest.memoryLine,
+    closedForm: rest.closedForm,
+    cursor: rest.cursor,
+    dim: rest.dim,
+    path: rest.path,
+    error: rest.error,
+    errorBg: rest.errorBg,
+  };
+  return build(name, base, shadeToward, shadeSteps);
+}
+
+export const LIGHT: Palette = fromStyle("light", style.themes.light);
+export const DARK: Palette = fromStyle("dark", style.themes.dark);
 
 export function palette(name: ThemeName): Palette {
   return name === "dark" ? DARK : LIGHT;

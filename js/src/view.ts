@@ -7,7 +7,8 @@
 
 import { emphasisOf } from "./compare";
 import { type MemoryCurves, type Timeline, decodeMemory, decodeTimeline, endOf, deviceOf, slotOf } from "./data";
-import { type Scene, draw, makeHatch } from "./draw";
+import { DrawCache, type Scene, draw, makeHatch } from "./draw";
+import type { GanttModel } from "./traits";
 import { num } from "./format";
 import { type HeaderOptions, fillHeader, fillLegend, fillTitle } from "./header";
 import { hitTest } from "./hit";
@@ -18,13 +19,6 @@ import { CSS, themeVariables } from "./styles";
 import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
 import { describeOp, fillTooltip, placeTooltip } from "./tooltip";
 
-export interface ModelLike {
-  get(name: string): any;
-  set(name: string, value: any): void;
-  save_changes(): void;
-  on(event: string, callback: (...args: any[]) => void): void;
-  off(event?: string | null, callback?: ((...args: any[]) => void) | null): void;
-}
 
 /** Hooks for tests and benchmarks, on the root element as `root.ppviz`. */
 export interface DebugHooks {
@@ -68,6 +62,7 @@ export class GanttView {
   private palette: Palette;
   private themeName: ThemeName;
   private hatch: CanvasPattern | null = null;
+  private readonly cache = new DrawCache();
   private dpr = 0;
   private hover = -1;
   private cursor: number | null = null;
@@ -86,7 +81,7 @@ export class GanttView {
 
   constructor(
     private readonly el: HTMLElement,
-    private readonly model: ModelLike,
+    private readonly model: GanttModel,
   ) {
     this.root = div("ppviz-gantt");
     this.root.tabIndex = 0;
@@ -171,12 +166,12 @@ export class GanttView {
     this.errorBox.textContent = message;
   }
 
-  private int(name: string): number {
+  private int(name: "selected_microbatch" | "selected_op" | "selected_device"): number {
     const v = this.model.get(name);
     return typeof v === "number" ? v : -1;
   }
 
-  private text(name: string): string {
+  private text(name: "run_name" | "color" | "selected_schedule" | "error"): string {
     const v = this.model.get(name);
     return typeof v === "string" ? v : "";
   }
@@ -341,6 +336,7 @@ export class GanttView {
       hover: this.hover,
       cursor: this.cursor,
       extent: this.extent(),
+      cache: this.cache,
     };
   }
 

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Timeline, decodeMemory, decodeTimeline } from "../src/data";
-import { type Scene, VECTOR_ALL_OPS, colourSlot, draw, makeHatch, shadeOf, visibleRange } from "../src/draw";
+import { DrawCache, type Scene, VECTOR_ALL_OPS, colourSlot, draw, makeHatch, shadeOf, visibleRange } from "../src/draw";
 import { computeLayout } from "../src/layout";
 import { Scale, type TimeView, fullView } from "../src/scale";
 import { DARK, LIGHT, type Palette } from "../src/theme";
@@ -37,6 +37,7 @@ function scene(devices: number, ops: OpSpec[], makespan: number, view?: TimeView
     hover: -1,
     cursor: null,
     extent: makespan,
+    cache: new DrawCache(),
     ...extra,
   };
 }

@@ -1,4 +1,5 @@
-// Builds timelines in the binary layout ppviz/widget.py writes, and a fake anywidget model.
+// Builds timelines in the binary layout ppviz/widgets/wire.py writes (pinned to the same bytes by
+// test/wire.test.ts), and a fake anywidget model.
 
 import { FLAG_PAIR_B, FLAG_PAIR_F, FLAG_WAITED, FORMAT_VERSION, MEMORY_MAGIC, TIMELINE_MAGIC } from "../src/data";
 import type { Meta } from "../src/meta";

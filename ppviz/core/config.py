@@ -154,11 +154,13 @@ class Config:
             return FrozenMapping()
         if not isinstance(raw, Mapping):
             raise ConfigError("stage_costs", raw, "give a dict {stage: {'f': .., 'b': .., 'w': .., 'activation': ..}}")
+        # a custom schedule's stage count comes with its program: simulate() checks the keys then
         stages = spec.stage_count(self.devices, self.stages_per_device)
         out = {}
         for stage, costs in raw.items():
-            if not _is_int(stage) or not 0 <= int(stage) < stages:
-                raise ConfigError("stage_costs", raw, f"stage keys must be integers 0..{stages - 1}; got {stage!r}")
+            if not _is_int(stage) or int(stage) < 0 or (stages is not None and int(stage) >= stages):
+                accepted = f"0..{stages - 1}" if stages is not None else ">= 0"
+                raise ConfigError("stage_costs", raw, f"stage keys must be integers {accepted}; got {stage!r}")
             if not isinstance(costs, Mapping):
                 raise ConfigError(f"stage_costs[{stage}]", costs, "give a dict such as {'f': 1.5}")
             entry = {}

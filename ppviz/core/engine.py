@@ -66,7 +66,8 @@ def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
     w = np.full(stages, config.w * frac)
     for s, over in config.stage_costs.items():
         if s >= stages:
-            raise ConfigError("stage_costs", dict(config.stage_costs), f"stage keys must be 0..{stages - 1} for this program")
+            raise ConfigError("stage_costs", dict(config.stage_costs),
+                              f"stage keys must be integers 0..{stages - 1} for this program")
         f[s] = over.get("f", f[s])
         i[s] = over.get("b", i[s])
         w[s] = over.get("w", w[s])
@@ -273,6 +274,10 @@ def simulate(x, config: Config | None = None, *, engine: str = "auto", **options
             cfg = config.replace(**options) if options else config
     else:
         raise ConfigError("x", type(x).__name__, "simulate takes a ppviz.Config or a ppviz.Program")
+    for field, wanted in (("devices", program.devices), ("microbatches", program.microbatches)):
+        if getattr(cfg, field) != wanted:
+            raise ConfigError(field, getattr(cfg, field),
+                              f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")
     program.validate()
     cost = op_costs(program, cfg)
     start, end, dep = execute(program, cost, cfg.comm, engine=engine)

@@ -1,0 +1,5 @@
+// Vite's `?url` imports (used by the tests to fetch the golden wire fixture).
+declare module "*?url" {
+  const url: string;
+  export default url;
+}

@@ -1,0 +1,52 @@
+// The synced traits, one description per Python model: the only place the front end learns
+// their names and types. tests/test_traits.py checks these keys against the Python traitlets.
+
+import type { Meta } from "./meta";
+
+export type ThemeSetting = "auto" | "light" | "dark";
+
+/** ppviz.widgets.GanttWidget (ppviz/widgets/gantt.py). */
+export interface GanttTraits {
+  /** the timeline in the wire format (ARCHITECTURE.md, "Wire format"; decoded by data.ts) */
+  timeline: DataView;
+  /** the memory curves in the wire format */
+  memory: DataView;
+  meta: Meta;
+  error: string;
+  selected_microbatch: number;
+  selected_op: number;
+  selected_device: number;
+  theme: ThemeSetting;
+  compact: boolean;
+  time_extent: number;
+  /** [t0, t1], or [] for the whole time axis */
+  time_window: number[];
+  run_name: string;
+  color: string;
+  selected_schedule: string;
+}
+
+/** ppviz.widgets.comparison.CompareState: never displayed, it links a comparison's views. */
+export interface CompareStateTraits {
+  _ppviz_role: "compare-state";
+  selected_schedule: string;
+  selected_device: number;
+  selected_microbatch: number;
+  time_window: number[];
+  theme: ThemeSetting;
+  chart_selections: Record<string, unknown>;
+  chart_params: Record<string, unknown>;
+}
+
+/** The part of anywidget's model (``AnyModel<T>``) the front end uses, typed by trait name; the
+ * standalone page and the tests provide just this. */
+export interface TraitModel<T> {
+  get<K extends keyof T>(key: K): T[K];
+  set<K extends keyof T>(key: K, value: T[K]): void;
+  save_changes(): void;
+  on(event: string, callback: () => void): void;
+  off(event?: string | null, callback?: (() => void) | null): void;
+}
+
+export type GanttModel = TraitModel<GanttTraits>;
+export type CompareStateModel = TraitModel<CompareStateTraits>;

@@ -1,0 +1,65 @@
+"""Write the golden wire fixture: tests/data/wire_golden.{timeline,memory}.bin and
+tests/data/wire_golden.json (what a decoder must read from them).
+
+Run after a deliberate change of the wire format (ARCHITECTURE.md, "Wire format"); the Python
+test re-encodes the same program and compares byte for byte, the TypeScript test decodes the
+files and compares with the JSON.
+
+    python scripts/write_wire_golden.py
+"""
+
+import json
+import pathlib
+
+import numpy as np
+
+import ppviz
+from ppviz.widgets.wire import encode_memory, encode_timeline
+
+DATA = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data"
+
+#: three devices, four stages (device 0 holds stages 0 and 3), every op kind, an F&B pair whose
+#: backward is an I, W's, and costs that are not integers, so every field of the format varies
+PROGRAM = """
+device 0: 0F0 0F1 3F0 3I0 3F1 (0F2;3B1)OVERLAP_F_B 0I0 3W0 3F2 3B2 0I1 0W0 0W1 0B2
+device 1: 1F0 1F1 1B0 1F2 1B1 1B2
+device 2: 2F0 2F1 2B0 2B1 2F2 2B2
+"""
+
+
+def golden_result():
+    return ppviz.simulate(ppviz.Program.from_text(PROGRAM), f=1.25, b=1.5, w=0.75, comm=0.125, fb=3.0,
+                          stage_costs={3: {"f": 2.0, "activation": 1.5}})
+
+
+def expected(result) -> dict:
+    ops, program = result.ops, result.program
+    memory = []
+    for d in range(result.devices):
+        times, values = result.memory.curve(d)
+        memory.append({"times": times.astype(np.float32).tolist(), "values": values.astype(np.float32).tolist()})
+    return {
+        "devices": result.devices,
+        "offsets": program.offsets.tolist(),
+        "ops": [
+            {"device": int(ops.device[k]), "stage": int(ops.stage[k]), "microbatch": int(ops.microbatch[k]),
+             "kind": str(ops.kind[k]), "start": float(np.float32(ops.start[k])),
+             "duration": float(np.float32(ops.end[k] - ops.start[k])), "dep": int(result.dependencies[k]),
+             "waited": bool(ops.waited_for[k] >= 0), "pair_forward": bool(program.pair[k]),
+             "pair_backward": bool(k > 0 and program.pair[k - 1])}
+            for k in range(len(ops))
+        ],
+        "memory": memory,
+    }
+
+
+def main() -> None:
+    result = golden_result()
+    (DATA / "wire_golden.timeline.bin").write_bytes(encode_timeline(result))
+    (DATA / "wire_golden.memory.bin").write_bytes(encode_memory(result))
+    (DATA / "wire_golden.json").write_text(json.dumps(expected(result), indent=1) + "\n")
+    print(f"wrote {DATA}/wire_golden.*: {len(result.ops)} ops on {result.devices} devices")
+
+
+if __name__ == "__main__":
+    main()

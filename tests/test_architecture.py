@@ -1,0 +1,77 @@
+"""The structure ARCHITECTURE.md describes, checked: layers without cycles (import-linter), the
+schedules package importable by name, one source of style, and one description of the synced
+traits shared by Python and TypeScript."""
+
+import pathlib
+import re
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import ppviz
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def test_import_linter_contracts_hold():
+    lint = pathlib.Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(lint)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "2 kept, 0 broken" in out.stdout
+
+
+def test_schedule_modules_are_reachable_by_name_and_the_old_listing_call_still_works():
+    import ppviz.schedules.dualpipe
+
+    assert ppviz.schedules.dualpipe.build_dualpipe is not None
+    assert ppviz.schedules.v_shape.__name__ == "ppviz.schedules.v_shape"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = ppviz.schedules()
+    assert [w.category for w in caught] == [DeprecationWarning]
+    assert "list_schedules" in str(caught[0].message)
+    assert table.names() == ppviz.list_schedules().names()
+
+
+def test_the_core_loads_no_presentation_code():
+    code = ("import sys, ppviz.core.engine, ppviz.core.result; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('altair', 'anywidget', 'ipywidgets') "
+            "or m.startswith(('ppviz.charts', 'ppviz.widgets'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+LITERAL = re.compile(r"(?<!PR )#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b(?![0-9a-fA-F])|rgba?\(\s*\d|Segoe|\"Inter\"")
+
+
+@pytest.mark.parametrize("pattern", ["ppviz/**/*.py", "js/src/*.ts"])
+def test_no_colour_or_font_literal_outside_the_style_file(pattern):
+    found = []
+    for path in ROOT.glob(pattern):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if LITERAL.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, "colours and fonts belong in ppviz/style.json:\n" + "\n".join(found)
+
+
+def typescript_interface(name: str) -> set[str]:
+    text = (ROOT / "js" / "src" / "traits.ts").read_text(encoding="utf-8")
+    body = re.search(rf"export interface {name} \{{(.*?)\n\}}", text, re.S).group(1)
+    return set(re.findall(r"^\s+(\w+):", body, re.M))
+
+
+def synced(widget_class) -> set[str]:
+    import ipywidgets
+
+    base = set(ipywidgets.DOMWidget.class_traits(sync=True))
+    return {name for name in widget_class.class_traits(sync=True) if name not in base and not name.startswith("_e")
+            and not name.startswith("_css") and not name.startswith("_anywidget")} - {"_view_name", "_model_name"}
+
+
+def test_traits_ts_describes_every_synced_trait():
+    from ppviz.widgets import CompareState, GanttWidget
+
+    assert typescript_interface("GanttTraits") == synced(GanttWidget)
+    assert typescript_interface("CompareStateTraits") == synced(CompareState)
