@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 
 from ..charts.style import THEMES
 from ..core.errors import ConfigError
@@ -15,50 +16,68 @@ from .wire import describe, encode_memory, encode_timeline
 
 _PAGE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>ppviz</title>
-<style>body {{ margin: 0; padding: 24px; background: {background}; }} #ppviz {{ max-width: {width}; }}</style>
-</head><body><div id="ppviz"></div>
+<style>body {{ margin: 0; padding: 24px; background: {background}; }}
+.ppviz-page {{ max-width: {width}; margin-bottom: 24px; }}</style>
+</head><body>{slots}
 <script type="module">
 const bytes = (s) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
-const state = {{
-  timeline: new DataView(bytes("{timeline}").buffer),
-  memory: new DataView(bytes("{memory}").buffer),
-  meta: {meta}, error: "", selected_microbatch: -1, selected_op: -1, selected_device: -1, theme: "{theme}",
-  compact: false, time_extent: 0, time_window: [], run_name: "", color: "", selected_schedule: "",
-}};
-const listeners = {{}};
-const model = {{
-  get: (k) => state[k],
-  set(k, v) {{ state[k] = v; for (const f of listeners["change:" + k] ?? []) f(); }},
-  save_changes() {{}},
-  on(e, f) {{ (listeners[e] ??= []).push(f); }},
-  off(e, f) {{ listeners[e] = (listeners[e] ?? []).filter((g) => g !== f); }},
-}};
-window.ppvizModel = model;
+const charts = {charts};
 const url = URL.createObjectURL(new Blob([bytes("{bundle}")], {{ type: "text/javascript" }}));
 const widget = (await import(url)).default;
-window.ppvizCleanup = await widget.render({{ model, el: document.getElementById("ppviz") }});
+// one model and one view per chart, as a notebook gives each output its own
+window.ppvizModels = [];
+window.ppvizCleanups = [];
+for (const [i, chart] of charts.entries()) {{
+  const state = {{
+    timeline: new DataView(bytes(chart.timeline).buffer),
+    memory: new DataView(bytes(chart.memory).buffer),
+    meta: chart.meta, error: "", selected_microbatch: -1, selected_op: -1, selected_device: -1,
+    theme: "{theme}", compact: false, time_extent: 0, time_window: [], run_name: "", color: "",
+    selected_schedule: "",
+  }};
+  const listeners = {{}};
+  const model = {{
+    get: (k) => state[k],
+    set(k, v) {{ state[k] = v; for (const f of listeners["change:" + k] ?? []) f(); }},
+    save_changes() {{}},
+    on(e, f) {{ (listeners[e] ??= []).push(f); }},
+    off(e, f) {{ listeners[e] = (listeners[e] ?? []).filter((g) => g !== f); }},
+  }};
+  window.ppvizModels.push(model);
+  window.ppvizCleanups.push(await widget.render({{ model, el: document.getElementById("ppviz-" + i) }}));
+}}
+window.ppvizModel = window.ppvizModels[0];
+window.ppvizCleanup = window.ppvizCleanups[0];
 window.ppvizReady = true;
 </script></body></html>
 """
 
+_WIDTH = re.compile(r"\d+(\.\d+)?(px|%|em|rem|vw)")
+
 
 def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
     """The chart as one offline HTML page (the bundle and data inlined, no kernel): for
-    sharing, documentation, browser tests and benchmarks. Selection stays in the page."""
+    sharing, documentation, browser tests and benchmarks. Selection stays in the page.
+    A list gives one chart under another, each with its own state."""
     if theme not in ("light", "dark", "auto"):
         raise ConfigError("theme", theme, "use 'light', 'dark' or 'auto'")
-    result = as_result(x)
+    if not isinstance(width, str) or not _WIDTH.fullmatch(width):
+        raise ConfigError("width", width, "give a CSS length such as '1200px', '100%' or '80em'")
+    results = [as_result(item) for item in (x if isinstance(x, (list, tuple)) else [x])]
+    if not results:
+        raise ConfigError("x", x, "give at least one schedule name, Config, Program or Result")
 
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")
 
+    charts = [{"timeline": b64(encode_timeline(r)), "memory": b64(encode_memory(r)), "meta": describe(r)}
+              for r in results]
     # "<" escaped so that no user text (a label, a schedule name) can close the script
-    meta = json.dumps(describe(result)).replace("<", "\\u003c")
+    data = json.dumps(charts).replace("<", "\\u003c")
+    slots = "".join(f'<div class="ppviz-page" id="ppviz-{i}"></div>' for i in range(len(results)))
     return _PAGE.format(
         background=THEMES[theme]["pageBackground"] if theme in THEMES else "Canvas",
-        width=width, theme=theme, meta=meta,
-        timeline=b64(encode_timeline(result)), memory=b64(encode_memory(result)),
-        bundle=b64(BUNDLE.read_bytes()),
+        width=width, theme=theme, charts=data, slots=slots, bundle=b64(BUNDLE.read_bytes()),
     )
 
 
