@@ -1,4 +1,4 @@
-// Decoding of the binary traits Python sends (layout documented in ppviz/widget.py).
+// Decoding of the binary traits Python sends (layout: ARCHITECTURE.md, "Wire format").
 // Columns are mapped as typed-array views without copying whenever the buffer is aligned.
 
 export const TIMELINE_MAGIC = 0x54565050; // "PPVT"

@@ -1,26 +1,8 @@
-"""The wire format between Python and the widget's front end (ARCHITECTURE.md, "Wire format").
-
-Python owns the truth: it simulates, packs the timeline and memory curves into two binary
-traits, and puts the metrics in ``meta`` (:func:`describe`). The front end (``js/src/data.ts``)
-decodes them; ``tests/data/wire_golden.bin`` pins the bytes on both sides.
-
-Timeline bytes (little-endian), 19 bytes per op plus a header::
-
-    u32 magic "PPVT", u32 version, u32 n ops, u32 p devices, u32 offsets[p + 1]
-    f32 start[n], f32 duration[n], i32 dep[n], u32 microbatch[n], u16 stage[n], u8 flags[n]
-
-Ops are in program order, so device d's ops are ``offsets[d]:offsets[d+1]`` (the device
-costs no bytes) and each device's starts and ends are sorted, which the front end's
-binary-search culling relies on. ``dep`` is the op this one depends on (−1 for none);
-flags hold the kind (bits 0–1, ``FBIW``), the F and the B/I of an F&B pair (bits 2, 3) and
-whether the dependency set the start (bit 4: the op waited for it). Times are float32:
-exact for integer and dyadic times below 2^24, otherwise within one part in 10^7. Each
-column starts on a 4-byte boundary so the browser maps it without copying.
-
-Memory bytes::
-
-    u32 magic "PPVM", u32 version, u32 p, u32 offsets[p + 1], f32 times[k], f32 values[k]
-"""
+"""The wire format between Python and the widget's front end: the timeline and the memory
+curves as two binary traits (:func:`encode_timeline`, :func:`encode_memory`), the labels and
+metrics as JSON (:func:`describe`). The layout is documented in one place, ARCHITECTURE.md,
+"Wire format"; ``js/src/data.ts`` decodes it and ``tests/data/wire_golden.*`` pins the bytes on
+both sides."""
 
 from __future__ import annotations
 
@@ -48,7 +30,7 @@ def _aligned(*parts: bytes) -> bytes:
 
 
 def encode_timeline(result: Result) -> bytes:
-    """The timeline in the binary layout described in this module's docstring."""
+    """The timeline in the binary layout of ARCHITECTURE.md, "Wire format"."""
     ops = result.ops
     program = result.program
     n = len(ops)
@@ -72,7 +54,7 @@ def encode_timeline(result: Result) -> bytes:
 
 
 def encode_memory(result: Result) -> bytes:
-    """Each device's activation-memory step function, in the layout of the module docstring."""
+    """Each device's activation-memory step function, in the layout of ARCHITECTURE.md, "Wire format"."""
     curves = result.memory
     p = result.devices
     header = np.array([MEMORY_MAGIC, FORMAT_VERSION, p], dtype="<u4")
