@@ -9,12 +9,12 @@ import { emphasisOf } from "./compare";
 import { type MemoryCurves, type Timeline, decodeMemory, decodeTimeline, endOf, deviceOf, slotOf } from "./data";
 import { DrawCache, type Scene, draw, makeHatch } from "./draw";
 import type { GanttModel } from "./traits";
-import { num } from "./format";
 import { type HeaderOptions, fillHeader, fillLegend, fillTitle } from "./header";
 import { hitTest } from "./hit";
 import { type Layout, computeLayout, inPlot, labelAt } from "./layout";
 import type { Meta } from "./meta";
 import { Scale, type TimeView, clampView, fullView, isFull, panBy, zoomAt } from "./scale";
+import { Replay } from "./replay";
 import { CSS, themeVariables } from "./styles";
 import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
 import { describeOp, fillTooltip, placeTooltip } from "./tooltip";
@@ -32,7 +32,6 @@ export interface DebugHooks {
   redraw(): number;
 }
 
-const PLAY_MS = 8000;
 const DRAG_PX = 3;
 
 function div(className: string): HTMLDivElement {
@@ -50,10 +49,7 @@ export class GanttView {
   private readonly errorBox = div("ppviz-error");
   private readonly legend = div("ppviz-legend");
   private readonly plot = div("ppviz-plot");
-  private readonly player = div("ppviz-player");
-  private readonly play = document.createElement("button");
-  private readonly scrub = document.createElement("input");
-  private readonly timeText = document.createElement("span");
+  private readonly replay: Replay;
   private tl: Timeline | null = null;
   private mem: MemoryCurves | null = null;
   private meta: Meta | null = null;
@@ -65,11 +61,7 @@ export class GanttView {
   private readonly cache = new DrawCache();
   private dpr = 0;
   private hover = -1;
-  private cursor: number | null = null;
-  private playing = false;
-  private lastTick = 0;
   private frame = 0;
-  private playFrame = 0;
   private draws = 0;
   private decodeMs = 0;
   private firstDrawMs = -1;
@@ -97,23 +89,13 @@ export class GanttView {
     this.errorBox.hidden = true;
     this.errorBox.setAttribute("role", "alert");
     this.plot.append(this.canvas, this.tooltip);
-    this.play.className = "ppviz-play";
-    this.play.type = "button";
-    this.scrub.className = "ppviz-scrub";
-    this.scrub.type = "range";
-    this.scrub.min = "0";
-    this.scrub.max = "1000";
-    this.scrub.value = "0";
-    this.scrub.setAttribute("aria-label", "time");
-    this.timeText.className = "ppviz-time";
-    this.player.append(this.play, this.scrub, this.timeText);
-    this.root.append(style, this.header, this.errorBox, this.legend, this.plot, this.player);
+    this.replay = new Replay(() => this.meta?.makespan ?? 0, () => this.requestDraw());
+    this.root.append(style, this.header, this.errorBox, this.legend, this.plot, this.replay.el);
     el.append(this.root);
 
     this.themeName = this.resolveTheme();
     this.palette = palette(this.themeName);
     themeVariables(this.root, this.palette);
-    this.updatePlayer();
     this.bind();
     this.load();
     this.showError();
@@ -127,9 +109,9 @@ export class GanttView {
     const t = performance.now();
     const compact = this.compact();
     this.root.classList.toggle("ppviz-compact", compact);
-    this.player.hidden = compact;
+    this.replay.el.hidden = compact;
     try {
-      const meta = this.model.get("meta") as Meta;
+      const meta = this.model.get("meta");
       if (!meta || typeof meta.devices !== "number") {
         this.tl = this.meta = this.mem = null;
         this.plot.hidden = true;
@@ -151,12 +133,11 @@ export class GanttView {
     this.firstDrawMs = -1;
     this.view = this.modelView();
     this.hover = -1;
-    if (this.cursor !== null) this.cursor = Math.min(this.cursor, this.meta.makespan);
     this.layout = null;
     fillHeader(this.header, this.meta, this.headerOptions());
     fillLegend(this.legend, this.tl, this.palette, compact);
     this.canvas.setAttribute("aria-label", `Gantt chart of ${this.meta.title}: ${this.meta.devices} devices`);
-    this.updatePlayer();
+    this.replay.rescale();
     this.requestDraw();
   }
 
@@ -334,7 +315,7 @@ export class GanttView {
       selectedOp: this.int("selected_op"),
       selectedDevice: this.int("selected_device"),
       hover: this.hover,
-      cursor: this.cursor,
+      cursor: this.replay.cursor,
       extent: this.extent(),
       cache: this.cache,
     };
@@ -437,21 +418,9 @@ export class GanttView {
       else if (this.text("run_name") && this.text("selected_schedule")) {
         this.model.set("selected_schedule", "");
         this.model.save_changes();
-      } else if (this.cursor !== null) {
-        this.pause();
-        this.cursor = null;
-        this.updatePlayer();
-        this.requestDraw();
+      } else {
+        this.replay.clear();
       }
-    });
-    this.listen(this.play, "click", () => (this.playing ? this.pause() : this.start()));
-    this.listen(this.scrub, "input", () => {
-      const share = Number(this.scrub.value) / 1000;
-      this.pause();
-      if (!this.meta) return;
-      this.cursor = share * this.meta.makespan;
-      this.updatePlayer();
-      this.requestDraw();
     });
 
     const onData = () => {
@@ -525,49 +494,6 @@ export class GanttView {
     }
   }
 
-  // Scrubber ---------------------------------------------------------------------------
-
-  private start(): void {
-    if (!this.meta) return;
-    if (this.cursor === null || this.cursor >= this.meta.makespan) this.cursor = 0;
-    this.playing = true;
-    this.lastTick = performance.now();
-    this.playFrame = requestAnimationFrame(this.tick);
-    this.updatePlayer();
-  }
-
-  private pause(): void {
-    this.playing = false;
-    cancelAnimationFrame(this.playFrame);
-    this.playFrame = 0;
-    this.updatePlayer();
-  }
-
-  private tick = (now: number): void => {
-    if (!this.playing || !this.meta) return;
-    const makespan = this.meta.makespan;
-    this.cursor = Math.min(makespan, (this.cursor ?? 0) + ((now - this.lastTick) / PLAY_MS) * makespan);
-    this.lastTick = now;
-    if (this.cursor >= makespan) this.pause();
-    else this.playFrame = requestAnimationFrame(this.tick);
-    this.updatePlayer();
-    this.requestDraw();
-  };
-
-  private updatePlayer(): void {
-    this.play.textContent = this.playing ? "❚❚" : "▶";
-    this.play.setAttribute("aria-label", this.playing ? "pause" : "play");
-    this.play.title = this.playing ? "pause" : "replay the schedule";
-    const makespan = this.meta?.makespan ?? 0;
-    if (this.cursor === null) {
-      this.scrub.value = "0";
-      this.timeText.textContent = "replay: memory at t per device";
-    } else {
-      this.scrub.value = String(makespan > 0 ? Math.round((this.cursor / makespan) * 1000) : 0);
-      this.timeText.textContent = `t = ${num(this.cursor, 5)} of ${num(makespan, 5)}`;
-    }
-  }
-
   // Hooks and teardown -----------------------------------------------------------------
 
   private debugHooks(): DebugHooks {
@@ -605,9 +531,8 @@ export class GanttView {
   destroy(): void {
     if (this.destroyed) return;
     this.destroyed = true;
-    this.playing = false;
     cancelAnimationFrame(this.frame);
-    cancelAnimationFrame(this.playFrame);
+    this.replay.destroy();
     for (const dispose of this.disposers.splice(0)) dispose();
     this.root.remove();
   }
