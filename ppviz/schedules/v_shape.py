@@ -405,47 +405,19 @@ def v_min_closed_form(config) -> ClosedForm:
                 "p mod 3 = 2 (the figures count an activation until its W: w_share = 1)"))
 
 
-register(ScheduleSpec(
-    name="zb-v",
-    summary="zero bubble in a V: two stages per device, 1F1B memory",
-    reference="Zero Bubble PP (arXiv 2401.10241) §6 ZB-V; torch ScheduleZBVZeroBubble",
-    builder=build_zb_v,
-    aliases=("ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZBV", "zero-bubble-v"),
-    default_v=2,
-    v_min=2,
-    v_max=2,
-    validate=_validate_two_stages,
-    closed_form=zb_v_closed_form,
-    constraints="v = 2",
-    split_backward=True,
-))
+def _register_v(name: str, summary: str, reference: str, builder, aliases: tuple[str, ...], closed_form) -> None:
+    """The three V-shaped schedules share their shape: two stages per device, split backward."""
+    register(ScheduleSpec(name=name, summary=summary, reference=reference, builder=builder, aliases=aliases,
+                          default_v=2, v_min=2, v_max=2, validate=_validate_two_stages, closed_form=closed_form,
+                          constraints="v = 2", split_backward=True))
 
-register(ScheduleSpec(
-    name="v-half",
-    summary="V-shape at half of 1F1B's activation memory",
-    reference="Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Half; sail-sg building block",
-    builder=build_v_half,
-    aliases=("V-Half",),
-    default_v=2,
-    v_min=2,
-    v_max=2,
-    validate=_validate_two_stages,
-    closed_form=v_half_closed_form,
-    constraints="v = 2",
-    split_backward=True,
-))
 
-register(ScheduleSpec(
-    name="v-min",
-    summary="V-shape at a third of 1F1B's activation memory",
-    reference="Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Min; sail-sg building block",
-    builder=build_v_min,
-    aliases=("V-Min",),
-    default_v=2,
-    v_min=2,
-    v_max=2,
-    validate=_validate_two_stages,
-    closed_form=v_min_closed_form,
-    constraints="v = 2",
-    split_backward=True,
-))
+_register_v("zb-v", "zero bubble in a V: two stages per device, 1F1B memory",
+            "Zero Bubble PP (arXiv 2401.10241) §6 ZB-V; torch ScheduleZBVZeroBubble", build_zb_v,
+            ("ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZBV", "zero-bubble-v"), zb_v_closed_form)
+_register_v("v-half", "V-shape at half of 1F1B's activation memory",
+            "Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Half; sail-sg building block",
+            build_v_half, ("V-Half",), v_half_closed_form)
+_register_v("v-min", "V-shape at a third of 1F1B's activation memory",
+            "Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Min; sail-sg building block",
+            build_v_min, ("V-Min",), v_min_closed_form)

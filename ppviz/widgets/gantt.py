@@ -84,24 +84,6 @@ class GanttWidget(anywidget.AnyWidget):
             self.time_window = []
 
 
-def _valid_window(window) -> list[float]:
-    window = list(window)
-    if window and not (len(window) == 2 and 0 <= window[0] < window[1] and all(np.isfinite(window))):
-        raise ConfigError("time_window", window, "give [t0, t1] with 0 <= t0 < t1, or [] for the whole time axis")
-    return window
-
-
-def _as_result(x) -> Result:
-    if isinstance(x, Result):
-        return x
-    if isinstance(x, (Config, Program)):
-        return simulate(x)
-    if isinstance(x, str):  # a schedule name, at the default sizes
-        return simulate(Config(schedule=x))
-    raise ConfigError("x", type(x).__name__,
-                      "give a schedule name, a ppviz.Config, Program or Result, or a list of them to compare")
-
-
 def valid_window(window) -> list[float]:
     """A time window as the ``time_window`` trait holds it: [t0, t1] with 0 <= t0 < t1, or []."""
     window = list(window)
