@@ -1,6 +1,7 @@
 """ppviz: simulate and visualise pipeline-parallel training schedules."""
 
 from . import schedules  # noqa: F401  (importing the families registers them)
+from .core.budget import set_budget
 from .core.config import Config
 from .core.engine import simulate
 from .core.errors import (
@@ -37,6 +38,7 @@ __all__ = [
     "from_torch",
     "list_schedules",
     "schedules",
+    "set_budget",
     "show",
     "simulate",
 ]

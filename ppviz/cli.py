@@ -47,8 +47,13 @@ def _run(args) -> int:
     if written:
         print()
         for path in written:
-            print(f"wrote {path}")
+            print(f"wrote {_shown(path)}")
     return 0
+
+
+def _shown(text: str) -> str:
+    """Text for the terminal: control characters (escape sequences) shown as escapes, not run."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def _read(path: str) -> str:
@@ -101,10 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.handler(args)
     except (PpvizError, _UsageError) as exc:
-        print(f"ppviz: error: {exc}", file=sys.stderr)
+        print(f"ppviz: error: {_shown(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"ppviz: error: {exc.filename or ''}: {exc.strerror}", file=sys.stderr)
+        print(f"ppviz: error: {_shown(exc.filename or '')}: {exc.strerror}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # output piped into head & co.
         sys.stderr.close()

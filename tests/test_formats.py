@@ -141,8 +141,8 @@ def test_program_equality_sees_every_field():
 
 
 @pytest.mark.parametrize("bad, where", [
-    ("device 0: 0F0 0X1", "position 1"),
-    ("device 0: 0F0 (0F1;0W0)OVERLAP_F_B", "position 1"),
+    ("device 0: 0F0 0X1", "line 1, column 15: '0X1'"),
+    ("device 0: 0F0 (0F1;0W0)OVERLAP_F_B", "line 1, column 15: '\\(0F1;0W0\\)OVERLAP_F_B'"),
     ("device 0: 0F0\ndevice 0: 0B0", "line 2"),
 ])
 def test_malformed_text_names_where(bad, where):

@@ -78,19 +78,23 @@ def test_torch_artifact_dualpipev_reads_and_simulates(tmp_path):
     assert res.makespan > 0 and len(res.ops) == 2 * 8 * 10 + int((program.kind == 2).sum())
 
 
-def test_csv_accepts_open_files_and_blank_rank_rows():
-    # a blank line is a rank without actions, as csv.reader (and so torch's _load_csv) reads it
+def test_csv_ignores_trailing_blank_lines_and_refuses_an_empty_rank_between():
+    # csv.reader (and so torch's _load_csv) reads a blank line as a rank without actions; at the
+    # end of a file that is an editor's newline (and made every cost double: p/S with a phantom
+    # rank), between ranks it is a rank no schedule leaves idle
     program = Program.from_torch_csv(io.StringIO("0F0,0B0\r\n\r\n"))
-    assert program.devices == 2 and program.device_actions(1) == []
+    assert program.devices == 1
+    with pytest.raises(ParseError, match="line 2: rank 1 has no actions"):
+        Program.from_torch_csv(io.StringIO("0F0,0B0\r\n\r\n1F0,1B0\r\n"))
 
 
 # Errors ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("text, error, fragment", [
-    ("0F0,0X0,0B0\n", ParseError, "device 0, position 1: '0X0' is not an action"),
-    ("0F0,0B0\n1F0,,1Q0\n", ParseError, "device 1, position 2: '1Q0' is not an action"),
-    ("0F0,(0F1;0F2)OVERLAP_F_B\n", ParseError, "device 0, position 1"),
-    ("1048576F0,1048576B0\n", ParseError, "device 0, position 0: '1048576F0' has an index ppviz cannot hold"),
+    ("0F0,0X0,0B0\n", ParseError, "line 1, cell 2: '0X0' is not an action"),
+    ("0F0,0B0\n1F0,,1Q0\n", ParseError, "line 2, cell 3: '1Q0' is not an action"),
+    ("0F0,(0F1;0F2)OVERLAP_F_B\n", ParseError, "line 1, cell 2"),
+    ("1048576F0,1048576B0\n", ParseError, "line 1, cell 1: '1048576F0' has an index ppviz cannot hold"),
     ("", ParseError, "holds no rows"),
     ("0F0,0I0,0F1,0B1\n1F0,1I0,1W0,1F1,1B1\n", ProgramError,
      "device 0, position 1 (0I0): W is missing for this I; add 0W0 after it on device 0"),
@@ -100,7 +104,7 @@ def test_csv_accepts_open_files_and_blank_rank_rows():
     ("0F0,0B0,1F1,1B1\n1F0,1B0,0F1,0B1\n", ProgramError, "device 1, position 2 (0F1): stage 0 already runs on device 0"),
     ("0F0,0I0,0W0,0B0\n1F0,1B0\n", ProgramError, "device 0, position 3 (0B0): stage 0 microbatch 0 has both"),
 ])
-def test_malformed_csv_names_device_position_and_rule(tmp_path, text, error, fragment):
+def test_malformed_csv_names_line_cell_and_rule(tmp_path, text, error, fragment):
     with pytest.raises(error) as err:
         Program.from_torch_csv(write(tmp_path, text)).validate()
     assert fragment in str(err.value)
@@ -177,7 +181,7 @@ def test_from_torch_reads_schedule_objects(torch_pipelining):
     (("1F1B", 4, 2), ScheduleConstraintError, ("torch Schedule1F1B refuses them", "Number of microbatches (2)")),
     (("DualPipeV", 4, 4), ScheduleConstraintError, ("torch ScheduleDualPipeV refuses them",)),
     (("GPipe", 2, 2, 2), ScheduleConstraintError, ("stages_per_device=2", "runs one stage per rank")),
-    (("GPipe", 0, 2), ppviz.ConfigError, ("devices=0", "give a whole number >= 1")),
+    (("GPipe", 0, 2), ppviz.ConfigError, ("devices=0", "give a whole number from 1")),
 ])
 def test_from_torch_refusals(torch_pipelining, args, error, fragments):
     name, *sizes = args

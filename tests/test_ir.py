@@ -40,13 +40,13 @@ def test_dict_of_strings_and_commas():
 
 
 @pytest.mark.parametrize("text, fragment", [
-    ("0F0 0X0 0B0", "device 0, position 1: '0X0' is not an action"),
-    ("0F0 0B0\n1F0 F1", "device 1, position 1: 'F1' is not an action"),
+    ("0F0 0X0 0B0", "line 1, column 5: '0X0' is not an action"),
+    ("0F0 0B0\n1F0 F1", "line 2, column 5: 'F1' is not an action"),
     ("device 0: 0F0\ndevice 0: 0B0", "device 0 appears twice"),
     ("", "holds no devices"),
     ("device 1: 1F0 1B0", "device 0 has no row"),
 ])
-def test_parse_errors_name_device_and_position(text, fragment):
+def test_parse_errors_name_line_and_column(text, fragment):
     with pytest.raises(ParseError) as err:
         Program.from_text(text)
     assert fragment in str(err.value)

@@ -80,10 +80,16 @@ def display_names(configs: Sequence[Config], ignore: tuple[str, ...] = ()) -> li
     # identical configs: number them in input order
     repeats = {n for n in out if out.count(n) > 1}
     seen: dict[str, int] = {}
+    taken = set(out)
     for i, n in enumerate(out):
         if n in repeats:
-            seen[n] = seen.get(n, 0) + 1
-            out[i] = f"{n} #{seen[n]}"
+            # skip numbers another run already carries (a user's label may be "x #1")
+            k = seen.get(n, 0) + 1
+            while f"{n} #{k}" in taken:
+                k += 1
+            seen[n] = k
+            out[i] = f"{n} #{k}"
+            taken.add(out[i])
     return out
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .errors import ConfigError
+from .budget import check_size
 from .registry import lookup
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
@@ -16,6 +18,11 @@ from .registry import lookup
 DEFAULT_W_SHARE = 32 / 34
 
 _STAGE_COST_KEYS = ("f", "b", "w", "activation")
+#: Largest count (devices, microbatches, stages per device, group size) accepted; the size
+#: budget (ppviz.set_budget) usually refuses far smaller runs first.
+MAX_COUNT = 10**9
+#: Largest time or size accepted: a run sums millions of them and must stay finite.
+MAX_COST = 1e200
 
 
 class FrozenMapping(Mapping):
@@ -57,7 +64,13 @@ def _number(name: str, value, *, minimum: float = 0.0, strict: bool = False, all
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
         raise ConfigError(name, value, f"give a number {'>' if strict else '>='} {minimum:g}")
-    x = float(value)
+    try:
+        x = float(value)
+    except (OverflowError, ValueError, TypeError):
+        x = math.inf
+    if x > MAX_COST:
+        raise ConfigError(name, value, f"give a finite number {'>' if strict else '>='} {minimum:g} and at most "
+                                       f"{MAX_COST:g} (sums of larger times overflow)")
     if not math.isfinite(x) or x < minimum or (strict and x == minimum):
         raise ConfigError(name, value, f"give a finite number {'>' if strict else '>='} {minimum:g}")
     return x
@@ -67,8 +80,8 @@ def positive_int(name: str, value, *, allow_none: bool = False):
     """``value`` as an int >= 1 (or None where allowed); otherwise a ConfigError naming ``name``."""
     if value is None and allow_none:
         return None
-    if not _is_int(value) or int(value) < 1:
-        raise ConfigError(name, value, "give a whole number >= 1")
+    if not _is_int(value) or not 1 <= int(value) <= MAX_COUNT:
+        raise ConfigError(name, value, f"give a whole number from 1 to {MAX_COUNT:,}")
     return int(value)
 
 
@@ -131,6 +144,7 @@ class Config:
         set_(self, "microbatches", positive_int("microbatches", self.microbatches))
         v = positive_int("stages_per_device", self.stages_per_device, allow_none=True)
         set_(self, "stages_per_device", spec.default_v if v is None else v)
+        check_size(spec, self.devices, self.stages_per_device, self.microbatches)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
         if self.f + self.b + self.w <= 0:
@@ -210,3 +224,27 @@ class Config:
     def build(self):
         """The program (per-device op orders) this config's schedule produces."""
         return self.spec.build_program(self)
+
+
+def _keyword_checked(init):
+    fields = [f.name for f in dataclasses.fields(Config) if f.init]
+
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        unknown = [k for k in kwargs if k not in fields]
+        if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(unknown[0], fields, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(unknown[0], kwargs[unknown[0]], f"{hint}Config takes {', '.join(fields)}",
+                              reason="Config has no such field")
+        if len(args) > len(fields):
+            raise ConfigError("arguments", args, f"give at most {len(fields)} positional values ({', '.join(fields)})")
+        init(self, *args, **kwargs)
+
+    return __init__
+
+
+# a misspelt or unknown keyword is a ConfigError naming it, not a TypeError
+Config.__init__ = _keyword_checked(Config.__init__)

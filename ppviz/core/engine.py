@@ -93,12 +93,12 @@ def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "a
         engine = "lockstep" if len(program) >= 8 * longest and not program.pair.any() else "events"
     if engine == "lockstep":
         if program.pair.any():
-            raise ValueError("the lockstep engine does not run F&B pairs; use engine='events'")
+            raise ConfigError("engine", engine, "use 'events' or 'auto': the lockstep engine does not run F&B pairs")
         start, end = _lockstep(program, dep, cross, cost)
     elif engine == "events":
         start, end = _events(program, dep, cross, cost)
     else:
-        raise ValueError(f"engine={engine!r} is not accepted; use 'auto', 'events' or 'lockstep'")
+        raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
     return start, end, dep
 
 
@@ -278,8 +278,14 @@ def simulate(x, config: Config | None = None, *, engine: str = "auto", **options
         if getattr(cfg, field) != wanted:
             raise ConfigError(field, getattr(cfg, field),
                               f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")
+    if engine not in ("auto", "events", "lockstep"):
+        raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
     program.validate()
     cost = op_costs(program, cfg)
+    # every op one after another bounds the makespan: it must stay a finite number
+    if not np.isfinite(float(cost.sum()) + cfg.comm * len(program)):
+        raise ConfigError("costs", f"f={cfg.f:g}, b={cfg.b:g}, w={cfg.w:g}, comm={cfg.comm:g}",
+                          "give smaller times: summed over this run they overflow a float")
     start, end, dep = execute(program, cost, cfg.comm, engine=engine)
     return Result(cfg, program, start, end, dep, cost)
 

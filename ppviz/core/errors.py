@@ -17,7 +17,10 @@ class ConfigError(PpvizError):
         self.field = field
         self.value = value
         self.accepted = accepted
-        what = f"{field}={value!r}"
+        shown = repr(value)
+        if len(shown) > 80:  # a 400-digit integer or a long list is named, not printed whole
+            shown = f"{shown[:60]}… ({len(shown)} characters)"
+        what = f"{field}={shown}"
         text = f"{what}: {reason}; {accepted}" if reason else f"{what} is not accepted; {accepted}"
         super().__init__(text)
 

@@ -137,15 +137,14 @@ class Program:
         ``{device: "0F0 0F1 ..." or ["0F0", "0F1", ...]}``.
         """
         if isinstance(text, str):
-            rows = _rows_from_text(text)
-        elif isinstance(text, Mapping):
-            rows = _rows_from_mapping(text)
-        else:
-            raise ParseError(
-                f"from_text expects a string (one device per line) or a dict {{device: actions}}; "
-                f"got {type(text).__name__}"
-            )
-        return cls.from_torch(rows, microbatches=microbatches, stages=stages, placement=placement, name=name)
+            return cls._from_located(_rows_from_text(text), microbatches, stages, placement, name)
+        if isinstance(text, Mapping):
+            return cls.from_torch(_rows_from_mapping(text), microbatches=microbatches, stages=stages,
+                                  placement=placement, name=name)
+        raise ParseError(
+            f"from_text expects a string (one device per line) or a dict {{device: actions}}; "
+            f"got {type(text).__name__}"
+        )
 
     @classmethod
     def from_torch(cls, actions: Mapping[int, Sequence] | Sequence[Sequence], *, microbatches: int | None = None,
@@ -163,25 +162,30 @@ class Program:
             bad = [k for k in keys if not isinstance(k, (int, np.integer)) or k < 0]
             if bad:
                 raise ParseError(f"device keys must be integers 0..p-1; got {bad[0]!r}")
-            p = max(keys) + 1 if keys else 0
-            missing = sorted(set(range(p)) - set(keys))
-            if missing:
-                raise ParseError(f"device {missing[0]} has no row; give every device 0..{p - 1} a (possibly empty) list")
-            rows = [actions[d] for d in range(p)]
+            _check_no_gap(sorted(int(k) for k in keys), "list")
+            rows = [actions[d] for d in range(len(keys))]
         else:
             rows = list(actions)
-        if not rows:
-            raise ParseError("the program has no devices; give at least one row of actions")
-        per_device = []
+        located = []
         for d, row in enumerate(rows):
             if isinstance(row, str):
                 row = _split_actions(row)
             elif not isinstance(row, Sequence):
                 raise ParseError(f"device {d}: expected a list of actions or a string of them; "
                                  f"got {type(row).__name__} {row!r}", device=d)
+            located.append([(item, f"device {d}, position {i}") for i, item in enumerate(row)])
+        return cls._from_located(located, microbatches, stages, placement, name)
+
+    @classmethod
+    def _from_located(cls, rows, microbatches, stages, placement, name) -> "Program":
+        """From rows of (action, where it was written), ``where`` naming it for error messages."""
+        if not rows:
+            raise ParseError("the program has no devices; give at least one row of actions")
+        per_device = []
+        for d, row in enumerate(rows):
             ops = DeviceOps()
-            for position, item in enumerate(row):
-                _parse_into(ops, item, d, position)
+            for position, (item, where) in enumerate(row):
+                _parse_into(ops, item, d, position, where)
             per_device.append(ops)
         program = cls.from_device_ops(per_device, stages=1, microbatches=1, name=name)
         return program._with_inferred_shape(microbatches, stages, placement)
@@ -198,13 +202,30 @@ class Program:
         """
         if hasattr(path, "read"):
             rows = list(csv.reader(path))
+        elif isinstance(path, (str, os.PathLike)):
+            try:
+                with open(os.fspath(path), newline="", encoding="utf-8") as fh:
+                    rows = list(csv.reader(fh))
+            except UnicodeDecodeError as exc:
+                raise ParseError(f"the CSV {os.fspath(path)} is not UTF-8 text ({exc.reason} at byte {exc.start})") \
+                    from None
         else:
-            with open(os.fspath(path), newline="") as fh:
-                rows = list(csv.reader(fh))
+            raise ParseError(f"from_torch_csv expects a file name or an open text file; got {type(path).__name__}")
+        # trailing blank lines (and cells) are what editors and writers leave; a blank line or a
+        # row of empty cells between ranks is a rank with nothing to do, which no schedule has
+        while rows and not any(cell.strip() for cell in rows[-1]):
+            rows.pop()
         if not rows:
             where = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
             raise ParseError(f"the CSV {where or '(text)'} holds no rows; torch's format has one row per rank")
-        return cls.from_torch(rows, microbatches=microbatches, stages=stages, placement=placement, name=name)
+        located = []
+        for line, row in enumerate(rows, 1):
+            cells = [(cell, f"line {line}, cell {c}") for c, cell in enumerate(row, 1) if cell.strip()]
+            if not cells:
+                raise ParseError(f"line {line}: rank {line - 1} has no actions; every rank needs at least one "
+                                 f"(blank lines are allowed only at the end)", device=line - 1)
+            located.append(cells)
+        return cls._from_located(located, microbatches, stages, placement, name)
 
     def to_torch_csv(self, path) -> None:
         """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it.
@@ -363,6 +384,18 @@ class Program:
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): stage must be in 0..{S - 1} "
                 f"and microbatch in 0..{m - 1}", device=d, position=pos)
+        if 2 * S * m > n and S * m > max(4 * n, 1 << 20):
+            # some (stage, microbatch) cannot have both an F and a backward: name one without
+            # allocating S·m counters (a typo such as 0F99999999 would ask for gigabytes)
+            for s in range(S):
+                have = np.unique(self.microbatch[(self.stage == s) & (self.kind == F)])
+                gap = np.flatnonzero(have != np.arange(len(have)))
+                missing = int(gap[0]) if len(gap) else len(have)
+                if missing < m:
+                    raise ProgramError(
+                        f"stage {s} microbatch {missing} is never forwarded: no {action(F, s, missing)} on any device; "
+                        f"the actions name stages 0..{S - 1} and microbatches 0..{m - 1}, so every one of those "
+                        f"{S}×{m} pairs needs an F and a backward ({2 * S * m} ops; the program has {n})")
         key = self.stage.astype(np.int64) * m + self.microbatch
         counts = np.zeros((4, S * m), dtype=np.int64)
         np.add.at(counts, (self.kind.astype(np.intp), key), 1)
@@ -509,6 +542,8 @@ class Program:
 _ACTION_RE = re.compile(r"^(\d+)([FBIW])(\d+)$")
 _PAIR_RE = re.compile(r"^\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$")
 _COMM_RE = re.compile(r"^\d+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)\d*$")
+#: a token of the text form: a pair contains ';' but never spaces or commas
+_TOKEN_RE = re.compile(r"[^\s,]+")
 _PREFIX_RE = re.compile(r"^\s*(?:device|rank|dev)?\s*(\d+)\s*:\s*", re.IGNORECASE)
 
 
@@ -517,25 +552,40 @@ def _split_actions(row: str) -> list[str]:
     return [tok for tok in re.split(r"[\s,]+", row.strip()) if tok]
 
 
-def _rows_from_text(text: str) -> list[list[str]]:
-    rows: dict[int, list[str]] = {}
+def _rows_from_text(text: str) -> list[list[tuple[str, str]]]:
+    """Rows of (token, "line L, column C") as an editor numbers them (both from 1)."""
+    rows: dict[int, list[tuple[str, str]]] = {}
+    first_line: dict[int, int] = {}
     next_device = 0
     for line_number, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         match = _PREFIX_RE.match(line)
+        start = 0
         if match:
             device = int(match.group(1))
-            line = line[match.end():]
+            start = match.end()
         else:
             device = next_device
         if device in rows:
-            raise ParseError(f"line {line_number}: device {device} appears twice; give each device one line")
-        rows[device] = _split_actions(line)
+            raise ParseError(f"line {line_number}: device {device} appears twice (first on line "
+                             f"{first_line[device]}); give each device one line")
+        rows[device] = [(m.group(0), f"line {line_number}, column {m.start() + 1}")
+                        for m in _TOKEN_RE.finditer(line, start)]
+        first_line[device] = line_number
         next_device = device + 1
     if not rows:
         raise ParseError("the text holds no devices; write one line of actions per device, e.g. '0F0 0F1 0B0 0B1'")
-    return _rows_from_mapping(rows)
+    _check_no_gap(sorted(rows), "line")
+    return [rows[d] for d in range(len(rows))]
+
+
+def _check_no_gap(keys: list[int], what: str) -> None:
+    """Devices must be 0..p−1; the first missing one is named (without building range(p))."""
+    for expected, key in enumerate(keys):
+        if key != expected:
+            raise ParseError(f"device {expected} has no row; give every device 0..{keys[-1]} a (possibly empty) "
+                             f"{what}")
 
 
 def _rows_from_mapping(mapping: Mapping) -> list:
@@ -544,46 +594,53 @@ def _rows_from_mapping(mapping: Mapping) -> list:
     except (TypeError, ValueError):
         raise ParseError(f"device keys must be integers; got {list(mapping)!r}") from None
     lookup = {int(k): v for k, v in mapping.items()}
-    p = keys[-1] + 1 if keys else 0
-    missing = sorted(set(range(p)) - set(keys))
-    if missing:
-        raise ParseError(f"device {missing[0]} has no row; give every device 0..{p - 1} a (possibly empty) row")
-    return [_split_actions(lookup[d]) if isinstance(lookup[d], str) else list(lookup[d]) for d in range(p)]
+    if keys and keys[0] < 0:
+        raise ParseError(f"device keys must be integers 0..p-1; got {keys[0]!r}")
+    _check_no_gap(keys, "row")
+    return [_split_actions(lookup[d]) if isinstance(lookup[d], str) else list(lookup[d]) for d in range(len(keys))]
 
 
-def _check_indices(token: str, device: int, position: int, stages, microbatches) -> None:
-    if any(int(s) > MAX_STAGE for s in stages) or any(int(mb) > MAX_MICROBATCH for mb in microbatches):
+def _check_indices(token: str, device: int, position: int, where: str, stages, microbatches) -> None:
+    # compared as text first: int() of a thousand digits is slow, and such a token is refused anyway
+    if any(len(s) > 7 or int(s) > MAX_STAGE for s in stages) or \
+            any(len(mb) > 10 or int(mb) > MAX_MICROBATCH for mb in microbatches):
         raise ParseError(
-            f"device {device}, position {position}: {token!r} has an index ppviz cannot hold; stages must be "
-            f"at most {MAX_STAGE} and microbatches at most {MAX_MICROBATCH}", device=device, position=position)
+            f"{where}: {_shown(token)} has an index ppviz cannot hold; stages must be at most {MAX_STAGE} and "
+            f"microbatches at most {MAX_MICROBATCH}", device=device, position=position)
 
 
-def _parse_into(ops: DeviceOps, item, device: int, position: int) -> None:
+def _shown(token) -> str:
+    """A token as an error message shows it: its repr (quoted, escapes visible), long ones cut."""
+    text = repr(token)
+    return text if len(text) <= 60 else text[:57] + "…'"
+
+
+def _parse_into(ops: DeviceOps, item, device: int, position: int, where: str) -> None:
     if item is None:
         return
     if not isinstance(item, str):
         if hasattr(item, "computation_type") and hasattr(item, "stage_index"):
             item = str(item)  # a torch _Action prints as its action string
         else:
-            raise ParseError(f"device {device}, position {position}: expected an action string such as '0F1'; "
-                             f"got {type(item).__name__} {item!r}", device=device, position=position)
+            raise ParseError(f"{where}: expected an action string such as '0F1'; "
+                             f"got {type(item).__name__} {_shown(item)}", device=device, position=position)
     token = item.strip()
     if not token:
         return
     match = _ACTION_RE.match(token)
     if match:
         stage, kind, microbatch = match.groups()
-        _check_indices(token, device, position, (stage,), (microbatch,))
+        _check_indices(token, device, position, where, (stage,), (microbatch,))
         ops._add(KINDS.index(kind), int(stage), int(microbatch))
         return
     match = _PAIR_RE.match(token)
     if match:
         fs, fm, bs, bk, bm = match.groups()
-        _check_indices(token, device, position, (fs, bs), (fm, bm))
+        _check_indices(token, device, position, where, (fs, bs), (fm, bm))
         ops.fb(int(fs), int(fm), int(bs), int(bm), split=bk == "I")
         return
     if _COMM_RE.match(token):
         return
     raise ParseError(
-        f"device {device}, position {position}: {token!r} is not an action; write [stage][F|B|I|W][microbatch] "
+        f"{where}: {_shown(token)} is not an action; write [stage][F|B|I|W][microbatch] "
         f"such as '0F1' or '3I0', or a pair '(0F7;7B3)OVERLAP_F_B'", device=device, position=position)

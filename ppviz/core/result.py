@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -82,6 +83,12 @@ class Result:
         self.peak_memory = self.peak_activation + self.static_memory
         spec = config.spec
         self.closed_form = spec.closed_form(config) if spec.closed_form is not None and spec.name == program.name else None
+        # a result is a record: its arrays (and the program's, shared by every result of it) are read-only
+        for array in (*(getattr(self.ops, f.name) for f in dataclasses.fields(self.ops)), self.dependencies, self.busy,
+                      self.idle, self.peak_activation, self.static_memory, self.peak_memory, self.memory.times,
+                      self.memory.values, self.memory.offsets, program.kind, program.stage, program.microbatch,
+                      program.pair, program.offsets, program.device):
+            array.flags.writeable = False
 
     @property
     def devices(self) -> int:

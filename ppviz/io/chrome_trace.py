@@ -13,7 +13,9 @@ import os
 
 import numpy as np
 
+from ..core.errors import ConfigError
 from ..core.program import F, action
+from .files import checked_path
 
 _PID = 1
 
@@ -21,6 +23,9 @@ _PID = 1
 def chrome_trace(result, time_unit_us: float = 1000.0) -> dict:
     """The trace as a dict (``{"traceEvents": [...], ...}``); see :func:`write_chrome_trace`."""
     program, ops = result.program, result.ops
+    if isinstance(time_unit_us, bool) or not isinstance(time_unit_us, (int, float)) or \
+            not 0 < time_unit_us <= 1e12 or time_unit_us != time_unit_us:
+        raise ConfigError("time_unit_us", time_unit_us, "give the microseconds in one time unit: a number > 0")
     scale = float(time_unit_us)
     events: list[dict] = [
         {"ph": "M", "name": "process_name", "pid": _PID, "tid": 0, "args": {"name": f"ppviz: {result.config.display_name}"}},
@@ -63,6 +68,8 @@ def chrome_trace(result, time_unit_us: float = 1000.0) -> dict:
 
 def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float = 1000.0) -> str:
     """Write the Chrome trace JSON to ``path``; returns the path."""
-    with open(path, "w", encoding="utf-8") as fh:
-        json.dump(chrome_trace(result, time_unit_us), fh)
-    return os.fspath(path)
+    name = checked_path(path)
+    trace = chrome_trace(result, time_unit_us)  # before the file is opened: a bad unit leaves no file
+    with open(name, "w", encoding="utf-8") as fh:
+        json.dump(trace, fh, allow_nan=False)
+    return name

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.errors import ConfigError
+
+
+#: widest chart drawn; wider asks are refused rather than building huge strings
+MAX_WIDTH = 10_000
+
 
 def text_gantt(result, width: int = 80) -> str:
+    if isinstance(width, bool) or not isinstance(width, int) or not 20 <= width <= MAX_WIDTH:
+        raise ConfigError("width", width, f"give a whole number of columns from 20 to {MAX_WIDTH}")
     p = result.devices
     label = [f"dev {d} " for d in range(p)]
     lw = max(len(s) for s in label)

@@ -1,0 +1,47 @@
+"""The size budget: configs beyond it are refused before any work starts, with the estimate.
+
+A run of n ops takes about a second and some hundreds of bytes per op per million ops to build,
+simulate and draw; far beyond that a notebook kernel freezes or runs out of memory. The default
+budget, ``DEFAULT_MAX_OPS`` ops, keeps a run within a few seconds on a laptop; raise it with
+:func:`set_budget` (or the ``PPVIZ_MAX_OPS`` environment variable) for bigger machines.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .errors import ConfigError
+
+DEFAULT_MAX_OPS = 4_000_000
+_max_ops = None
+
+
+def max_ops() -> int:
+    """The current budget, in ops."""
+    if _max_ops is not None:
+        return _max_ops
+    env = os.environ.get("PPVIZ_MAX_OPS", "")
+    return int(env) if env.isdigit() and int(env) > 0 else DEFAULT_MAX_OPS
+
+
+def set_budget(max_ops: int | None = None) -> int:
+    """Set the largest run, in ops, that ppviz builds (``None``: back to the default). Returns it."""
+    global _max_ops
+    if max_ops is not None and (isinstance(max_ops, bool) or not isinstance(max_ops, int) or max_ops < 1):
+        raise ConfigError("max_ops", max_ops, "give a whole number >= 1, or None for the default")
+    _max_ops = max_ops
+    return globals()["max_ops"]()
+
+
+def check_size(spec, devices: int, v: int, microbatches: int) -> None:
+    """Refuse a schedule whose op count would exceed the budget, before it is built."""
+    stages = spec.stage_count(devices, v) or devices * v
+    per_pair = 3 if spec.split_backward else 2  # F and B, or F, I and W
+    estimate = per_pair * stages * microbatches
+    limit = max_ops()
+    if estimate > limit:
+        raise ConfigError(
+            "size", f"p={devices}, v={v}, m={microbatches}",
+            f"that is about {estimate:,} ops, over the budget of {limit:,}; use fewer devices, stages or "
+            f"microbatches, or raise the budget with ppviz.set_budget(max_ops=...)",
+            reason="too large to simulate here")
