@@ -1,28 +1,64 @@
-import subprocess, sys, pathlib
-ROOT = pathlib.Path("/work/main")
-NEW = ["tests/test_oracle.py", "tests/test_closed_form_grid.py", "tests/test_formats.py"]
+"""Plant, one at a time, the bug classes the test suite must catch, and report which it kills.
+
+Each case is a small, realistic mistake a refactor could make (the list of the test-strength
+issue): the script edits one line, runs the fast guarding tests, and restores the file. Every
+case must be KILLED. Run: python scripts/planted_bugs.py
+"""
+
+import pathlib
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+TESTS = ["tests/test_oracle.py", "tests/test_closed_form_grid.py", "tests/test_formats.py", "tests/test_messages.py",
+         "tests/test_readers.py", "tests/test_core_edges.py"]
 CASES = [
- ("bubble_fraction max idle", "ppviz/result.py", "float(self.idle.sum() / (p * self.makespan))", "float(self.idle.max() / self.makespan)"),
- ("partial deadlock", "ppviz/simulate.py", "if any(pos[d] < stop[d] for d in range(p)):", "if all(pos[d] < stop[d] for d in range(p)):"),
- ("b/w swapped", "ppviz/simulate.py", 'i[s] = over.get("b", i[s])\n        w[s] = over.get("w", w[s])', 'i[s] = over.get("w", i[s])\n        w[s] = over.get("b", w[s])'),
- ("activation override ignored", "ppviz/memory.py", 'if "activation" in over and s < stages:', 'if False:'),
- ("default w_share", "ppviz/config.py", "DEFAULT_W_SHARE = 32 / 34", "DEFAULT_W_SHARE = 0.9"),
- ("zb-h1 applies loosened", "ppviz/formulas.py", "applies=_uniform(config) and m >= p and w <= min(f, b),\n    )\n\n\ndef looped_bfs", "applies=_uniform(config) and m >= p and w <= f,\n    )\n\n\ndef looped_bfs"),
- ("V placement v>=3", "ppviz/placement.py", "mapping.append(k if lap % 2 == 0 else p - 1 - k)", "mapping.append(k if lap == 0 or lap > 1 else p - 1 - k)"),
- ("pair with I refused", "ppviz/ir.py", r'_PAIR_RE = re.compile(r"^\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$")', r'_PAIR_RE = re.compile(r"^\((\d+)F(\d+);(\d+)([B])(\d+)\)OVERLAP_F_B$")'),
- ("== ignores pairing", "ppviz/ir.py", "\n                and np.array_equal(self.pair, other.pair))", ")"),
- ("trace counters unscaled", "ppviz/export.py", '"ts": t * scale, "args": {"activation": v}', '"ts": t, "args": {"activation": v}'),
- ("CLI ignores --fb", "ppviz/cli.py", '("fb", args.fb),', ''),
+    ("bubble_fraction from the largest idle", "ppviz/core/result.py",
+     "float(self.idle.sum() / (p * self.makespan))", "float(self.idle.max() / self.makespan)"),
+    ("deadlock raised only when every device is stuck", "ppviz/core/engine.py",
+     "if any(pos[d] < stop[d] for d in range(p)):", "if all(pos[d] < stop[d] for d in range(p)):"),
+    ("per-stage b and w swapped", "ppviz/core/engine.py",
+     'i[s] = over.get("b", i[s])\n        w[s] = over.get("w", w[s])',
+     'i[s] = over.get("w", i[s])\n        w[s] = over.get("b", w[s])'),
+    ("per-stage activation ignored", "ppviz/core/memory.py",
+     'if "activation" in over and s < stages:', "if False:"),
+    ("default w_share changed", "ppviz/core/config.py", "DEFAULT_W_SHARE = 32 / 34", "DEFAULT_W_SHARE = 0.9"),
+    ("ZB-H1 closed form applies too widely", "ppviz/schedules/zero_bubble.py",
+     "applies=uniform_costs(config) and m >= p and w <= min(f, b),\n    )\n\n\ndef zb_h2_closed_form",
+     "applies=uniform_costs(config) and m >= p and w <= f,\n    )\n\n\ndef zb_h2_closed_form"),
+    ("V placement wrong for v >= 3", "ppviz/core/placement.py",
+     "mapping.append(k if lap % 2 == 0 else p - 1 - k)", "mapping.append(k if lap != 1 else p - 1 - k)"),
+    ("text parser refuses a pair whose backward is an I", "ppviz/core/program.py",
+     r'(\d+)([BI])(\d+)\)OVERLAP_F_B$")', r'(\d+)([B])(\d+)\)OVERLAP_F_B$")'),
+    ("Program == ignores pairing", "ppviz/core/program.py",
+     "\n                and np.array_equal(self.pair, other.pair))", ")"),
+    ("Chrome trace memory counters not scaled", "ppviz/io/chrome_trace.py",
+     '"ts": t * scale, "args": {"activation": v}', '"ts": t, "args": {"activation": v}'),
+    ("CLI ignores --fb", "ppviz/cli.py", '("fb", args.fb),', ""),
 ]
-for name, path, old, new in CASES:
-    f = ROOT / path
-    src = f.read_text()
-    assert src.count(old) == 1, (name, src.count(old))
-    f.write_text(src.replace(old, new))
-    try:
-        r = subprocess.run([str(ROOT / ".venv/bin/python"), "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *NEW],
-                           cwd=ROOT, capture_output=True, text=True)
-        last = r.stdout.strip().splitlines()[-1]
-        print(f"{name:32s} {'KILLED' if r.returncode else 'SURVIVED'}  {last}")
-    finally:
-        f.write_text(src)
+
+
+def main() -> int:
+    survived = 0
+    for name, path, old, new in CASES:
+        file = ROOT / path
+        source = file.read_text()
+        if source.count(old) != 1:
+            print(f"{name:50s} cannot plant: the line is not in {path} exactly once")
+            survived += 1
+            continue
+        file.write_text(source.replace(old, new))
+        try:
+            run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS],
+                                 cwd=ROOT, capture_output=True, text=True)
+        finally:
+            file.write_text(source)
+        killed = run.returncode != 0
+        survived += not killed
+        print(f"{name:50s} {'KILLED' if killed else 'SURVIVED'}  ({run.stdout.strip().splitlines()[-1]})")
+    print(f"{len(CASES) - survived} of {len(CASES)} planted bugs killed")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
