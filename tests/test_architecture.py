@@ -6,7 +6,6 @@ import pathlib
 import re
 import subprocess
 import sys
-import warnings
 
 import pytest
 
@@ -22,17 +21,11 @@ def test_import_linter_contracts_hold():
     assert "2 kept, 0 broken" in out.stdout
 
 
-def test_schedule_modules_are_reachable_by_name_and_the_old_listing_call_still_works():
+def test_schedule_modules_are_reachable_by_name():
     import ppviz.schedules.dualpipe
 
     assert ppviz.schedules.dualpipe.build_dualpipe is not None
     assert ppviz.schedules.v_shape.__name__ == "ppviz.schedules.v_shape"
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        table = ppviz.schedules()
-    assert [w.category for w in caught] == [DeprecationWarning]
-    assert "list_schedules" in str(caught[0].message)
-    assert table.names() == ppviz.list_schedules().names()
 
 
 def test_the_core_loads_no_presentation_code():

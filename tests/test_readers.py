@@ -159,3 +159,11 @@ def test_registration_helpers_build_validators_that_refuse_with_their_reason(mon
     assert lookup("testdemoalias") is spec and lookup("Test_Demo") is spec
     with pytest.raises(RuntimeError, match="alias 'TestDemoAlias' already names 'test-demo'"):
         register(ScheduleSpec(name="test-other", summary="", reference="", builder=None, aliases=("TestDemoAlias",)))
+
+
+def test_a_backward_given_twice_over_is_located_at_its_own_b():
+    # (0, 1) has both B and I/W; the message points at 0B1, not at the first B of the program (0B0)
+    with pytest.raises(ProgramError) as info:
+        Program.from_text("0F0 0B0 0F1 0I1 0W1 0B1").validate()
+    assert str(info.value).startswith("device 0, position 5 (0B1): stage 0 microbatch 1 has both a full backward B")
+    assert (info.value.device, info.value.position) == (0, 5)
