@@ -167,3 +167,43 @@ def test_a_backward_given_twice_over_is_located_at_its_own_b():
         Program.from_text("0F0 0B0 0F1 0I1 0W1 0B1").validate()
     assert str(info.value).startswith("device 0, position 5 (0B1): stage 0 microbatch 1 has both a full backward B")
     assert (info.value.device, info.value.position) == (0, 5)
+
+
+def test_registration_helpers_called_at_run_time(monkeypatch):
+    # these run at import, before a test can observe them; calling them again here does
+    from types import SimpleNamespace
+
+    from ppviz import ConfigError, ScheduleConstraintError
+    from ppviz.core import config as config_module
+    from ppviz.schedules import v_shape
+    from ppviz.schedules.one_f_one_b import several_stages_per_device
+
+    registry = importlib.import_module("ppviz.core.registry")
+    monkeypatch.setattr(registry, "_REGISTRY", dict(registry._REGISTRY))
+    monkeypatch.setattr(registry, "_ALIASES", dict(registry._ALIASES))
+    monkeypatch.setattr(v_shape, "register", registry.register)
+    v_shape._register_v("test-v", "summary", "reference", v_shape.build_v_half, ("TestV",),
+                        v_shape.v_half_closed_form)
+    spec = registry.lookup("testv")
+    assert (spec.name, spec.summary, spec.reference, spec.aliases) == ("test-v", "summary", "reference", ("TestV",))
+    assert (spec.default_v, spec.v_min, spec.v_max, spec.split_backward, spec.constraints) == (2, 2, 2, True, "v = 2")
+    assert spec.builder is v_shape.build_v_half and spec.closed_form is v_shape.v_half_closed_form
+    with pytest.raises(ScheduleConstraintError, match="stages_per_device=3"):
+        spec.validate(SimpleNamespace(schedule="test-v", stages_per_device=3, devices=4, microbatches=8))
+
+    check = several_stages_per_device("demo")
+    ok = SimpleNamespace(schedule="demo-v", stages_per_device=2, microbatch_group_size=None, devices=2,
+                         microbatches=4, group_size=2)
+    check(ok)
+    with pytest.raises(ScheduleConstraintError, match="microbatches=7"):
+        check(SimpleNamespace(**{**vars(ok), "devices": 3, "microbatches": 7, "group_size": 3}))
+
+    init = config_module._keyword_checked(config_module.Config.__init__.__wrapped__)
+    monkeypatch.setattr(config_module.Config, "__init__", init)
+    with pytest.raises(ConfigError) as info:
+        config_module.Config(devicez=4)
+    assert str(info.value).startswith("devicez=4: Config has no such field; did you mean 'devices'? Config takes "
+                                      "schedule, devices, microbatches")
+    with pytest.raises(ConfigError, match="positional values"):
+        config_module.Config(*range(20))
+    assert config_module.Config("zb-h1", 4, 8).schedule == "zb-h1"
