@@ -243,6 +243,7 @@ def test_the_old_listing_call_warns_and_still_lists():
         warnings.simplefilter("always")
         table = ppviz.schedules()
     assert [w.category for w in caught] == [DeprecationWarning]
+    assert caught[0].filename == __file__  # the warning points at the caller
     assert str(caught[0].message) == ("ppviz.schedules() is deprecated: call ppviz.list_schedules(); ppviz.schedules "
                                       "is now the package of schedule families")
     assert table.names() == ppviz.list_schedules().names()
@@ -261,3 +262,35 @@ def test_result_exports_write_their_formats(tmp_path):
     assert svg == str(tmp_path / "a.svg") and (tmp_path / "a.svg").read_text().startswith("<svg")
     png = res.to_png(tmp_path / "a.png", scale=1)
     assert png == str(tmp_path / "a.png") and (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_budget_refusals_name_the_value(monkeypatch):
+    try:
+        assert ppviz.set_budget(1) == 1
+        with pytest.raises(ConfigError) as info:
+            ppviz.set_budget(0)
+        assert str(info.value) == "max_ops=0 is not accepted; give a whole number >= 1, or None for the default"
+    finally:
+        ppviz.set_budget(None)
+
+
+def test_an_empty_rank_between_ranks_carries_its_device():
+    with pytest.raises(ParseError) as info:
+        Program.from_torch_csv(io.StringIO("0F0,0B0\n\n\n3F0,3B0\n"))
+    assert str(info.value).startswith("line 2: rank 1 has no actions")
+    assert info.value.device == 1
+
+
+def test_index_limits_are_exact_and_refusals_carry_their_place():
+    from ppviz.core.program import MAX_MICROBATCH, MAX_STAGE
+
+    # the largest microbatch index parses (the program is then refused for what it lacks)
+    for token in (f"0F{MAX_MICROBATCH}", "0F1000000000"):
+        with pytest.raises(ProgramError) as info:
+            Program.from_text(f"{token} 0B0").validate()
+        assert not isinstance(info.value, ParseError)
+    for token in (f"0F{MAX_MICROBATCH + 1}", f"{MAX_STAGE + 1}F0", "0F" + "9" * 11):
+        with pytest.raises(ParseError) as info:
+            Program.from_torch({0: ["0F0", "0B0"], 1: ["1F0", token]})
+        assert (info.value.device, info.value.position) == (1, 1)
+        assert "has an index ppviz cannot hold" in str(info.value)
