@@ -109,3 +109,12 @@ def test_v_or_default_keeps_an_accepted_v():
     assert lookup("interleaved-1f1b").v_or_default(1) == 2  # below v_min: the default
     assert lookup("zb-v").v_or_default(3) == 2  # above v_max: the default
     assert lookup("1f1b").v_or_default(None) == 1
+
+
+def test_time_unit_is_a_short_name_shown_in_the_summary():
+    res = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, time_unit="ms"))
+    assert "makespan         33 ms   closed form 33 ms" in res.summary()
+    assert "ms" not in ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8)).summary().split("\n")[1]
+    for bad in ("", "<b>ms</b>", "m s", "millisecondss", 3, "\x1b[31m"):
+        with pytest.raises(ppviz.ConfigError, match="time_unit"):
+            ppviz.Config(time_unit=bad)

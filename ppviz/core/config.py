@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ _STAGE_COST_KEYS = ("f", "b", "w", "activation")
 MAX_COUNT = 10**9
 #: Largest time or size accepted: a run sums millions of them and must stay finite.
 MAX_COST = 1e200
+#: a time unit is a short name shown beside numbers: letters only, so it can never carry markup
+_UNIT_RE = re.compile(r"[A-Za-zµμ]{1,8}")
 
 
 class FrozenMapping(Mapping):
@@ -115,6 +118,9 @@ class Config:
         activation units; doubled on devices that hold two replicas (DualPipe).
     activation_bytes : bytes in one activation unit, to report memory in bytes too.
     label : a display name for charts and comparisons (defaults to the schedule name).
+    time_unit : the unit of ``f``, ``b``, ``w``, ``comm`` and ``fb`` (``"ms"``, ``"us"``, ``"s"`` …),
+        shown beside times in summaries, charts and the widget; ``None`` (the default) leaves
+        times unitless.
     """
 
     schedule: str = "1f1b"
@@ -133,6 +139,7 @@ class Config:
     params: float = 0.0
     activation_bytes: float | None = None
     label: str | None = None
+    time_unit: str | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -159,6 +166,9 @@ class Config:
              positive_int("microbatch_group_size", self.microbatch_group_size, allow_none=True))
         if self.label is not None and not isinstance(self.label, str):
             raise ConfigError("label", self.label, "give a string or None")
+        if self.time_unit is not None and not (isinstance(self.time_unit, str) and _UNIT_RE.fullmatch(self.time_unit)):
+            raise ConfigError("time_unit", self.time_unit,
+                              "give a short unit name such as 'ms', 'us' or 's' (letters, at most 8), or None")
         set_(self, "stage_costs", self._checked_stage_costs(spec))
         spec.check(self)
 

@@ -122,7 +122,9 @@ class Result:
         v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None else "1 (2 replicas)"
         lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
-        lines.append(f"  makespan         {self.makespan:.6g}" + (f"   closed form {cf.makespan:.6g}" if cf else ""))
+        unit = f" {c.time_unit}" if c.time_unit else ""
+        lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
+                     (f"   closed form {cf.makespan:.6g}{unit}" if cf else ""))
         lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +
                      (f"   closed form {cf.bubble_fraction:.4f}  [{cf.bubble_formula} per device]" if cf else ""))
         lines.append(f"  bubble rate      {self.bubble_rate:.4f}" + (f"   closed form {cf.bubble_rate:.4f}" if cf else ""))
