@@ -20,8 +20,10 @@ script is the fix.
 from __future__ import annotations
 
 import argparse
+import base64
 import copy
 import difflib
+import hashlib
 import json
 import pathlib
 import re
@@ -66,8 +68,8 @@ def _text(value) -> str:
 
 def comparable(nb, *, pictures: bool = True) -> list:
     """Each code cell's execution count and outputs with the volatile parts replaced; a
-    picture as the digest of the spec it was drawn from, and (with ``pictures``) its bytes,
-    which depend on the renderer's version as well."""
+    picture as the digest of the spec it was drawn from and (with ``pictures``) the digest of
+    its bytes, which depend on the renderer's version as well."""
     cells = []
     for cell in nb.cells:
         if cell.cell_type != "code":
@@ -85,8 +87,9 @@ def comparable(nb, *, pictures: bool = True) -> list:
                         data[mime] = "<widget view>"
                     elif mime == PNG:
                         drawn = out.metadata.get(PNG, {}).get(METADATA_KEY, {})
+                        png = base64.b64decode(value if isinstance(value, str) else "".join(value))
                         data[mime] = {"spec_sha256": drawn.get("spec_sha256"),
-                                      **({"png": _text(value)} if pictures else {})}
+                                      **({"png_sha256": hashlib.sha256(png).hexdigest()} if pictures else {})}
                     else:
                         data[mime] = _text(value) if isinstance(value, (str, list)) else value
                 outputs.append({out.output_type: data})
@@ -107,7 +110,7 @@ def differences(stored, executed) -> list[str]:
     stored ones came from this machine's renderer, and by the spec they were drawn from
     otherwise."""
     pictures = renderers(stored) <= renderers(executed)
-    before, after = (json.dumps(comparable(nb, pictures=pictures), indent=1, sort_keys=True).splitlines()
+    before, after = (json.dumps(comparable(nb, pictures=pictures), indent=1, sort_keys=True, ensure_ascii=False).splitlines()
                      for nb in (stored, executed))
     return list(difflib.unified_diff(before, after, "stored", "executed now", lineterm="", n=2))
 
