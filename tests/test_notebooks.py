@@ -118,6 +118,17 @@ def _memory(out):
 
 def _real_model(out):
     assert "15 of 21 fit; fastest: zb-v v=2 m=64" in out
+    table = {}  # (schedule, v) -> [(m, ms per microbatch, bubble %)]
+    for found in re.finditer(r"^(\S+) +(\d) +(\d+) +([\d.]+) +([\d.]+)% +[\d.]+$", out, flags=re.M):
+        name, v, m, per_mb, bubble = found.groups()
+        table.setdefault((name, int(v)), []).append((int(m), float(per_mb), float(bubble)))
+    assert len(table) == 7
+    for rows in table.values():  # more microbatches shrink the bubble, and the time per microbatch
+        assert [m for m, _, _ in rows] == sorted(m for m, _, _ in rows)
+        assert all(a[1] > b[1] and a[2] > b[2] for a, b in zip(rows, rows[1:]))
+    for i in range(3):  # so do more stages per device, here, despite the added communication
+        bubbles = [table[key][i][2] for key in (("1f1b", 1), ("interleaved-1f1b", 2), ("interleaved-1f1b", 4))]
+        assert bubbles == sorted(bubbles, reverse=True)
 
 
 def _custom(out):
