@@ -260,3 +260,24 @@ def test_run_opens_copies_so_the_stored_notebooks_stay_clean(tmp_path):
                               "scratch/quickstart.ipynb"], cwd=ROOT, capture_output=True, text=True)
     assert ignored.stdout.split() == ["notebooks/.ipynb_checkpoints/quickstart-checkpoint.ipynb",
                                       "scratch/quickstart.ipynb"]
+
+
+def test_the_install_cell_installs_the_checkout_it_sits_in(monkeypatch, tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    installs = []
+    line_magics = shell.magics_manager.magics["line"]
+    monkeypatch.setitem(line_magics, "pip", installs.append)  # what %pip would be asked to do
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "ppviz" else find_spec(name, *args))
+    cell = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4).cells[1].source
+    monkeypatch.chdir(NOTEBOOKS)  # Jupyter runs a notebook in its folder
+    shell.run_cell(cell).raise_error()
+    assert installs == [f'install --quiet "{ROOT}"']
+    elsewhere = tmp_path / "notebooks"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a notebook copied out of the checkout: say how to install
+    with pytest.raises(ModuleNotFoundError, match=r"pip install \.` in a checkout .*README, \"Install\""):
+        shell.run_cell(cell).raise_error()
+    assert len(installs) == 1
