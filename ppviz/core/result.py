@@ -128,7 +128,8 @@ class Result:
         name = c.display_name
         v = self.program.stages_per_device
         v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None else "1 (2 replicas)"
-        lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={v_text} "
+        k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
+        lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
         unit = f" {c.time_unit}" if c.time_unit else ""
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
