@@ -18,6 +18,8 @@ Two flags widen what a program may be, each explicitly (a training program keeps
   microbatch index i stands for segment i mod k of microbatch i // k (``microbatches`` counts
   the m·k indices). Causal attention orders the segments of one microbatch on every stage:
   their forwards run in segment order and their backwards in reverse order, on one device.
+
+torch's text and CSV formats have no place for either flag: set them on the program read back.
 """
 
 from __future__ import annotations
