@@ -87,3 +87,11 @@ def test_refusals():
         Config(schedule="1f1b", devices=4, microbatches=4, segments=2)
     with pytest.raises(ScheduleConstraintError, match=r"stages_per_device=2.*use 1"):
         Config(schedule="seq1f1b", devices=4, microbatches=4, stages_per_device=2, segments=2)
+
+
+def test_segments_must_be_a_whole_number():
+    from ppviz import ConfigError
+
+    for bad in (0, -1, 1.5, "2"):
+        with pytest.raises(ConfigError, match=r"segments=.*give a whole number from 1"):
+            Config(schedule="seq1f1b", devices=4, microbatches=4, segments=bad)

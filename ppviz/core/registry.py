@@ -55,9 +55,7 @@ class ScheduleSpec:
     def stage_count(self, devices: int, v: int) -> int | None:
         if self.builder is None:
             return None
-        if self.replicas == 2:
-            return devices
-        return devices * v
+        return devices * v  # replicas share stage numbers: DualPipe's and Chimera's v = 1 gives p
 
     def check(self, config) -> None:
         if self.validate is not None:
@@ -116,7 +114,7 @@ def all_specs() -> list[ScheduleSpec]:
 
 #: The order of the README's table, used when listing the registry; schedules not named here come last.
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
-         "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "1f1b-overlap",
+         "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "1f1b-overlap",
          "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom")
 
 

@@ -127,7 +127,8 @@ class Result:
         cf = self.closed_form
         name = c.display_name
         v = self.program.stages_per_device
-        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None else "1 (2 replicas)"
+        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None \
+            else f"{v:g} (2 replicas)"
         k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
         lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]

@@ -71,6 +71,8 @@ def _validate(config) -> None:
     require(config.stages_per_device == 1, config, "stages_per_device",
             "use 1 (each device holds one stage of each of the two replicas)",
             "holds one stage of each replica per device")
+    require(config.microbatch_group_size is None, config, "microbatch_group_size",
+            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
     require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
             f"runs two pipelines of p/2 microbatches each way per unit, so it needs an even number of devices; got {p}")
     lower, upper = max(p, m - m % p), m - m % p + p
