@@ -3,8 +3,11 @@
 Source: Li & Hoefler, "Chimera: Efficiently Training Large-Scale Neural Networks with
 Bidirectional Pipelines" (SC'21, arXiv 2107.06925), and the authors' schedule generator
 (Shigangli/Chimera, ``chimera_pipeline_rank.py``, ``AutoGeneratePipelineRank`` with two
-pipelines). The per-device orders here equal that generator's on every (D, N) it builds for N a
-multiple of D (checked outside the test suite; the tests hold the paper's D = 4, N = 4 figure).
+pipelines). The per-device orders here equal that generator's wherever it builds a feasible
+lock-step schedule: on 13 of 24 configurations (D = 2…12, 1–4 units; checked outside the test
+suite, which holds the paper's D = 4, N = 4 figure). On the other 11 the generator itself breaks
+down: for D = 2 it runs only the first unit's microbatches, and for D >= 6 with three or more
+units it books two passes on one device in one step.
 
 Placement: D = p devices (even) hold stage s of the "down" replica on device s and stage s of
 the "up" replica on device D−1−s (``Placement.bidirectional``: microbatches < m/2 go down, the
