@@ -84,6 +84,12 @@ def _zoo(out):
                           _line(out, f"{name:13} makespan"))
         default, realistic, given = (float(x) for x in found.groups())
         assert given == fb and ((realistic == default) if name == "1f1b" else (realistic < default)), name
+    # the later families: inference's first output p·f and throughput 1/f; Seq1F1B's k = 2 segments
+    # against 1F1B's p activations; Chimera's two replicas; the bidirectional idles
+    for claim in (f"inference  first output {P * 1.0:.1f}   throughput {1.0:.2f}", f"device 0 peak 2.50 (1f1b: {P:.1f})",
+                  "static memory 2 (1f1b 1)", "dualpipe-v idle per device 3.0, unsplit 7.0",
+                  "bitpipe idle per device 3.0, chimera 6.0"):
+        assert claim in out, claim
 
 
 def _bubbles(out):
@@ -143,7 +149,7 @@ def _custom(out):
 
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
           "real_model": _real_model, "custom_schedules": _custom}
-MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 15, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1}
+MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1}
 
 
 @pytest.fixture(scope="module")
