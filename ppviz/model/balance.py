@@ -1,0 +1,123 @@
+"""Candidate cuts of the model's items (embedding, layers, MTP layers, loss) into contiguous
+stages, for the automatic layer balancer (``ppviz.model.costs.balanced_layout``, which
+simulates each candidate and keeps the fastest).
+
+A stage's cost is the time of one microbatch through it (forward, backward and any recompute);
+a device's load is the sum over the stages it runs, weighted by the share of microbatches that
+go through each (1 for every schedule but DualPipe's two replicas, ½ each). The total work is
+the same however the model is cut, and in the steady state the slowest stage (with v = 1, the
+busiest device) sets the pace m times over, so these maxima are what a placement improves.
+They do not decide everything: a V-shaped schedule's critical path also depends on how F, I
+and W divide within the stages, which is why the balancer's final choice is by simulation.
+
+Method: the least possible slowest stage T* over contiguous cuts is found exactly (binary
+search over the stage sums, each checked by a greedy left-to-right packing); the better of
+its cuts and the given starts (Megatron's even split) starts a local search that shifts blocks
+of cut points by one item while that lowers the objective, (slowest stage, busiest device) or,
+with several stages per device, (busiest device, slowest stage). Each move must improve, so a
+candidate is never worse on its objective than any start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import accumulate
+
+import numpy as np
+
+
+def candidates(costs: Sequence[float], stages: int, weights: np.ndarray | None = None,
+               starts: Sequence[Sequence[int]] = ()) -> list[list[int]]:
+    """Cut points c_0 = 0 <= c_1 <= … <= c_S = n (stage s holds items c_s … c_{s+1}−1), best
+    first: the local optimum of (slowest stage, busiest device), then of (busiest device,
+    slowest stage) when stages share devices, then ``starts`` (e.g. Megatron's even split).
+
+    ``costs`` are the items' costs in model order (the first item, the embedding, stays on
+    stage 0 and the last, the loss, on stage S−1); ``weights[d, s]`` is the share of
+    microbatches device d runs through stage s (``None``: one stage per device).
+    """
+    n = len(costs)
+    prefix = [0.0, *accumulate(float(c) for c in costs)]
+    W = np.eye(stages) if weights is None else np.asarray(weights, dtype=float)
+
+    def stage_first(cuts):
+        stage = np.array([prefix[b] - prefix[a] for a, b in zip(cuts, cuts[1:])])
+        return (float(stage.max()), float((W @ stage).max()))
+
+    def device_first(cuts):
+        return stage_first(cuts)[::-1]
+
+    starts = [list(c) for c in starts]
+    found = []
+    objectives = (stage_first, device_first) if weights is not None and W.shape[0] < stages else (stage_first,)
+    for objective in objectives:
+        best = min([_min_max_cuts(prefix, stages), *starts], key=objective)
+        found.append(_improve(best, objective, n, stages))
+    out = []
+    for cuts in found + starts:
+        if cuts not in out:
+            out.append(cuts)
+    return out
+
+
+def _min_max_cuts(prefix: list[float], stages: int) -> list[int]:
+    """Cuts whose slowest stage is the least possible, T* (every stage nonempty when possible)."""
+    n = len(prefix) - 1
+    sums = sorted({prefix[j] - prefix[i] for i in range(n) for j in range(i + 1, n + 1)})
+    lo, hi = 0, len(sums) - 1
+    while lo < hi:  # the least candidate the greedy packing fits into `stages` stages
+        mid = (lo + hi) // 2
+        if len(_pack(prefix, sums[mid])) - 1 <= stages:
+            hi = mid
+        else:
+            lo = mid + 1
+    cuts = _pack(prefix, sums[lo])
+    # fewer groups than stages: split the costliest splittable group at its best point
+    while len(cuts) - 1 < stages:
+        groups = [(prefix[b] - prefix[a], k) for k, (a, b) in enumerate(zip(cuts, cuts[1:])) if b - a >= 2]
+        if not groups:  # a single item per group: the remaining stages stay empty, before the last
+            cuts[-1:-1] = [cuts[-2]] * (stages + 1 - len(cuts))
+            break
+        _, k = max(groups)
+        a, b = cuts[k], cuts[k + 1]
+        split = min(range(a + 1, b), key=lambda c: max(prefix[c] - prefix[a], prefix[b] - prefix[c]))
+        cuts.insert(k + 1, split)
+    return cuts
+
+
+def _pack(prefix: list[float], limit: float) -> list[int]:
+    """Greedy cuts: each stage takes items while its sum stays within ``limit`` (always one)."""
+    n = len(prefix) - 1
+    cuts = [0]
+    while cuts[-1] < n:
+        a = cuts[-1]
+        b = a + 1
+        while b < n and prefix[b + 1] - prefix[a] <= limit:
+            b += 1
+        cuts.append(b)
+    return cuts
+
+
+def _improve(cuts: list[int], objective, n: int, stages: int) -> list[int]:
+    """Local search: shift the cut points c_lo … c_hi together by ±1 (moving one item's worth of
+    work from stage lo−1 to stage hi, or back) while the objective improves."""
+    cuts = list(cuts)
+    best = objective(cuts)
+    improved = True
+    while improved:
+        improved = False
+        for lo in range(1, stages):
+            for hi in range(lo, stages):
+                for step in (-1, 1):
+                    moved = cuts[:lo] + [c + step for c in cuts[lo:hi + 1]] + cuts[hi + 1:]
+                    if not _valid(moved, n):
+                        continue
+                    value = objective(moved)
+                    if value < best:
+                        cuts, best, improved = moved, value, True
+    return cuts
+
+
+def _valid(cuts: list[int], n: int) -> bool:
+    """Ordered cut points that keep the embedding on stage 0 and the loss on the last stage."""
+    return cuts[1] >= 1 and cuts[-2] <= n - 1 and all(a <= b for a, b in zip(cuts, cuts[1:]))
