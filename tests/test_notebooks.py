@@ -18,6 +18,12 @@ CLAIMS = {
                 "does not meet all of it"],
     "memory": ["1f1b    peak 12.0", "v-half  peak  7.0", "v-min   peak  5.0", "GPipe peak: [8. 8. 8. 8.]"],
     "real_model": ["15 of 21 fit; fastest: zb-v v=2 m=64"],
+    "will_it_fit": ["slowest stage: 7", "gpipe             step    5212 ms", "OUT OF MEMORY by 28.2 GiB",
+                    "fastest that fits: zb-v", "out of memory: gpipe", "6 of 8 fit",
+                    "zb-h2 recompute=selective  step   9632 ms   peak  109.8 GiB   OUT OF MEMORY",
+                    "zb-h2 recompute=full       step  12002 ms   peak   36.0 GiB   fits",
+                    "full recompute costs zb-h2 35% more time than zb-v", "balanced saves 12.9% of the step",
+                    "balanced: Et*7|(t*8|)*14t*7L", "OUT OF MEMORY on device 0"],
     "custom_schedules": ["deadlock: no device can make progress", "[0B0]", "W is missing for this I",
                          "stages 0↓ 1↑"],
 }
@@ -26,7 +32,8 @@ if importlib.util.find_spec("torch") is not None:
     CLAIMS["custom_schedules"].append("torch's order equals ppviz's interleaved-1f1b: True")
 else:
     CLAIMS["custom_schedules"].append("torch is not installed; skipping")
-MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1}
+MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
+               "will_it_fit": 1}
 
 
 def test_every_notebook_is_covered():

@@ -4,9 +4,9 @@ FLOPs, activation and static-memory formulas (each module cites its paper), pipe
 ``costs``, which turns them into a :class:`ppviz.Config` in milliseconds and bytes
 (``ppviz.Config.from_model``)."""
 
-from .costs import StageCosts, Training, balanced_layout, stage_costs
+from .costs import StageCosts, Training, balanced_layout, choose_layout, stage_costs
 from .hardware import Hardware
 from .layout import Layout
 from .transformer import Transformer
 
-__all__ = ["Hardware", "Layout", "StageCosts", "Training", "Transformer", "balanced_layout", "stage_costs"]
+__all__ = ["Hardware", "Layout", "StageCosts", "Training", "Transformer", "balanced_layout", "choose_layout", "stage_costs"]

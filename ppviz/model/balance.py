@@ -10,54 +10,87 @@ busiest device) sets the pace m times over, so these maxima are what a placement
 They do not decide everything: a V-shaped schedule's critical path also depends on how F, I
 and W divide within the stages, which is why the balancer's final choice is by simulation.
 
+Memory comes first when a capacity is given: a stage's static memory and the activations of
+the microbatches it holds at its device's peak (the first stage of 1F1B holds p of them, which
+is why Llama 3 put one layer fewer on it) must fit, so a layer may move towards the later
+stages even if that slows the step.
+
 Method: the least possible slowest stage T* over contiguous cuts is found exactly (binary
 search over the stage sums, each checked by a greedy left-to-right packing); the better of
 its cuts and the given starts (Megatron's even split) starts a local search that shifts blocks
-of cut points by one item while that lowers the objective, (slowest stage, busiest device) or,
-with several stages per device, (busiest device, slowest stage). Each move must improve, so a
-candidate is never worse on its objective than any start.
+of cut points by one item while that lowers the objective, (memory excess, slowest stage,
+busiest device) or, with several stages per device, (memory excess, busiest device, slowest
+stage). Each move must improve, so a candidate is never worse on its objective than any start.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 from itertools import accumulate
 
 import numpy as np
 
 
+@dataclass(frozen=True)
+class MemoryLimit:
+    """An estimate of each device's memory for given cuts, and the capacity it must stay within.
+
+    Device d holds ``held[d, s]`` microbatches' activations of stage s at its peak and
+    ``copies[d, s]`` copies of stage s's static memory; ``activation`` and ``static`` are the
+    items' bytes in model order.
+    """
+
+    activation: Sequence[float]
+    static: Sequence[float]
+    held: np.ndarray
+    copies: np.ndarray
+    capacity: float
+
+    def excess(self, cuts: Sequence[int]) -> float:
+        """How far the fullest device is over the capacity (0 when every device fits)."""
+        act = np.array([sum(self.activation[a:b]) for a, b in zip(cuts, cuts[1:])])
+        static = np.array([sum(self.static[a:b]) for a, b in zip(cuts, cuts[1:])])
+        return max(0.0, float((self.held @ act + self.copies @ static).max()) - self.capacity)
+
+
 def candidates(costs: Sequence[float], stages: int, weights: np.ndarray | None = None,
-               starts: Sequence[Sequence[int]] = ()) -> list[list[int]]:
-    """Cut points c_0 = 0 <= c_1 <= … <= c_S = n (stage s holds items c_s … c_{s+1}−1), best
-    first: the local optimum of (slowest stage, busiest device), then of (busiest device,
-    slowest stage) when stages share devices, then ``starts`` (e.g. Megatron's even split).
+               starts: Sequence[Sequence[int]] = (), memory: MemoryLimit | None = None) -> list[list[int]]:
+    """Cut points c_0 = 0 <= c_1 <= … <= c_S = n (stage s holds items c_s … c_{s+1}−1): the
+    local optima of (memory excess, slowest stage, busiest device) and, when stages share
+    devices, of (memory excess, busiest device, slowest stage); the same two without the memory
+    excess when ``memory`` is given (the fastest cuts, should nothing fit); then ``starts``
+    (e.g. Megatron's even split). The same cuts may appear more than once.
 
     ``costs`` are the items' costs in model order (the first item, the embedding, stays on
     stage 0 and the last, the loss, on stage S−1); ``weights[d, s]`` is the share of
-    microbatches device d runs through stage s (``None``: one stage per device).
+    microbatches device d runs through stage s (``None``: one stage per device); ``memory``,
+    when given, makes fitting the capacity come first.
     """
     n = len(costs)
     prefix = [0.0, *accumulate(float(c) for c in costs)]
     W = np.eye(stages) if weights is None else np.asarray(weights, dtype=float)
 
-    def stage_first(cuts):
+    def stage_first(cuts, limit=memory):
         stage = np.array([prefix[b] - prefix[a] for a, b in zip(cuts, cuts[1:])])
-        return (float(stage.max()), float((W @ stage).max()))
+        excess = limit.excess(cuts) if limit is not None else 0.0
+        return (excess, float(stage.max()), float((W @ stage).max()))
 
-    def device_first(cuts):
-        return stage_first(cuts)[::-1]
+    def device_first(cuts, limit=memory):
+        excess, stage, device = stage_first(cuts, limit)
+        return (excess, device, stage)
 
     starts = [list(c) for c in starts]
     found = []
-    objectives = (stage_first, device_first) if weights is not None and W.shape[0] < stages else (stage_first,)
-    for objective in objectives:
-        best = min([_min_max_cuts(prefix, stages), *starts], key=objective)
-        found.append(_improve(best, objective, n, stages))
-    out = []
-    for cuts in found + starts:
-        if cuts not in out:
-            out.append(cuts)
-    return out
+    orders = (stage_first, device_first) if weights is not None and W.shape[0] < stages else (stage_first,)
+    limits = (memory, None) if memory is not None else (None,)
+    for limit in limits:
+        for order in orders:
+            objective = partial(order, limit=limit)
+            best = min([_min_max_cuts(prefix, stages), *starts], key=objective)
+            found.append(_improve(best, objective, n, stages))
+    return found + starts
 
 
 def _min_max_cuts(prefix: list[float], stages: int) -> list[int]:

@@ -28,7 +28,7 @@ from ..core.errors import ConfigError, LayoutError
 from ..core.registry import lookup
 from . import activations, flops
 from .activations import Parallel
-from .balance import candidates
+from .balance import MemoryLimit, candidates
 from .hardware import Hardware
 from .layout import Layout
 from .static_memory import bytes_per_param
@@ -121,19 +121,56 @@ def _sequence(model: Transformer) -> str:
     return "E" + "t" * model.layers + "m" * model.mtp_layers + "L"
 
 
-def layout_candidates(model: Transformer, hardware: Hardware, stages: int, training: Training = Training(),
-                      weights: np.ndarray | None = None) -> list[Layout]:
-    """The balancer's candidate layouts (:func:`ppviz.model.balance.candidates`), best first by
-    its cost model; Megatron's even split is among them when the layers divide."""
+def layout_candidates(model: Transformer, hardware: Hardware, config: Config,
+                      training: Training = Training()) -> list[Layout]:
+    """The balancer's candidate layouts for ``config``'s schedule and sizes
+    (:func:`ppviz.model.balance.candidates`), best first by its cost model; Megatron's even
+    split is among them when the layers divide."""
     per = item_costs(model, hardware, training)
     sequence = _sequence(model)
+    stages = config.stages
     costs = [sum(per[c][0]) for c in sequence]
     starts = []
     if model.layers % stages == 0:
         each = model.layers // stages
         starts.append([0] + [1 + each * k for k in range(1, stages)] + [len(costs)])
-    return [Layout(tuple(sequence[a:b] for a, b in zip(cuts, cuts[1:])))
-            for cuts in candidates(costs, stages, weights, starts)]
+    weights = placement_weights(config)
+    per_param = float(bytes_per_param(training.zero_stage, training.data_parallel)) / training.parallel.tensor
+    memory = MemoryLimit([float(per[c][1]) for c in sequence], [per[c][2] * per_param for c in sequence],
+                         held_at_peak(config), (weights > 0).astype(float), hardware.memory_bytes)
+    layouts = [Layout(tuple(sequence[a:b] for a, b in zip(cuts, cuts[1:])))
+               for cuts in candidates(costs, stages, weights, starts, memory)]
+    return list(dict.fromkeys(layouts))
+
+
+def held_at_peak(config: Config) -> np.ndarray:
+    """devices × stages: the microbatches' activations of each stage a device holds when its
+    activation memory peaks, in a run of ``config``'s schedule with uniform costs (a share
+    ``w_share`` between a microbatch's I and W)."""
+    from ..core.engine import simulate
+
+    uniform = Config(schedule=config.schedule, devices=config.devices, microbatches=config.microbatches,
+                     stages_per_device=config.stages_per_device, microbatch_group_size=config.microbatch_group_size)
+    result = simulate(uniform)
+    ops = result.ops
+    held = np.zeros((config.devices, config.stages))
+    for d in range(config.devices):
+        times, values = result.memory.curve(d)
+        peak = times[int(np.argmax(values))]
+        mine = ops.device == d
+        live = {}
+        for stage, mb, kind, start, end in zip(ops.stage[mine], ops.microbatch[mine], ops.kind[mine],
+                                               ops.start[mine], ops.end[mine]):
+            key = (int(stage), int(mb))
+            if kind == "F" and start <= peak:
+                live.setdefault(key, 1.0)
+            elif kind in "BI" and end <= peak:
+                live[key] = uniform.w_share if kind == "I" else 0.0
+            elif kind == "W" and end <= peak:
+                live[key] = 0.0
+        for (stage, _), share in live.items():
+            held[d, stage] += share
+    return held
 
 
 def balanced_layout(model: Transformer, hardware: Hardware, config: Config, training: Training = Training()) -> Layout:
@@ -144,7 +181,7 @@ def balanced_layout(model: Transformer, hardware: Hardware, config: Config, trai
     from ..core.engine import simulate
 
     best, best_key = None, None
-    for layout in layout_candidates(model, hardware, config.stages, training, placement_weights(config)):
+    for layout in layout_candidates(model, hardware, config, training):
         result = simulate(_config_for(model, hardware, config, layout, training))
         key = (result.out_of_memory, result.makespan)
         if best_key is None or key < best_key:
@@ -201,13 +238,24 @@ def _stages_per_device(spec, devices: int, v: int | None, layout) -> int | None:
     return v
 
 
-def config_from_model(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devices: int = 4,
-                      microbatches: int = 8, stages_per_device: int | None = None, data_parallel: int = 1,
-                      tensor_parallel: int = 1, sequence_parallel: bool | None = None, zero_stage: int = 0,
-                      recompute: str | None = None, flash_attention: bool = True, layout=None,
-                      first_stage_layers: int | None = None, last_stage_layers: int | None = None,
-                      **options) -> Config:
+def config_from_model(model: Transformer, hardware: Hardware, **options) -> Config:
     """The implementation of :meth:`ppviz.Config.from_model` (see there)."""
+    return plan(model, hardware, **options)[0]
+
+
+def choose_layout(model: Transformer, hardware: Hardware, **options) -> Layout:
+    """The layout ``Config.from_model(model, hardware, **options)`` uses, e.g. what
+    ``layout="balanced"`` chose: ``print(choose_layout(...))`` shows it as a Megatron string."""
+    return plan(model, hardware, **options)[1]
+
+
+def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devices: int = 4,
+         microbatches: int = 8, stages_per_device: int | None = None, data_parallel: int = 1,
+         tensor_parallel: int = 1, sequence_parallel: bool | None = None, zero_stage: int = 0,
+         recompute: str | None = None, flash_attention: bool = True, layout=None,
+         first_stage_layers: int | None = None, last_stage_layers: int | None = None,
+         **options) -> tuple[Config, Layout]:
+    """The config of :meth:`ppviz.Config.from_model` and the layout it places the model by."""
     if not isinstance(model, Transformer):
         raise ConfigError("model", model, "give a ppviz.Transformer, e.g. ppviz.Transformer.preset('llama-3-70b')")
     if not isinstance(hardware, Hardware):
@@ -227,7 +275,7 @@ def config_from_model(model: Transformer, hardware: Hardware, *, schedule: str =
     base = Config(schedule=schedule, devices=devices, microbatches=microbatches, stages_per_device=v,
                   recompute=recompute, **options)
     chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers)
-    return _config_for(model, hardware, base, chosen, training)
+    return _config_for(model, hardware, base, chosen, training), chosen
 
 
 def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training) -> Config:
