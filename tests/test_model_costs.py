@@ -222,3 +222,28 @@ def test_bad_model_or_hardware_objects():
         Config.from_model(LLAMA_70B, "h100")
     with pytest.raises(LayoutError):
         Config.from_model(LLAMA_70B, H100, layout=[40, 41], devices=2)
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "llama-3-405b", "mixtral-8x7b"])
+def test_a_layers_forward_is_twice_its_active_weights_plus_the_attention_core(name):
+    # without biases every weight of a layer a token passes through is one multiply-add per
+    # token (2 FLOPs), norms aside; the attention core adds 4·b·s²·(a·head size)
+    model = Transformer.preset(name, seq_len=1024)
+    weights = model.layer_params(active=True) - 2 * model.hidden  # two RMSNorms
+    assert flops.layer(model).f == 2 * model.tokens * weights + 4 * 1024 ** 2 * model.query_size
+    assert flops.head(model).f == 2 * model.tokens * model.vocab * model.hidden
+
+
+def test_an_mtp_layer_costs_a_projection_a_layer_and_the_head():
+    model = Transformer(layers=4, hidden=256, heads=4, vocab=1000, seq_len=128, mtp_layers=1, gated_mlp=True,
+                        ffn_hidden=512)
+    cfg = Config.from_model(model, H100, schedule="1f1b", devices=3, microbatches=3, layout="Et*2|t*2m|L")
+    layer, head = flops.layer(model), flops.head(model)
+    projection = 2 * 128 * 2 * 256 * 256
+    rate = 989.4e12 * 0.5 / 1e3
+    assert cfg.stage_costs[1]["f"] == pytest.approx((3 * layer.f + projection + head.f) / rate, rel=1e-12)
+    assert cfg.stage_costs[2]["f"] == pytest.approx(head.f / rate, rel=1e-12)
+    assert model.params == (model.embedding_params() + 4 * model.layer_params() + model.head_params()
+                            + 2 * 256 + 2 * 256 * 256 + model.layer_params())
+    with pytest.raises(LayoutError, match="0 × m"):
+        Config.from_model(model, H100, schedule="1f1b", devices=3, microbatches=3, layout="Et*2|t*2|L")

@@ -51,11 +51,6 @@ class StageCosts:
     activation: np.ndarray
     static: np.ndarray
 
-    @property
-    def total(self) -> np.ndarray:
-        """Per stage, the time of one microbatch's forward, backward and recompute."""
-        return self.f + self.i + self.w + self.recompute
-
 
 @dataclass(frozen=True)
 class Training:

@@ -59,10 +59,6 @@ class Hardware:
     def memory_bytes(self) -> float:
         return self.memory_gib * GIB
 
-    def milliseconds(self, flops) -> float:
-        """Time of ``flops`` FLOPs at the sustained rate, in ms."""
-        return flops / self.flops_per_ms
-
     def replace(self, **changes) -> "Hardware":
         """A copy with some fields changed, e.g. ``hardware.replace(efficiency=0.6)``."""
         return dataclasses.replace(self, **changes)
