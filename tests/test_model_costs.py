@@ -174,6 +174,8 @@ def test_compare_by_name_refuses_stage_costs_of_another_stage_count():
     (dict(layers=2, hidden=64, heads=4, dtype="fp32"), "dtype='fp32'"),
     (dict(layers=2, hidden=64, heads=4, layerz=2), "layerz=2: Transformer has no such field; did you mean 'layers'?"),
     (dict(layers=2.5, hidden=64, heads=4), "layers=2.5"),
+    (dict(layers=100_001, hidden=64, heads=4), "give a whole number from 1 to 100,000"),
+    (dict(layers=2, hidden=64, heads=4, seq_len=10**10), "seq_len=10000000000"),
 ])
 def test_bad_model_dimensions(kwargs, words):
     with pytest.raises(ConfigError) as info:

@@ -221,6 +221,13 @@ def test_layouts_that_do_not_fit_the_model_or_the_stages(text, kwargs, words):
     assert words in str(info.value)
 
 
+def test_huge_layouts_are_refused_before_they_are_built():
+    with pytest.raises(LayoutError, match="longer than 1,000,000 characters"):
+        Layout.parse("t" * 1_000_001)
+    with pytest.raises(LayoutError, match="too large"):
+        Layout.from_counts([10**6, 10**6])
+
+
 def test_split_options_refuse_what_megatron_refuses():
     with pytest.raises(LayoutError, match="do not split evenly"):
         Layout.even(126, 16)

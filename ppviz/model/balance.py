@@ -15,8 +15,8 @@ the microbatches it holds at its device's peak (the first stage of 1F1B holds p 
 is why Llama 3 put one layer fewer on it) must fit, so a layer may move towards the later
 stages even if that slows the step.
 
-Method: the least possible slowest stage T* over contiguous cuts is found exactly (binary
-search over the stage sums, each checked by a greedy left-to-right packing); the better of
+Method: the least possible slowest stage T* over contiguous cuts is found exactly (bisection
+down to neighbouring floats, each limit checked by a greedy left-to-right packing); the better of
 its cuts and the given starts (Megatron's even split) starts a local search that shifts blocks
 of cut points by one item while that lowers the objective, (memory excess, slowest stage,
 busiest device) or, with several stages per device, (memory excess, busiest device, slowest
@@ -25,6 +25,7 @@ stage). Each move must improve, so a candidate is never worse on its objective t
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -48,10 +49,14 @@ class MemoryLimit:
     copies: np.ndarray
     capacity: float
 
+    def __post_init__(self):
+        object.__setattr__(self, "_act", np.concatenate([[0.0], np.cumsum(self.activation)]))
+        object.__setattr__(self, "_static", np.concatenate([[0.0], np.cumsum(self.static)]))
+
     def excess(self, cuts: Sequence[int]) -> float:
         """How far the fullest device is over the capacity (0 when every device fits)."""
-        act = np.array([sum(self.activation[a:b]) for a, b in zip(cuts, cuts[1:])])
-        static = np.array([sum(self.static[a:b]) for a, b in zip(cuts, cuts[1:])])
+        at = np.asarray(cuts)
+        act, static = np.diff(self._act[at]), np.diff(self._static[at])
         return max(0.0, float((self.held @ act + self.copies @ static).max()) - self.capacity)
 
 
@@ -72,8 +77,10 @@ def candidates(costs: Sequence[float], stages: int, weights: np.ndarray | None =
     prefix = [0.0, *accumulate(float(c) for c in costs)]
     W = np.eye(stages) if weights is None else np.asarray(weights, dtype=float)
 
+    sums = np.array(prefix)
+
     def stage_first(cuts, limit=memory):
-        stage = np.array([prefix[b] - prefix[a] for a, b in zip(cuts, cuts[1:])])
+        stage = np.diff(sums[np.asarray(cuts)])
         excess = limit.excess(cuts) if limit is not None else 0.0
         return (excess, float(stage.max()), float((W @ stage).max()))
 
@@ -96,15 +103,25 @@ def candidates(costs: Sequence[float], stages: int, weights: np.ndarray | None =
 def _min_max_cuts(prefix: list[float], stages: int) -> list[int]:
     """Cuts whose slowest stage is the least possible, T* (every stage nonempty when possible)."""
     n = len(prefix) - 1
-    sums = sorted({prefix[j] - prefix[i] for i in range(n) for j in range(i + 1, n + 1)})
-    lo, hi = 0, len(sums) - 1
-    while lo < hi:  # the least candidate the greedy packing fits into `stages` stages
-        mid = (lo + hi) // 2
-        if len(_pack(prefix, sums[mid])) - 1 <= stages:
-            hi = mid
-        else:
-            lo = mid + 1
-    cuts = _pack(prefix, sums[lo])
+
+    def fits(limit: float) -> bool:
+        return len(_pack(prefix, limit)) - 1 <= stages
+
+    # T* is a stage sum: bisect the floats between the largest item and the total down to two
+    # neighbours; the packing at the upper one then has T* as its slowest stage
+    lo = max(prefix[k + 1] - prefix[k] for k in range(n))
+    hi = prefix[n] - prefix[0]
+    if not fits(lo):
+        while lo < hi:
+            mid = lo + (hi - lo) / 2
+            if mid <= lo or mid >= hi:
+                break  # neighbouring floats
+            if fits(mid):
+                hi = mid
+            else:
+                lo = mid
+        lo = hi
+    cuts = _pack(prefix, lo)
     # fewer groups than stages: split the costliest splittable group at its best point
     while len(cuts) - 1 < stages:
         groups = [(prefix[b] - prefix[a], k) for k, (a, b) in enumerate(zip(cuts, cuts[1:])) if b - a >= 2]
@@ -119,15 +136,14 @@ def _min_max_cuts(prefix: list[float], stages: int) -> list[int]:
 
 
 def _pack(prefix: list[float], limit: float) -> list[int]:
-    """Greedy cuts: each stage takes items while its sum stays within ``limit`` (always one)."""
+    """Greedy cuts: each stage takes items while its sum stays within ``limit`` (always one).
+    Stage sums grow with the items taken (costs are >= 0), so each cut is found by bisection."""
     n = len(prefix) - 1
     cuts = [0]
     while cuts[-1] < n:
         a = cuts[-1]
-        b = a + 1
-        while b < n and prefix[b + 1] - prefix[a] <= limit:
-            b += 1
-        cuts.append(b)
+        b = bisect_right(range(a + 1, n + 1), limit, key=lambda end: prefix[end] - prefix[a]) + a
+        cuts.append(max(b, a + 1))
     return cuts
 
 

@@ -104,9 +104,10 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
     tied_copy = model.tied_embeddings and layout.counts("E").index(1) != layout.counts("L").index(1)
     rows = []
     for items in layout.stages:
-        times = [sum(per[c][0][k] for c in items) for k in range(4)]
-        act = sum((per[c][1] for c in items), Fraction(0))
-        params = sum(per[c][2] for c in items) + (model.vocab * model.hidden if tied_copy and "L" in items else 0)
+        count = {c: items.count(c) for c in per}  # a stage's cost is its items' costs, kind by kind
+        times = [sum(count[c] * per[c][0][k] for c in per) for k in range(4)]
+        act = sum((count[c] * per[c][1] for c in per), Fraction(0))
+        params = sum(count[c] * per[c][2] for c in per) + (model.vocab * model.hidden if tied_copy and "L" in items else 0)
         rows.append((*times, float(act), float(Fraction(params, training.parallel.tensor) * per_param)))
     f, i, w, r, act, static = (np.array(col, dtype=float) for col in zip(*rows))
     return StageCosts(layout, f, i, w, r, act, static)

@@ -63,6 +63,9 @@ class Layout:
         position of a syntax error."""
         if not isinstance(text, str):
             raise LayoutError(text, SYNTAX, reason="a layout string is text")
+        if len(text) > MAX_ITEMS:
+            raise LayoutError(text, SYNTAX, reason=f"the string is longer than {MAX_ITEMS:,} characters; fold "
+                              "repetitions with *N")
         expanded = _expand(text)
         return cls(tuple(expanded.split("|")))
 
@@ -75,6 +78,9 @@ class Layout:
                 isinstance(c, bool) or not isinstance(c, int) or c < 0 for c in counts):
             raise LayoutError(counts, "give a non-empty list of whole numbers >= 0, one per stage",
                               reason="not a list of layer counts")
+        if sum(counts) + len(counts) > MAX_ITEMS:
+            raise LayoutError(f"{len(counts)} stages of {sum(counts)} layers", f"give at most {MAX_ITEMS:,} layers "
+                              "and stages", reason="too large")
         stages = ["t" * c for c in counts]
         stages[0] = "E" + stages[0]
         stages[-1] += "m" * mtp_layers + "L"

@@ -20,6 +20,11 @@ from ..core.config import keyword_checked
 from ..core.errors import ConfigError
 from .catalog import from_catalog
 
+#: Largest layer count accepted (the largest published models have a few hundred): the balancer's
+#: work grows with it.
+MAX_LAYERS = 100_000
+#: Largest width, vocabulary, sequence or batch accepted: FLOPs of such sizes stay finite floats.
+MAX_SIZE = 10**9
 #: Sixteen-bit types: the activation and static-memory formulas (Korthikanti et al.; ZeRO) assume them.
 DTYPES = ("bf16", "fp16")
 NORMS = ("layernorm", "rmsnorm")
@@ -85,13 +90,15 @@ class Transformer:
     source: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        for name in ("layers", "hidden", "heads", "vocab", "seq_len", "micro_batch_size"):
+        _count("layers", self.layers, minimum=1, maximum=MAX_LAYERS)
+        for name in ("hidden", "heads", "vocab", "seq_len", "micro_batch_size"):
             _count(name, getattr(self, name), minimum=1)
         for name in ("ffn_hidden", "kv_heads", "head_dim", "expert_hidden"):
             if getattr(self, name) is not None:
                 _count(name, getattr(self, name), minimum=1)
-        for name in ("experts", "shared_experts", "mtp_layers"):
+        for name in ("experts", "shared_experts"):
             _count(name, getattr(self, name), minimum=0)
+        _count("mtp_layers", self.mtp_layers, minimum=0, maximum=MAX_LAYERS)
         _count("top_k", self.top_k, minimum=1)
         if self.head_dim is None and self.hidden % self.heads:
             raise ConfigError("heads", self.heads, f"give a number of heads that divides hidden={self.hidden} "
@@ -225,9 +232,9 @@ def _mlp(h: int, ffn: int, matrices: int, bias: bool) -> int:
     return weights + ((matrices - 1) * ffn + h if bias else 0)
 
 
-def _count(name: str, value, *, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(name, value, f"give a whole number >= {minimum}")
+def _count(name: str, value, *, minimum: int, maximum: int = MAX_SIZE) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ConfigError(name, value, f"give a whole number from {minimum} to {maximum:,}")
     return value
 
 
