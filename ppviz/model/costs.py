@@ -12,8 +12,10 @@ of the matrix (Megatron shares it between the first and last stage) unless they 
 
 Not modelled: tensor-parallel and data-parallel communication (fold their cost into
 ``Hardware.efficiency``), expert parallelism (every expert of a stage's MoE layers is on each
-of its devices), activation offload, ZeRO-3, and the transient memory of the one layer being
-recomputed during a backward.
+of its devices), activation offload, ZeRO-3, the transient memory of the one layer being
+recomputed during a backward, and, under full recompute with a split backward (I, then W
+later), the recomputed activations W still needs in between (the zero-bubble paper's M_W):
+W is taken to keep ``w_share`` of what F stored.
 """
 
 from __future__ import annotations
