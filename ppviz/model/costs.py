@@ -66,10 +66,11 @@ class Training:
     flash_attention: bool = True
 
     def __post_init__(self):
-        for name in ("flash_attention",) + (("sequence_parallel",) if self.sequence_parallel is not None else ()):
-            if not isinstance(getattr(self, name), bool):
-                raise ConfigError(name, getattr(self, name), "give True or False" +
-                                  (" (or None: on when tensor_parallel > 1)" if name == "sequence_parallel" else ""))
+        if not isinstance(self.flash_attention, bool):
+            raise ConfigError("flash_attention", self.flash_attention, "give True or False")
+        if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
+            raise ConfigError("sequence_parallel", self.sequence_parallel,
+                              "give True, False or None (on when tensor_parallel > 1)")
         Parallel(self.tensor_parallel, bool(self.sequence_parallel))  # refuses bad tensor-parallel sizes
         bytes_per_param(self.zero_stage, self.data_parallel)  # checks ZeRO's stage and data parallelism
         if self.recompute not in flops.RECOMPUTE:
