@@ -7,6 +7,7 @@ from .core.engine import simulate
 from .core.errors import (
     ConfigError,
     DeadlockError,
+    LayoutError,
     ParseError,
     PpvizError,
     ProgramError,
@@ -18,6 +19,7 @@ from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
 from .io.torch_schedules import from_torch
+from .model import Hardware, Layout, Transformer
 
 __version__ = "0.1.0"
 
@@ -25,6 +27,9 @@ __all__ = [
     "Config",
     "ConfigError",
     "DeadlockError",
+    "Hardware",
+    "Layout",
+    "LayoutError",
     "ParseError",
     "Placement",
     "PpvizError",
@@ -32,6 +37,7 @@ __all__ = [
     "ProgramError",
     "Result",
     "ScheduleConstraintError",
+    "Transformer",
     "UnknownScheduleError",
     "charts",
     "compare",
