@@ -263,7 +263,7 @@ def _deadlock(program: Program, pos, stop, dep, end) -> DeadlockError:
     return DeadlockError(message, blocked)
 
 
-def simulate(x, config: Config | None = None, *, engine: str = "auto", **options):
+def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
     """Simulate a config (its schedule is built first) or a program.
 
     ``simulate(cfg)``; ``simulate(cfg, comm=0.1)`` (options replace config fields);
