@@ -34,6 +34,8 @@ class ScheduleSpec:
     closed_form: Callable | None = None
     replicas: int = 1
     split_backward: bool = False
+    #: its published version overlaps communication with compute: transfers default to p2p="overlapped"
+    overlapped_p2p: bool = False
 
     @property
     def v_rule(self) -> str:
