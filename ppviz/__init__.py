@@ -17,6 +17,8 @@ from .core.placement import Placement
 from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
+from .core.topology import Link, Topology
+from .core.transfers import Transfers
 from .io.torch_schedules import from_torch
 
 __version__ = "0.1.0"
@@ -25,6 +27,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DeadlockError",
+    "Link",
     "ParseError",
     "Placement",
     "PpvizError",
@@ -32,6 +35,8 @@ __all__ = [
     "ProgramError",
     "Result",
     "ScheduleConstraintError",
+    "Topology",
+    "Transfers",
     "UnknownScheduleError",
     "charts",
     "compare",

@@ -450,13 +450,12 @@ class Program:
 
     def device_actions(self, device: int, *, comms: bool = False) -> list[str]:
         """One device's actions in torch's string format; a pair is one entry. ``comms=True``
-        interleaves the communication ops (torch's ``pipeline_order_with_comms``)."""
-        if comms and self.comms is None:
-            raise ProgramError("this program has no communication ops; ppviz.simulate with a topology adds them "
-                               "(its result's program has them), or read a torch compute_comms program")
+        interleaves the program's communication ops (torch's ``pipeline_order_with_comms``); a
+        compute-only program has none (a simulation with a ``topology`` adds them: its result's
+        program has them)."""
         lo, hi = int(self.offsets[device]), int(self.offsets[device + 1])
         mine: list[int] = []
-        if comms:
+        if comms and self.comms is not None:
             index, offsets = self.comms.ordered()
             if device + 1 < len(offsets):
                 mine = index[offsets[device]:offsets[device + 1]].tolist()
