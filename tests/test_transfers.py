@@ -255,3 +255,25 @@ def test_overlapped_transfers_that_never_queue_are_a_bare_latency(config):
     assume(not res.transfers.queued.any() and len(res.transfers))
     bare = simulate(config.replace(topology=None, comm_bytes=None, p2p=None, comm=link.duration(config.comm_bytes)))
     assert np.array_equal(res.ops.start, bare.ops.start) and np.array_equal(res.ops.end, bare.ops.end)
+
+
+def test_the_chrome_trace_shows_transfers_on_a_thread_per_sender_with_flows_to_their_consumers(tmp_path):
+    import json
+
+    res = simulate(queueing_config("overlapped"))
+    path = res.to_chrome_trace(tmp_path / "run.json", time_unit_us=10.0)
+    events = json.loads(open(path, encoding="utf-8").read())["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads[2] == "device 0: transfers out" and threads[3] == "device 1: transfers out"
+    sent = [e for e in events if e.get("cat") == "transfer" and e["ph"] == "X"]
+    assert [(e["tid"], e["ts"], e["dur"]) for e in sent if e["tid"] == 2] == [(2, 10.0, 40.0), (2, 50.0, 40.0),
+                                                                            (2, 90.0, 40.0)]
+    assert sent[1]["args"]["queued for the link"] == 30.0 and sent[1]["args"]["consumer"] == "1F1"
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert set(starts) == set(finishes) == set(range(6))
+    # the flow ends where the consumer starts: the transfer's end, as nothing else held it
+    assert finishes[1]["tid"] == 1 and finishes[1]["ts"] == 90.0
+    simulate(Config()).to_chrome_trace(tmp_path / "bare.json")
+    bare = json.loads(open(tmp_path / "bare.json", encoding="utf-8").read())["traceEvents"]
+    assert not [e for e in bare if e.get("cat") == "transfer"]

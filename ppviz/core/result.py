@@ -208,9 +208,10 @@ class Result:
 
         return text_gantt(self, width)
 
-    def to_torch_csv(self, path) -> None:
-        """Write the program in torch's ``compute_only`` CSV format (one row per device)."""
-        self.program.to_torch_csv(path)
+    def to_torch_csv(self, path, *, comms: bool = False) -> None:
+        """Write the program in torch's ``compute_only`` CSV format (one row per device), or with
+        ``comms=True`` its ``compute_comms`` form with the sends and receives the run used."""
+        self.program.to_torch_csv(path, comms=comms)
 
     def to_chrome_trace(self, path, time_unit_us: float = 1000.0) -> str:
         """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters."""
