@@ -20,13 +20,18 @@ CLAIMS = {
     "real_model": ["15 of 21 fit; fastest: zb-v v=2 m=64"],
     "custom_schedules": ["deadlock: no device can make progress", "[0B0]", "W is missing for this I",
                          "stages 0↓ 1↑"],
+    "where_communication_hurts": ["ranking one node: dualpipe < interleaved-1f1b (v=4) < 1f1b",
+                                  "ranking across nodes: dualpipe < 1f1b < interleaved-1f1b (v=4)",
+                                  "ms to dualpipe, ", "ms to interleaved-1f1b (v=4)\n",
+                                  "overlapped interleaving beats dualpipe across nodes: True"],
 }
 # the notebook compares with torch where torch is installed and says it skips where it is not
 if importlib.util.find_spec("torch") is not None:
     CLAIMS["custom_schedules"].append("torch's order equals ppviz's interleaved-1f1b: True")
 else:
     CLAIMS["custom_schedules"].append("torch is not installed; skipping")
-MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1}
+MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
+               "where_communication_hurts": 1}
 
 
 def test_every_notebook_is_covered():

@@ -277,3 +277,14 @@ def test_the_chrome_trace_shows_transfers_on_a_thread_per_sender_with_flows_to_t
     simulate(Config()).to_chrome_trace(tmp_path / "bare.json")
     bare = json.loads(open(tmp_path / "bare.json", encoding="utf-8").read())["traceEvents"]
     assert not [e for e in bare if e.get("cat") == "transfer"]
+
+
+def test_transfers_count_towards_the_size_budget():
+    # 1F1B, p = 4, m = 8: 64 ops; with transfers, a transfer per stage and microbatch each way (+64)
+    try:
+        ppviz.set_budget(100)
+        Config(schedule="1f1b", devices=4, microbatches=8)
+        with pytest.raises(ConfigError, match="about 128 ops, over the budget of 100"):
+            Config(schedule="1f1b", devices=4, microbatches=8, topology=Link(1.0, 1.0), comm_bytes=1.0)
+    finally:
+        ppviz.set_budget(None)

@@ -173,7 +173,8 @@ class Result:
         if self.static_memory.any():
             lines.append("  peak memory      " + " ".join(f"{x:.3g}" for x in self.peak_memory))
         if cf and not cf.applies:
-            lines.append(f"  (closed form assumes {cf.assumptions}; this config does not meet all of it)")
+            no_transfers = ", no transfers" if c.transfers else ""
+            lines.append(f"  (closed form assumes {cf.assumptions}{no_transfers}; this config does not meet all of it)")
         if c.transfers:
             lines.extend(self._transfer_lines(unit))
         return "\n".join(lines)

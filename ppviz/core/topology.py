@@ -141,7 +141,8 @@ class Topology:
                         self.name)
 
     def describe(self, time_unit: str | None = None) -> str:
-        return (f"{self.name + ': ' if self.name else ''}{self.devices_per_node} devices per node; within a node "
+        n = self.devices_per_node
+        return (f"{self.name + ': ' if self.name else ''}{n} device{'s' if n > 1 else ''} per node; within a node "
                 f"{self.intra.describe(time_unit)}; between nodes {self.inter.describe(time_unit)}")
 
 
