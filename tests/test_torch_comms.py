@@ -151,3 +151,32 @@ def test_a_torch_program_with_comms_runs_its_own_sends_and_receives(torch_pipeli
     ppviz_lowered = ppviz.simulate(program.without_comms(), config.replace(p2p="overlapped"))
     assert torchs.makespan == ppviz_lowered.makespan
     assert len(torchs.transfers) == 2 * (4 * 2 - 1) * 8  # each of the 7 stage boundaries, both ways, per microbatch
+
+
+def torch_passes(schedules, program):
+    """torch's lowering passes (as _prepare_schedule_with_comms runs them) applied to a ppviz program."""
+    actions = {d: [schedules._Action.from_str(a) for a in program.device_actions(d)] for d in range(program.devices)}
+    lowered = {d: schedules._add_reduce_grad(schedules._add_unshard_reshard(acts), program.microbatches)
+               for d, acts in actions.items()}
+    stage_device = program.placement.stage_device
+    out = schedules._add_send_recv(lowered, stage_to_rank=lambda s: stage_device[s], num_stages=program.stages)
+    return {d: [str(a) for a in acts if not FSDP.search(str(a))] for d, acts in out.items()}
+
+
+def test_every_registry_schedule_is_lowered_as_torchs_passes_lower_it(torch_pipelining):
+    # DualPipe's two replicas map a stage to a device by microbatch, which torch's passes cannot say
+    names = [s.name for s in ppviz.core.registry.all_specs() if s.builder is not None and s.replicas == 1]
+    checked = 0
+    for name in names:
+        spec = ppviz.core.registry.lookup(name)
+        for p in (2, 3, 4):
+            for v in range(spec.v_min, min(spec.v_max or 3, 3) + 1):
+                for m in (1, p, 2 * p + 1):
+                    try:
+                        program = Config(schedule=name, devices=p, microbatches=m, stages_per_device=v).build()
+                    except ScheduleConstraintError:
+                        continue
+                    assert add_comms(program).to_torch(comms=True) == torch_passes(torch_pipelining, program), \
+                        (name, p, v, m)
+                    checked += 1
+    assert checked >= 100

@@ -194,8 +194,8 @@ def test_a_program_that_cannot_finish_names_what_waits_with_transfers():
         with pytest.raises(ppviz.DeadlockError) as info:
             simulate(program, Config(schedule="custom", devices=2, microbatches=2, topology=Link(0.5, 2.0),
                                      comm_bytes=1.0), engine=engine)
-        assert "device 1: [1F1] waits for a transfer sent after 0F1 on device 0" in str(info.value) or \
-            "waits for" in str(info.value)
+        assert "device 1: [1F1] waits for a transfer sent after 0F1 on device 0, which has not run" in str(info.value)
+        assert info.value.blocked[0][0] == "0B0"
 
 
 def test_the_transfers_table():
