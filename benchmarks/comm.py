@@ -45,9 +45,9 @@ def engine_used(cfg) -> str:
     used = []
     original = comm_engine._single_input
 
-    def lean(graph, queue):
-        used.append("lean, link queues" if queue else "lean, no queueing possible")
-        return original(graph, queue)
+    def lean(graph):
+        used.append("lean, no queueing possible" if graph.blocking else "lean, link queues")
+        return original(graph)
 
     comm_engine._single_input = lean
     try:

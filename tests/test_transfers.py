@@ -288,3 +288,18 @@ def test_transfers_count_towards_the_size_budget():
             Config(schedule="1f1b", devices=4, microbatches=8, topology=Link(1.0, 1.0), comm_bytes=1.0)
     finally:
         ppviz.set_budget(None)
+
+
+@given(transfer_configs())
+def test_the_general_lockstep_engine_agrees_too(config):
+    # programs without F&B pairs take the lean lockstep engine; force the general one on them
+    from unittest import mock
+
+    from ppviz.core import comm_engine
+
+    events = simulate(config, engine="events")
+    with mock.patch.object(comm_engine.Graph, "single_input", lambda self: False):
+        general = simulate(config, engine="lockstep")
+    for name in ("start", "end"):
+        assert np.array_equal(getattr(events.ops, name), getattr(general.ops, name))
+        assert np.array_equal(getattr(events.transfers, name), getattr(general.transfers, name))

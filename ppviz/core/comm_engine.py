@@ -15,9 +15,10 @@ receives can deadlock a program whose compute order can finish.
   (as a batched ``isend``/``irecv`` that is waited for at once: torch's ``Schedule1F1B``,
   Megatron's ``send_forward_recv_backward``).
 
-Two engines give bit-identical times: ``"events"`` walks each device until it must wait;
-``"lockstep"`` advances every device by one action per vectorised round. Both compute a
-transfer's times when the action that posts it ends.
+The engines give bit-identical times: ``"events"`` walks each device until it must wait;
+``"lockstep"`` advances every device by one action per vectorised round, in a general form or,
+for programs without F&B pairs, a leaner one. Each computes a transfer's times when the action
+that posts it ends.
 """
 
 from __future__ import annotations
@@ -123,9 +124,10 @@ class Graph:
         return max(self.waits.shape[1], self.sends.shape[1]) <= MAX_COLUMNS
 
     def single_input(self) -> bool:
-        """The fast engine's shape: one op per action (no pairs), each receive just before its
-        consumer (blocking), no op waiting for a later one of its device."""
-        if self.program.pair.any() or len(self._late()):
+        """The lean engine's shape: one op per action (no pairs), so at most one input each; at
+        most one send posted per action; each receive just before its consumer (blocking); no op
+        waiting for a later one of its device."""
+        if self.program.pair.any() or len(self._late()) or (np.diff(self.post) <= 0).any():
             return False
         return not self.blocking or bool((self.gate == self.consumer).all())
 
@@ -184,7 +186,7 @@ def execute(graph: Graph, engine: str = "auto") -> Timeline:
     if engine == "lockstep":
         if graph.single_input():
             # blocking P2P never queues on a link: a device waits for each send before it goes on
-            return _single_input(graph, queue=not graph.blocking)
+            return _single_input(graph)
         if graph.lockstep_ready():
             return _lockstep(graph)
         if given == "lockstep":
@@ -218,14 +220,15 @@ class _Layout:
         return end
 
 
-def _single_input(g: Graph, queue: bool) -> Timeline:
-    """The lockstep engine for actions of one op with at most one input, receives just before
-    their consumers: an action waits for the action before it and its input. With ``queue``
-    False each transfer starts when it is posted, so the input is ready at its posting action's
-    end + duration (exact when no transfer waits for its link); and with blocking P2P the action
-    after a send waits for its end, the sending action's end + duration. With ``queue`` each
-    transfer starts when its link is free, computed when its sending action is processed."""
+def _single_input(g: Graph) -> Timeline:
+    """The lockstep engine for actions of one op (at most one input, at most one send), receives
+    just before their consumers: an action waits for the action before it and its input.
+    Blocking P2P: a device waits for each send before it goes on, so a transfer never waits for
+    its link and starts when posted: an input is ready at its posting action's end + duration,
+    and the action after a send waits for that too. Overlapped: a transfer starts when its link
+    is free, computed when its sending action is processed, and its consumer waits for its end."""
     p, slots, T = g.devices, g.slots, g.T
+    queue = not g.blocking
     rows = np.diff(np.append(g.row_start, slots))  # slots per device, its end slot included
     lay = _Layout(rows)
     none, never, R = lay.none, lay.never, lay.R
@@ -254,9 +257,8 @@ def _single_input(g: Graph, queue: bool) -> Timeline:
         dep_slot[pad[g.consumer]] = pad[g.post]
         cross = np.zeros(none + 1)
         cross[pad[g.consumer]] = g.duration
-        if g.blocking:
-            lead = np.zeros(none + 1)
-            lead[pad[g.post] + R] = g.duration
+        lead = np.zeros(none + 1)
+        lead[pad[g.post] + R] = g.duration
     here = lay.heads.copy()
     prev = here - R
     remaining = slots
