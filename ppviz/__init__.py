@@ -18,6 +18,8 @@ from .core.placement import Placement
 from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
+from .core.topology import Link, Topology
+from .core.transfers import Transfers
 from .io.torch_schedules import from_torch
 from .model import Hardware, Layout, Transformer
 
@@ -30,6 +32,7 @@ __all__ = [
     "Hardware",
     "Layout",
     "LayoutError",
+    "Link",
     "ParseError",
     "Placement",
     "PpvizError",
@@ -38,6 +41,8 @@ __all__ = [
     "Result",
     "ScheduleConstraintError",
     "Transformer",
+    "Topology",
+    "Transfers",
     "UnknownScheduleError",
     "charts",
     "compare",

@@ -16,7 +16,9 @@ def _run(args) -> int:
 
     options = {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
                                  ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
-                                 ("w_share", args.w_share), ("params", args.params)) if v is not None}
+                                 ("w_share", args.w_share), ("params", args.params), ("time_unit", args.time_unit),
+                                 ("topology", args.topology), ("comm_bytes", args.comm_bytes), ("p2p", args.p2p))
+               if v is not None}
     if args.program:
         if args.schedule not in (None, "custom"):
             raise _UsageError("give either a schedule name or --program FILE, not both")
@@ -36,7 +38,7 @@ def _run(args) -> int:
     if args.trace:
         written.append(result.to_chrome_trace(args.trace))
     if args.csv:
-        result.to_torch_csv(args.csv)
+        result.to_torch_csv(args.csv, comms=result.config.transfers)
         written.append(args.csv)
     if args.html:
         written.append(result.to_html(args.html))
@@ -93,9 +95,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--group-size", type=int, default=None, help="interleaved microbatch group size (default p)")
     run.add_argument("--w-share", type=float, default=None, help="share of the activation W keeps after I")
     run.add_argument("--params", type=float, default=None, help="static memory per 1/p of the model, activation units")
+    run.add_argument("--time-unit", default=None, help="the unit of the times: s, ms, us, ns (needed by a preset)")
+    run.add_argument("--topology", metavar="PRESET", default=None,
+                     help="simulate communication as transfers over a system's links: dgx-h100, dgx-a100, roce-h100")
+    run.add_argument("--comm-bytes", type=float, default=None, help="bytes of one transfer (with --topology)")
+    run.add_argument("--p2p", choices=("blocking", "overlapped"), default=None,
+                     help="whether a transfer also holds its devices (default: the schedule's)")
     run.add_argument("--width", type=int, default=80, help="width of the text chart (default 80)")
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
-    run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV")
+    run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV "
+                     "(with --topology, the compute_comms CSV with its sends and receives)")
     run.add_argument("--html", metavar="FILE", help="also write the interactive chart as a standalone offline page")
     run.add_argument("--svg", metavar="FILE", help="also write the Gantt chart as SVG")
     run.add_argument("--png", metavar="FILE", help="also write the Gantt chart as PNG (2x scale)")

@@ -29,6 +29,7 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 #: The zero-bubble paper's per-layer activation sizes (arXiv 2401.10241, Table 1): the weight
@@ -196,3 +197,161 @@ def run(program, config) -> Run:
                bubble_fraction=sum(idle) / (p * makespan) if makespan else 0.0,
                bubble_rate=(makespan - ideal) / ideal if ideal else 0.0,
                peak_activation=peaks, static_memory=static)
+
+
+# Transfers ------------------------------------------------------------------------------------
+#
+# The model with communication as transfers (ARCHITECTURE.md, "Transfers"), from its definition:
+#
+# - A program's rows are torch's ``pipeline_order_with_comms``: compute actions and the sends and
+#   receives ``{s}SEND_F{mb}`` (stage s's output to stage s+1), ``{s+1}RECV_F{mb}``,
+#   ``{s}SEND_B{mb}`` (stage s's input gradient to stage s−1), ``{s−1}RECV_B{mb}``.
+# - A communication op is posted at the end of the last compute action before it on its device
+#   (0 if none). A transfer is ready when its send is posted; it starts when ready and when the
+#   transfer sent before it from the same device to the same device has ended; it lasts
+#   latency + bytes / bandwidth of the link between the two devices' nodes.
+# - A compute action starts when its device is free and its inputs are there (a same-device
+#   producer's end, or the transfer's end). Overlapped P2P: a device is free when its previous
+#   compute action ends. Blocking P2P: also only when every transfer of the communication ops
+#   between that action and this one (a batch) has ended.
+
+SECONDS_PER = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
+ACTION = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)$")
+
+
+@dataclass
+class TransferRun:
+    start: list[float]          # per op, as Run
+    end: list[float]
+    makespan: float
+    transfers: dict             # (direction "F"/"B", sending stage, microbatch) → (src, dst, start, end)
+
+
+def link_duration(config, src: int, dst: int) -> float:
+    topology = config.topology
+    if hasattr(topology, "devices_per_node"):
+        same_node = src // topology.devices_per_node == dst // topology.devices_per_node
+        link = topology.intra if same_node else topology.inter
+    else:
+        link = topology
+    latency, bandwidth = link.latency, link.bandwidth
+    if link.unit is not None:
+        scale = SECONDS_PER[link.unit] / SECONDS_PER[config.time_unit]
+        latency, bandwidth = latency * scale, bandwidth / scale
+    return latency + config.comm_bytes / bandwidth
+
+
+def run_transfers(program, config, blocking: bool) -> TransferRun:
+    """Times of a program with communication ops (``program.comms``) under ``config``'s links."""
+    text = program.to_torch(comms=True)
+    rows = program_rows(program)
+    p, S = len(rows), program.stages
+    costs = stage_costs(config, p, S)
+    ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
+    # each device's items: ("compute", [op indices into rows[d]]) or ("comm", key, is_send)
+    items = []
+    for d in range(p):
+        mine, k = [], 0
+        for token in text[d]:
+            match = ACTION.match(token)
+            if match:
+                stage, kind, mb = int(match.group(1)), match.group(2), int(match.group(3))
+                direction = kind[-1]
+                sender = stage if kind.startswith("SEND") else (stage - 1 if direction == "F" else stage + 1)
+                mine.append(("comm", (direction, sender, mb), kind.startswith("SEND")))
+            else:
+                size = 2 if rows[d][k][3] else 1
+                mine.append(("compute", list(range(k, k + size))))
+                k += size
+        items.append(mine)
+    base = [0] * p
+    for d in range(1, p):
+        base[d] = base[d - 1] + len(rows[d - 1])
+    device_of = {}
+    for d, row in enumerate(rows):
+        for k, (kind, s, mb, _) in enumerate(row):
+            device_of[(kind, s, mb)] = (d, base[d] + k)
+    n = sum(len(r) for r in rows)
+    start, end = [None] * n, [None] * n
+    # the transfers, with their sends in each device's order (the order a link serves them in)
+    src_of, dst_of, order = {}, {}, {}
+    for d in range(p):
+        for item in items[d]:
+            if item[0] == "comm":
+                (src_of if item[2] else dst_of)[item[1]] = d
+                if item[2]:
+                    order[item[1]] = len(order)
+    t_start, t_end = {}, {}
+
+    def needs(kind, s, mb):
+        if kind == "F":
+            return (("F", s - 1, mb), "F") if s > 0 else None
+        if kind in "BI":
+            if s == S - 1:
+                return ("F", s, mb), None
+            nxt = ("I", s + 1, mb) if ("I", s + 1, mb) in device_of else ("B", s + 1, mb)
+            return nxt, "B"
+        return ("I", s, mb), None
+
+    def input_ready(d, op):
+        need = needs(op[0], op[1], op[2])
+        if need is None:
+            return 0.0
+        producer, direction = need
+        pd, j = device_of[producer]
+        if pd == d:
+            return end[j]
+        return t_end.get((direction, producer[1], producer[2]))
+
+    moved = True
+    posted = {}            # when each transfer's send was posted
+    pos = [0] * p
+    clock = [0.0] * p      # end of the device's last compute action
+    post = [0.0] * p       # when its communication ops are posted
+    batch = [[] for _ in range(p)]  # the transfers of the batch since its last compute action
+    while moved:
+        moved = False
+        # transfers whose send is posted and whose link predecessor has ended
+        for key, d in src_of.items():
+            if key in t_end or key not in posted:
+                continue
+            dst = dst_of[key]
+            before = [k for k, o in order.items() if o < order[key] and src_of[k] == d and dst_of[k] == dst]
+            last = max(before, key=lambda k: order[k]) if before else None
+            if last is not None and last not in t_end:
+                continue
+            s0 = max(posted[key], t_end[last] if last is not None else 0.0)
+            t_start[key], t_end[key] = s0, s0 + link_duration(config, d, dst)
+            moved = True
+        for d in range(p):
+            while pos[d] < len(items[d]):
+                item = items[d][pos[d]]
+                if item[0] == "comm":
+                    if item[2]:
+                        posted[item[1]] = post[d]
+                    batch[d].append(item[1])
+                    pos[d] += 1
+                    moved = True
+                    continue
+                ops = [rows[d][k] for k in item[1]]
+                readies = [input_ready(d, op) for op in ops]
+                if any(r is None for r in readies):
+                    break
+                free = clock[d]
+                if blocking:
+                    if any(k not in t_end for k in batch[d]):
+                        break
+                    free = max([free] + [t_end[k] for k in batch[d]])
+                s0 = max([free] + readies)
+                dur = ratio * sum(costs[op[1]][op[0]] for op in ops) if len(ops) == 2 else costs[ops[0][1]][ops[0][0]]
+                for k in item[1]:
+                    start[base[d] + k], end[base[d] + k] = s0, s0 + dur
+                clock[d] = post[d] = s0 + dur
+                batch[d] = []
+                pos[d] += 1
+                moved = True
+    if any(pos[d] < len(items[d]) for d in range(p)) or len(t_end) < len(src_of):
+        raise Deadlock(f"stuck at positions {pos}")
+    transfers = {k: (src_of[k], dst_of[k], t_start[k], t_end[k]) for k in src_of}
+    return TransferRun(start=start, end=end, makespan=max(end) if end else 0.0, transfers=transfers)
+

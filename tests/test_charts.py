@@ -505,3 +505,33 @@ def test_import_ppviz_does_not_import_altair_until_charts_are_used():
             "ppviz.charts.bubble_chart; print('altair' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False", "True"]
+
+
+# Communication ------------------------------------------------------------------------------
+
+def test_communication_chart_rows_are_the_results_idle_split_and_volume():
+    link = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.2, 8.0), inter=ppviz.Link(1.0, 2.0))
+    runs = [simulate(cfg("1f1b", topology=link, comm_bytes=4.0)),
+            simulate(cfg("interleaved-1f1b", stages_per_device=2, topology=link, comm_bytes=4.0)),
+            simulate(cfg("zb-h1", comm=0.5))]
+    spec = charts.communication_chart(runs).to_dict()
+    exposed, volume = sub_specs(spec)
+    parts = rows_of(exposed["layer"][0], spec["datasets"])
+    for r, name in zip(runs, ["1f1b", "interleaved-1f1b", "zb-h1"]):
+        total = r.devices * r.makespan
+        mine = {row["part"]: row for row in parts if row["name"] == name}
+        assert mine["waiting for communication"]["share"] == pytest.approx(r.exposed_comm.sum() / total)
+        assert mine["waiting for compute"]["share"] == pytest.approx(r.idle_compute.sum() / total)
+        # the two parts make the bubble fraction
+        assert sum(row["share"] for row in mine.values()) == pytest.approx(r.bubble_fraction)
+    bars = by_name(rows_of(volume, spec["datasets"]))
+    # 1F1B: 3 boundaries × 8 microbatches × 2 directions of 4 bytes; interleaved v = 2 has 7 boundaries
+    assert (bars["1f1b"]["transfers"], bars["1f1b"]["bytes"]) == (48, 192.0)
+    assert (bars["interleaved-1f1b"]["transfers"], bars["interleaved-1f1b"]["bytes"]) == (112, 448.0)
+    # nodes {0, 1} and {2, 3}: 1F1B crosses at stages 1|2; interleaved (stage s on device s mod 4)
+    # at 1|2, 3|4 (device 3 to 0) and 5|6; each both ways for 8 microbatches
+    assert bars["1f1b"]["across"] == 1 * 2 * 8 and bars["interleaved-1f1b"]["across"] == 3 * 2 * 8
+    assert bars["zb-h1"]["label"] == "no transfers (bare comm)" and bars["zb-h1"]["bytes"] == 0.0
+    root = ET.fromstring(charts.to_svg(charts.communication_chart(runs)))
+    text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
+    assert "Exposed communication per schedule" in text and "112 transfers" in text

@@ -75,3 +75,16 @@ def test_errors_are_one_line_with_non_zero_exit(capsys, tmp_path):
 def test_list_shows_the_registry(capsys):
     code, out, _ = run(capsys, "list")
     assert code == 0 and "interleaved-1f1b" in out and "ZB1P" in out
+
+
+def test_run_with_transfers_over_a_preset_writes_the_sends_and_receives(tmp_path, capsys):
+    csv = tmp_path / "comms.csv"
+    code, out, err = run(capsys, "run", "1f1b", "-p", "16", "-m", "16", "--time-unit", "ms", "--topology", "dgx-h100",
+                         "--comm-bytes", "67108864", "--csv", str(csv))
+    assert code == 0 and err == ""
+    assert "transfers        480 of 6.71089e+07 bytes" in out and "p2p blocking" in out
+    assert "dgx-h100: 8 devices per node" in out
+    first = csv.read_text().splitlines()[0].split(",")
+    assert first[:3] == ["0F0", "0SEND_F0", "0F1"]
+    code, _, err = run(capsys, "run", "1f1b", "--topology", "dgx-h100", "--comm-bytes", "1")
+    assert code == 2 and "set time_unit" in err

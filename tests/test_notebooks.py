@@ -157,10 +157,19 @@ def _will_it_fit(out):
         assert claim in out, claim
 
 
+def _where_communication_hurts(out):
+    for claim in ("ranking one node: dualpipe < interleaved-1f1b (v=4) < 1f1b",
+                  "ranking across nodes: dualpipe < 1f1b < interleaved-1f1b (v=4)",
+                  "ms to dualpipe, ", "ms to interleaved-1f1b (v=4)\n",
+                  "overlapped interleaving beats dualpipe across nodes: True"):
+        assert claim in out, claim
+
+
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
-          "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit}
+          "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
+          "where_communication_hurts": _where_communication_hurts}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
-               "will_it_fit": 1}
+               "will_it_fit": 1, "where_communication_hurts": 1}
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ p − r + k − 2 warm-up forwards, then 1F1B; forwards in index order, backward
 import numpy as np
 import pytest
 
+import ppviz
 from ppviz import Config, ProgramError, ScheduleConstraintError, simulate, Program
 
 
@@ -95,3 +96,13 @@ def test_segments_must_be_a_whole_number():
     for bad in (0, -1, 1.5, "2"):
         with pytest.raises(ConfigError, match=r"segments=.*give a whole number from 1"):
             Config(schedule="seq1f1b", devices=4, microbatches=4, segments=bad)
+
+
+def test_a_segment_transfers_its_share_of_the_activation():
+    # a segment of s/k tokens moves s/k of the microbatch's activation (b·s·h bytes) between stages
+    link = ppviz.Link(1.0, 4.0)
+    whole = ppviz.simulate(ppviz.Config("1f1b", devices=2, microbatches=2, topology=link, comm_bytes=8.0))
+    split = ppviz.simulate(ppviz.Config("seq1f1b", devices=2, microbatches=2, segments=2, topology=link, comm_bytes=8.0))
+    assert set(whole.transfers.bytes.tolist()) == {8.0} and set(split.transfers.bytes.tolist()) == {4.0}
+    assert set((split.transfers.end - split.transfers.start).tolist()) == {1.0 + 4.0 / 4.0}
+    assert len(split.transfers) == 2 * len(whole.transfers)

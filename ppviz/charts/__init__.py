@@ -11,6 +11,7 @@ Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat``
     charts.memory_curve_chart(runs[0])    # memory over time per device
     charts.sweep_chart(["1f1b", "zb-h1"], microbatches=[8, 16, 32], devices=8)
     charts.comparison_charts(runs)        # bubble, Pareto and memory laid out together
+    charts.communication_chart(runs)      # exposed communication and volume (with Config.topology)
     charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
 
 Each schedule keeps one colour in every chart (:func:`schedule_colors`), drawn from a
@@ -28,6 +29,7 @@ vl-convert for it).
 
 from .comparison import (
     bubble_chart,
+    communication_chart,
     comparison_charts,
     memory_chart,
     memory_curve_chart,
@@ -40,6 +42,6 @@ from .render import OfflineChart, display, to_png, to_svg, widget
 
 __all__ = [
     "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",
-    "comparison_charts", "display", "gantt_chart", "memory_chart", "memory_curve_chart", "pareto_chart",
+    "communication_chart", "comparison_charts", "display", "gantt_chart", "memory_chart", "memory_curve_chart", "pareto_chart",
     "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "to_png", "to_svg", "widget",
 ]

@@ -428,3 +428,84 @@ def sweep_chart(items, microbatches, *, devices: int | None = None, metric: str 
         title=_title(f"{label.capitalize()} vs microbatches", f"{p_text}; dashed: published closed form", *notes))
 
 
+
+
+# Communication --------------------------------------------------------------------------------
+
+_BYTE_UNITS = ("B", "KB", "MB", "GB", "TB", "PB")
+
+
+def _byte_unit(largest: float) -> tuple[str, float]:
+    """A decimal unit for byte counts (links are rated in GB/s) and its size."""
+    k = next((k for k in range(len(_BYTE_UNITS)) if largest < 1000 ** (k + 1)), len(_BYTE_UNITS) - 1)
+    return _BYTE_UNITS[k], 1000.0 ** k
+
+
+def _communication(runs: Runs) -> alt.HConcatChart:
+    rows = []
+    for name, r in zip(runs.names, runs.results):
+        t = r.transfers
+        total = r.devices * r.makespan
+        comm, compute = float(r.exposed_comm.sum()), float(r.idle_compute.sum())
+        nodes = getattr(r.config.topology, "devices_per_node", None)
+        across = int(np.count_nonzero(t.src // nodes != t.dst // nodes)) if nodes else 0
+        rows.append({"name": name, "schedule": r.config.schedule, "transfers": len(t), "bytes": float(t.bytes.sum()),
+                     "across": across, "p2p": r.config.p2p_mode or "bare latency (comm)",
+                     "comm": comm / total if total else 0.0, "compute": compute / total if total else 0.0,
+                     "comm_time": comm, "compute_time": compute, "makespan": float(r.makespan)})
+    order = [row["name"] for row in sorted(rows, key=lambda row: (row["comm"], runs.names.index(row["name"])))]
+    band = 30
+    bar = 0.7 * band
+    y = alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=12))
+    unit, size = _byte_unit(max(row["bytes"] for row in rows))
+    for row in rows:
+        row["volume"] = row["bytes"] / size
+        row["label"] = f"{row['transfers']:,} transfers" if row["transfers"] else "no transfers (bare comm)"
+    volume_tip = [alt.Tooltip("name:N", title="schedule"), alt.Tooltip("transfers:Q", format=","),
+                  alt.Tooltip("volume:Q", title=f"moved ({unit})", format=".4~g"),
+                  alt.Tooltip("across:Q", title="transfers between nodes", format=","),
+                  alt.Tooltip("p2p:N", title="P2P")]
+    base = alt.Chart({"values": rows}).encode(y=y)
+    volume = alt.layer(
+        base.mark_bar(height=bar).encode(
+            x=alt.X("volume:Q", title=f"moved between devices ({unit})",
+                    scale=alt.Scale(domain=[0, _headroom([row["volume"] for row in rows], 1.5)], nice=False)),
+            color=runs.color(legend=False), tooltip=volume_tip),
+        base.mark_text(align="left", dx=5, fontSize=11, color=CHART["text"]).encode(x="volume:Q", text="label:N"),
+    ).properties(width=320, height=alt.Step(band),
+                 title=_title("Communication volume per schedule", "activations and gradients sent between devices"))
+    parts = [{**row, "part": part, "share": row[key], "time": row[key + "_time"]}
+             for row in rows for part, key in (("waiting for communication", "comm"), ("waiting for compute", "compute"))]
+    idle_tip = [alt.Tooltip("name:N", title="schedule"), alt.Tooltip("part:N", title="idle"),
+                alt.Tooltip("share:Q", title="share of device time", format=".2%"),
+                alt.Tooltip("time:Q", title="time, all devices", format=".4~g"),
+                alt.Tooltip("makespan:Q", format=".4~g"), alt.Tooltip("p2p:N", title="P2P")]
+    parts_base = alt.Chart({"values": parts}).encode(y=y)
+    stacked = parts_base.mark_bar(height=bar).encode(
+        x=alt.X("share:Q", stack="zero", title="idle / (p × makespan), split by what it waits for",
+                axis=alt.Axis(format="%", tickCount=6)),
+        color=runs.color(legend=True),
+        opacity=alt.Opacity("part:N", title="idle", scale=alt.Scale(
+            domain=["waiting for communication", "waiting for compute"], range=[1.0, 0.35])),
+        order=alt.Order("part:N", sort="ascending"), tooltip=idle_tip)
+    labels = alt.Chart({"values": rows}).encode(y=y).mark_text(
+        align="left", dx=5, fontSize=11, color=CHART["text"]).encode(
+        x=alt.X("total:Q"), text=alt.Text("comm:Q", format=".1%")).transform_calculate(
+        total="datum.comm + datum.compute")
+    exposed = alt.layer(stacked, labels).properties(
+        width=360, height=alt.Step(band),
+        title=_title("Exposed communication per schedule", "solid: idle waiting for communication (its share is "
+                     "the label), faded: waiting for compute", "together: the bubble fraction"))
+    return alt.hconcat(exposed, volume, spacing=40).resolve_scale(color="shared")
+
+
+def communication_chart(items) -> alt.HConcatChart:
+    """Exposed communication and communication volume per run, side by side.
+
+    Left: each run's idle time as a share of device time (its bubble fraction), split into the
+    part spent waiting for communication (``Result.exposed_comm``: latency, transfers, busy
+    links, blocking sends and receives) and the part waiting for other devices' compute. Right:
+    the bytes sent between devices (``Result.transfers``), with the number of transfers. Runs
+    with a bare ``comm`` have no transfers; their latency still shows as exposed communication.
+    """
+    return _communication(Runs.of(items))

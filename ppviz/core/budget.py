@@ -33,11 +33,14 @@ def set_budget(max_ops: int | None = None) -> int:
     return globals()["max_ops"]()
 
 
-def check_size(spec, devices: int, v: int, microbatches: int) -> None:
-    """Refuse a schedule whose op count would exceed the budget, before it is built."""
+def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False) -> None:
+    """Refuse a schedule whose op count would exceed the budget, before it is built. With
+    transfers each F and backward also moves its output, about a transfer per op: they count too."""
     stages = spec.stage_count(devices, v) or devices * v
     per_pair = 3 if spec.split_backward else 2  # F and B, or F, I and W
     estimate = per_pair * stages * microbatches
+    if transfers:
+        estimate += 2 * stages * microbatches
     limit = max_ops()
     if estimate > limit:
         raise ConfigError(

@@ -50,5 +50,6 @@ def base(config) -> tuple[int, int, int, float, float, float, float]:
 
 
 def uniform_costs(config) -> bool:
-    """True when the formulas' assumptions on costs hold: no per-stage override, no comm."""
-    return config.uniform and config.comm == 0 and not any("activation" in c for c in config.stage_costs.values())
+    """True when the formulas' assumptions on costs hold: no per-stage override, no comm, no transfers."""
+    return (config.uniform and config.comm == 0 and not config.transfers
+            and not any("activation" in c for c in config.stage_costs.values()))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from .errors import ConfigError, ScheduleConstraintError
 from .budget import check_size
 from .registry import lookup
+from .topology import checked_topology
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
@@ -30,6 +31,8 @@ MAX_COUNT = 10**9
 MAX_COST = 1e200
 #: a time unit is a short name shown beside numbers: letters only, so it can never carry markup
 _UNIT_RE = re.compile(r"[A-Za-zµμ]{1,8}")
+#: how a transfer uses the devices at its two ends (``Config.p2p``)
+P2P_MODES = ("blocking", "overlapped")
 
 
 class FrozenMapping(Mapping):
@@ -147,6 +150,20 @@ class Config:
 
     ``stage_costs`` may also give a stage's static memory (``"params"``, activation units,
     absolute) and its recompute time (``"recompute"``).
+    topology : model communication as transfers over links: a :class:`ppviz.Topology` (devices
+        grouped into nodes, an intra- and an inter-node link), a :class:`ppviz.Link` (one link
+        between every pair of devices) or a preset name (``"dgx-h100"``, ``"dgx-a100"``,
+        ``"roce-h100"``). Each activation (forward) and gradient (backward) that crosses devices
+        is then a transfer of ``comm_bytes`` costing the link's latency + bytes / bandwidth; it
+        waits for a busy link. Presets are in seconds: set ``time_unit``. ``None`` (the default)
+        keeps the bare ``comm`` latency.
+    comm_bytes : bytes of one transfer (micro-batch × sequence × hidden × bytes per element for a
+        transformer's activation); given with ``topology``.
+    p2p : ``"blocking"`` (a transfer also holds the sending and receiving devices, as batched
+        send/recv calls that are waited for at once do) or ``"overlapped"`` (only the link is
+        busy; compute goes on). ``None`` takes the schedule's default: overlapped for schedules
+        whose published version overlaps communication (the overlap variants, DualPipe), else
+        blocking.
     """
 
     schedule: str = "1f1b"
@@ -171,6 +188,10 @@ class Config:
     recompute_cost: float | None = None
     recompute_activation: float | None = None
     memory_capacity: float | None = None
+    # keyword-only: a run described by twenty positional numbers would be unreadable
+    topology: object = field(default=None, kw_only=True)
+    comm_bytes: float | None = field(default=None, kw_only=True)
+    p2p: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -186,7 +207,9 @@ class Config:
         if self.segments > 1 and not spec.segmented:
             raise ScheduleConstraintError("segments", self.segments, "use 1, or the seq1f1b schedule to split sequences",
                                           reason=f"{spec.name} does not split microbatches into sequence segments")
-        check_size(spec, self.devices, self.stages_per_device, self.microbatches * self.segments)
+        self._check_transfers()
+        check_size(spec, self.devices, self.stages_per_device, self.microbatches * self.segments,
+                   transfers=self.transfers)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
         if self.f + self.b + self.w <= 0:
@@ -211,6 +234,32 @@ class Config:
         set_(self, "memory_capacity", _number("memory_capacity", self.memory_capacity, strict=True, allow_none=True))
         set_(self, "stage_costs", self._checked_stage_costs(spec))
         spec.check(self)
+
+    def _check_transfers(self) -> None:
+        """``topology``, ``comm_bytes`` and ``p2p`` come together and do not mix with a bare ``comm``."""
+        set_ = object.__setattr__
+        if self.topology is None:
+            for name, accepted in (("comm_bytes", "give topology= too (a ppviz.Topology, a ppviz.Link or a preset "
+                                                  "name such as 'dgx-h100'): a transfer's time needs a bandwidth"),
+                                   ("p2p", "give topology= and comm_bytes= too: p2p says how transfers use the "
+                                           "devices, and a bare comm latency has no transfers")):
+                if getattr(self, name) is not None:
+                    raise ConfigError(name, getattr(self, name), accepted, reason="it needs a topology")
+            return
+        set_(self, "topology", checked_topology(self.topology))
+        self.topology.in_unit(self.time_unit)  # a preset on a unitless config is refused here
+        if self.comm_bytes is None:
+            raise ConfigError("comm_bytes", None, "give the bytes of one transfer (micro-batch × sequence × hidden × "
+                              "bytes per element for a transformer), or 0 for latency only",
+                              reason="a topology needs the size of what crosses it")
+        set_(self, "comm_bytes", _number("comm_bytes", self.comm_bytes))
+        comm = _number("comm", self.comm)
+        if comm != 0:
+            raise ConfigError("comm", self.comm, "leave comm at 0 with a topology: each transfer costs its link's "
+                              "latency + comm_bytes / bandwidth", reason="comm is the bare latency model")
+        if self.p2p is not None and self.p2p not in P2P_MODES:
+            raise ConfigError("p2p", self.p2p, f"use {' or '.join(map(repr, P2P_MODES))}, or None for the "
+                              f"schedule's default")
 
     def _checked_stage_costs(self, spec) -> FrozenMapping:
         raw = self.stage_costs
@@ -258,6 +307,20 @@ class Config:
         if m % p == 0:
             return p
         return m // max(1, m // p)
+
+    @property
+    def transfers(self) -> bool:
+        """True when communication is modelled as transfers over links (``topology`` is given)."""
+        return self.topology is not None
+
+    @property
+    def p2p_mode(self) -> str | None:
+        """``p2p``, or the schedule's default when it is None; None without transfers."""
+        if not self.transfers:
+            return None
+        if self.p2p is not None:
+            return self.p2p
+        return "overlapped" if self.spec.overlapped_p2p else "blocking"
 
     @property
     def display_name(self) -> str:
@@ -310,6 +373,7 @@ def keyword_checked(cls):
     init = cls.__init__
     fields = [f.name for f in dataclasses.fields(cls) if f.init]
     name = cls.__name__
+    positional = [f.name for f in dataclasses.fields(cls) if f.init and not f.kw_only]
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
@@ -321,8 +385,9 @@ def keyword_checked(cls):
             hint = f"did you mean {close[0]!r}? " if close else ""
             raise ConfigError(unknown[0], kwargs[unknown[0]], f"{hint}{name} takes {', '.join(fields)}",
                               reason=f"{name} has no such field")
-        if len(args) > len(fields):
-            raise ConfigError("arguments", args, f"give at most {len(fields)} positional values ({', '.join(fields)})")
+        if len(args) > len(positional):
+            raise ConfigError("arguments", args,
+                              f"give at most {len(positional)} positional values ({', '.join(positional)})")
         init(self, *args, **kwargs)
 
     cls.__init__ = __init__

@@ -15,35 +15,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import comm_engine
 from .config import Config
-from .errors import ConfigError, DeadlockError
-from .program import B, F, I, KINDS, W, Program
+from .dependencies import deadlock_error, dependencies
+from .errors import ConfigError
+from .program import KINDS, Program
 from .result import Result
-
-
-def dependencies(program: Program) -> np.ndarray:
-    """Index of the op each op waits for (−1 for none), per the dependency rules above."""
-    S, m = program.stages, program.microbatches
-    n = len(program)
-    kind, stage = program.kind, program.stage
-    key = stage.astype(np.int64) * m + program.microbatch
-    idx = np.arange(n, dtype=np.int64)
-    is_f = kind == F
-    is_g = (kind == B) | (kind == I)
-    is_w = kind == W
-    of_f = np.full(S * m, -1, np.int64)
-    of_g = np.full(S * m, -1, np.int64)
-    of_f[key[is_f]] = idx[is_f]
-    of_g[key[is_g]] = idx[is_g]
-    dep = np.full(n, -1, np.int64)
-    sel = is_f & (stage > 0)
-    dep[sel] = of_f[key[sel] - m]
-    sel = is_g & (stage < S - 1)
-    dep[sel] = of_g[key[sel] + m]
-    sel = is_g & (stage == S - 1)
-    dep[sel] = of_f[key[sel]]
-    dep[is_w] = of_g[key[is_w]]
-    return dep
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
@@ -178,7 +155,7 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
         pos[d] = i
         free[d] = t
     if any(pos[d] < stop[d] for d in range(p)):
-        raise _deadlock(program, pos, stop, dep_l, end)
+        raise deadlock_error(program, pos, stop, dep_l, end)
     return np.array(start, dtype=np.float64), np.array(end, dtype=np.float64)
 
 
@@ -215,7 +192,7 @@ def _lockstep(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.nda
         if not moved:
             pos = (here - rows - 1 + program.offsets[:-1]).tolist()
             end_flat = end[slot].tolist()
-            raise _deadlock(program, pos, program.offsets[1:].tolist(), dep.tolist(), end_flat)
+            raise deadlock_error(program, pos, program.offsets[1:].tolist(), dep.tolist(), end_flat)
         ready += cross_slot[here]
         s = maximum(end[prev], ready)
         t = s + cost_slot[here]
@@ -227,40 +204,6 @@ def _lockstep(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.nda
         prev += ok
         remaining -= moved
     return start[slot], end[slot]
-
-
-def _deadlock(program: Program, pos, stop, dep, end) -> DeadlockError:
-    blocked: dict[int, tuple[str, str]] = {}
-    lines = []
-    not_run = sum(stop[d] - pos[d] for d in range(program.devices))
-    label_width = len(f"device {program.devices - 1}")
-    for d in range(program.devices):
-        head = f"device {d}".ljust(label_width)
-        if pos[d] >= stop[d]:
-            lines.append(f"{head}: done")
-            continue
-        i = pos[d]
-        wait = dep[i]
-        if not (wait >= 0 and end[wait] < 0):
-            wait = dep[i + 1]
-        wd, wpos = program.locate(wait)
-        what = program.action_at(i)
-        blocked[d] = (what, program.action_at(wait))
-        lo = max(int(program.offsets[d]), i - 3)
-        hi = min(stop[d], i + 4)
-        cells = []
-        k = lo
-        while k < hi:
-            text = program.action_at(k)
-            cells.append(f"[{text}]" if k == i else text)
-            k += 2 if program.pair[k] else 1
-        more_before = "… " if lo > program.offsets[d] else ""
-        more_after = " …" if hi < stop[d] else ""
-        lines.append(f"{head}: {more_before}{' '.join(cells)}{more_after}   "
-                     f"{what} waits for {program.action_at(wait)} (device {wd}, position {wpos})")
-    message = (f"deadlock: no device can make progress; {not_run} ops never run. "
-               f"Each stuck device's next op is in [brackets]:\n" + "\n".join(lines))
-    return DeadlockError(message, blocked)
 
 
 def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
@@ -294,6 +237,9 @@ def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **opti
         raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
     program.validate()
     cost = op_costs(program, cfg)
+    if cfg.transfers:
+        program, start, end, dep, device_end, transfers = comm_engine.run(program, cfg, cost, engine)
+        return Result(cfg, program, start, end, dep, cost, transfers=transfers, device_end=device_end)
     # every op one after another bounds the makespan: it must stay a finite number
     if not np.isfinite(float(cost.sum()) + cfg.comm * len(program)):
         raise ConfigError("costs", f"f={cfg.f:g}, b={cfg.b:g}, w={cfg.w:g}, comm={cfg.comm:g}",

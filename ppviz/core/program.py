@@ -20,6 +20,13 @@ Two flags widen what a program may be, each explicitly (a training program keeps
   their forwards run in segment order and their backwards in reverse order, on one device.
 
 torch's text and CSV formats have no place for either flag: set them on the program read back.
+
+A program may also carry point-to-point communication ops, torch's ``SEND_F``, ``RECV_F``,
+``SEND_B`` and ``RECV_B`` actions (``1SEND_F0``: stage 1 sends microbatch 0's activation on;
+``2RECV_B3``: stage 2 receives microbatch 3's gradient), in :class:`CommOps`, columns of their
+own placed between the compute ops: compute-only programs keep their columns and rules
+unchanged. They are read from torch's ``compute_comms`` form, added by ``ppviz.core.lowering``
+(never by a schedule builder), and run only when communication is simulated as transfers.
 """
 
 from __future__ import annotations
@@ -44,9 +51,109 @@ MAX_STAGE = (1 << _STAGE_BITS) - 1
 MAX_MICROBATCH = (1 << 31) - 1
 
 
+#: communication ops, torch's names: a send of a stage's output (F) or input gradient (B), and
+#: the receive of it on the next (F) or previous (B) stage's device
+SEND_F, RECV_F, SEND_B, RECV_B = 0, 1, 2, 3
+COMM_KINDS = ("SEND_F", "RECV_F", "SEND_B", "RECV_B")
+
+
 def action(kind: int, stage: int, microbatch: int) -> str:
     """torch's action string of one op, e.g. ``action(F, 0, 1) == "0F1"``."""
     return f"{stage}{KINDS[kind]}{microbatch}"
+
+
+def comm_action(kind: int, stage: int, microbatch: int) -> str:
+    """torch's action string of one communication op, e.g. ``comm_action(SEND_F, 0, 1) == "0SEND_F1"``."""
+    return f"{stage}{COMM_KINDS[kind]}{microbatch}"
+
+
+class CommOps:
+    """A program's communication ops as columns: ``kind`` (:data:`SEND_F` …), ``stage`` and
+    ``microbatch`` in torch's convention (a send names the sending stage, a receive the receiving
+    one), the ``device`` that runs each, and ``before``, the flat index of the compute op it
+    precedes on that device (the device's end offset after its last op). ``order`` ranks the ops
+    of one gap between two compute ops of a device; the columns themselves may be in any order
+    (:meth:`ordered` sorts them by device, ``before`` and ``order``).
+
+    The lowering builds them from its transfers (:meth:`of_transfers`, kept in :attr:`placed`)
+    and spells the columns out only when they are read.
+    """
+
+    __slots__ = ("_columns", "_ordered", "_source", "_placement", "placed")
+
+    def __init__(self, kind, stage, microbatch, device, before, order):
+        self._columns = (np.asarray(kind, dtype=np.int8), np.asarray(stage, dtype=np.int32),
+                         np.asarray(microbatch, dtype=np.int32), np.asarray(device, dtype=np.int32),
+                         np.asarray(before, dtype=np.int64), np.asarray(order, dtype=np.int64))
+        self._ordered = None
+        self._source = None
+        self._placement = None
+        #: for lowered ops, per transfer (in the order of the sends on each device): the producer
+        #: and consumer op, the compute op each send precedes, and (None until needed) each
+        #: receive's; None for ops read from text
+        self.placed = None
+
+    @classmethod
+    def of_transfers(cls, program, producer, consumer, send_before, placement, recv_before=None) -> "CommOps":
+        """A send after each ``producer`` op and a receive before each ``consumer`` op (one pair per
+        transfer, in the order of the sends on each device). ``placement()`` gives (receive
+        positions, send order, receive order), the orders ranking the ops of one gap between two
+        compute ops; it runs when the columns are first read (or ``recv_before`` is needed)."""
+        comms = cls.__new__(cls)
+        comms._columns = None
+        comms._ordered = None
+        comms._source = (program.kind, program.stage, program.microbatch, program.device)
+        comms._placement = placement
+        comms.placed = (producer, consumer, send_before, recv_before)
+        return comms
+
+    def receive_positions(self) -> np.ndarray:
+        """For lowered ops, the compute op each transfer's receive precedes."""
+        if self.placed[3] is None:
+            self._place()
+        return self.placed[3]
+
+    def _place(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        recv_before, send_order, recv_order = self._placement()
+        self.placed = self.placed[:3] + (recv_before,)
+        return recv_before, send_order, recv_order
+
+    def _spelled(self) -> tuple[np.ndarray, ...]:
+        if self._columns is None:
+            kind, stage, microbatch, device = self._source
+            producer, consumer, send_before, _ = self.placed
+            recv_before, send_order, recv_order = self._place()
+            forward = kind[consumer] == F
+            self._columns = (
+                np.concatenate([np.where(forward, SEND_F, SEND_B), np.where(forward, RECV_F, RECV_B)]).astype(np.int8),
+                np.concatenate([stage[producer], stage[consumer]]),
+                np.concatenate([microbatch[producer], microbatch[consumer]]),
+                np.concatenate([device[producer], device[consumer]]),
+                np.concatenate([send_before, recv_before]),
+                np.concatenate([send_order, recv_order]))
+        return self._columns
+
+    kind = property(lambda self: self._spelled()[0])
+    stage = property(lambda self: self._spelled()[1])
+    microbatch = property(lambda self: self._spelled()[2])
+    device = property(lambda self: self._spelled()[3])
+    before = property(lambda self: self._spelled()[4])
+    order = property(lambda self: self._spelled()[5])
+
+    def __len__(self) -> int:
+        return 2 * len(self.placed[0]) if self._columns is None else len(self._columns[0])
+
+    def ordered(self) -> tuple[np.ndarray, np.ndarray]:
+        """(indices in each device's order, device d's being ``offsets[d]:offsets[d+1]`` of them)."""
+        if self._ordered is None:
+            index = np.lexsort((self.order, self.before, self.device))
+            devices = int(self.device.max(initial=-1)) + 1
+            offsets = np.searchsorted(self.device[index], np.arange(devices + 1))
+            self._ordered = (index, offsets)
+        return self._ordered
+
+    def action_at(self, index: int) -> str:
+        return comm_action(int(self.kind[index]), int(self.stage[index]), int(self.microbatch[index]))
 
 
 class DeviceOps:
@@ -55,10 +162,11 @@ class DeviceOps:
     Each op is packed into one Python int so that building long programs stays cheap.
     """
 
-    __slots__ = ("codes",)
+    __slots__ = ("codes", "comms")
 
     def __init__(self):
         self.codes: list[int] = []
+        self.comms: list[tuple[int, int, int, int]] = []  # (ops before it, kind, stage, microbatch), parsed only
 
     def _add(self, kind: int, stage: int, microbatch: int, pair: int = 0) -> None:
         self.codes.append((((microbatch << _STAGE_BITS) | stage) << 4) | pair | kind)
@@ -101,11 +209,11 @@ class Program:
     """
 
     __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
-                 "forward_only", "segments", "_device")
+                 "forward_only", "segments", "_device", "comms")
 
     def __init__(self, kind, stage, microbatch, pair, offsets, *, stages: int, microbatches: int,
                  placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
-                 segments: int = 1):
+                 segments: int = 1, comms: CommOps | None = None):
         self.kind = np.asarray(kind, dtype=np.int8)
         self.stage = np.asarray(stage, dtype=np.int32)
         self.microbatch = np.asarray(microbatch, dtype=np.int32)
@@ -118,6 +226,8 @@ class Program:
         self.forward_only = bool(forward_only)
         self.segments = int(segments)
         self._device = None
+        #: the communication ops (torch's SEND/RECV actions), or None for a compute-only program
+        self.comms = comms
 
     # Construction -----------------------------------------------------------------------
 
@@ -125,10 +235,14 @@ class Program:
     def from_device_ops(cls, ops: Sequence[DeviceOps], **meta) -> "Program":
         codes: list[int] = []
         offsets = [0]
-        for device_ops in ops:
+        comms: list[tuple[int, int, int, int, int]] = []
+        for d, device_ops in enumerate(ops):
+            comms.extend((kind, stage, mb, d, len(codes) + before) for before, kind, stage, mb in device_ops.comms)
             codes.extend(device_ops.codes)
             offsets.append(len(codes))
         kind, stage, microbatch, pair = _decode(codes)
+        if comms:
+            meta["comms"] = CommOps(*zip(*comms), np.arange(len(comms)))
         return cls(kind, stage, microbatch, pair, offsets, **meta)
 
     @classmethod
@@ -168,9 +282,11 @@ class Program:
         """From torch's ``pipeline_order``: ``{rank: [action or None, ...]}``.
 
         Actions may be strings or torch ``_Action`` objects. ``None`` and empty strings
-        (torch's idle steps) are dropped; communication actions (``SEND_F``, ``RECV_B``,
-        ``UNSHARD``, ``REDUCE_GRAD`` …) are dropped too because ppviz models communication
-        as a latency on cross-device edges.
+        (torch's idle steps) are dropped. Point-to-point actions (``SEND_F``, ``RECV_F``,
+        ``SEND_B``, ``RECV_B``, as in torch's ``pipeline_order_with_comms``) are kept in
+        :attr:`comms` and run when communication is simulated as transfers (a config with a
+        ``topology``); FSDP's ``UNSHARD``, ``RESHARD`` and ``REDUCE_GRAD`` are dropped (ppviz
+        models no sharding).
         """
         if isinstance(actions, Mapping):
             keys = list(actions)
@@ -213,7 +329,8 @@ class Program:
         Row r is rank r (a blank line is a rank with no actions); each cell is an action string,
         an empty cell is an idle step. ``path`` is a file name or an open text file. Errors name
         the rank (device) and the cell (position) as torch's own validation does. A
-        ``compute_comms`` file reads too: its SEND/RECV/UNSHARD/REDUCE_GRAD cells are dropped.
+        ``compute_comms`` file reads too: its SEND/RECV cells become :attr:`comms` (see
+        :meth:`from_torch`), its UNSHARD/RESHARD/REDUCE_GRAD cells are dropped.
         """
         if hasattr(path, "read"):
             rows = list(csv.reader(path))
@@ -242,22 +359,19 @@ class Program:
             located.append(cells)
         return cls._from_located(located, microbatches, stages, placement, name)
 
-    def to_torch_csv(self, path) -> None:
-        """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it.
+    def to_torch_csv(self, path, *, comms: bool = False) -> None:
+        """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it;
+        ``comms=True`` writes the ``compute_comms`` form with the SEND/RECV actions.
 
         torch's ``_load_csv`` reads the file back into this program's ``pipeline_order`` (pairs as
         ``OVERLAP_F_B`` actions); ppviz programs have no idle steps, so there are no empty cells.
         """
+        rows = [self.device_actions(d, comms=comms) for d in range(self.devices)]
         if hasattr(path, "write"):
-            self._write_csv(path)
+            csv.writer(path).writerows(rows)
         else:
             with open(os.fspath(path), "w", newline="") as fh:
-                self._write_csv(fh)
-
-    def _write_csv(self, fh) -> None:
-        writer = csv.writer(fh)
-        for d in range(self.devices):
-            writer.writerow(self.device_actions(d))
+                csv.writer(fh).writerows(rows)
 
     def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
         if len(self.kind) == 0:
@@ -353,25 +467,48 @@ class Program:
                    f"{action(self.kind[index + 1], self.stage[index + 1], self.microbatch[index + 1])})OVERLAP_F_B"
         return action(int(self.kind[index]), int(self.stage[index]), int(self.microbatch[index]))
 
-    def device_actions(self, device: int) -> list[str]:
-        """One device's actions in torch's string format; a pair is one entry."""
+    def device_actions(self, device: int, *, comms: bool = False) -> list[str]:
+        """One device's actions in torch's string format; a pair is one entry. ``comms=True``
+        interleaves the program's communication ops (torch's ``pipeline_order_with_comms``); a
+        compute-only program has none (a simulation with a ``topology`` adds them: its result's
+        program has them)."""
         lo, hi = int(self.offsets[device]), int(self.offsets[device + 1])
+        mine: list[int] = []
+        if comms and self.comms is not None:
+            index, offsets = self.comms.ordered()
+            if device + 1 < len(offsets):
+                mine = index[offsets[device]:offsets[device + 1]].tolist()
+        before = self.comms.before if mine else None
         out = []
-        i = lo
-        while i < hi:
+        i, c = lo, 0
+        while i < hi or c < len(mine):
+            if c < len(mine) and before[mine[c]] <= i:
+                out.append(self.comms.action_at(mine[c]))
+                c += 1
+                continue
             out.append(self.action_at(i))
             i += 2 if self.pair[i] else 1
         return out
 
-    def to_torch(self) -> dict[int, list[str]]:
-        """``{device: ["0F0", "0F1", ...]}`` in torch's action-string format."""
-        return {d: self.device_actions(d) for d in range(self.devices)}
+    def to_torch(self, *, comms: bool = False) -> dict[int, list[str]]:
+        """``{device: ["0F0", "0F1", ...]}`` in torch's action-string format (its ``pipeline_order``);
+        ``comms=True`` adds the communication ops (its ``pipeline_order_with_comms``)."""
+        return {d: self.device_actions(d, comms=comms) for d in range(self.devices)}
 
-    def to_text(self) -> str:
+    def to_text(self, *, comms: bool = False) -> str:
         """One line per device, readable back by :meth:`from_text`."""
-        return "\n".join(f"device {d}: " + " ".join(acts) for d, acts in self.to_torch().items())
+        return "\n".join(f"device {d}: " + " ".join(acts) for d, acts in self.to_torch(comms=comms).items())
+
+    def without_comms(self) -> "Program":
+        """This program's compute ops alone (the arrays are shared, not copied)."""
+        return Program(self.kind, self.stage, self.microbatch, self.pair, self.offsets, stages=self.stages,
+                       microbatches=self.microbatches, placement=self.placement, name=self.name,
+                       forward_only=self.forward_only, segments=self.segments)
 
     def __eq__(self, other) -> bool:
+        """Equal compute orders: the same ops in the same order on every device. Communication ops
+        are not compared (compare ``to_torch(comms=True)`` for that): they are how a program's
+        data moves, not what it computes, and a bare ``comm`` simulation does not run them."""
         if not isinstance(other, Program):
             return NotImplemented
         return (np.array_equal(self.offsets, other.offsets) and np.array_equal(self.kind, other.kind)
@@ -608,7 +745,9 @@ class Program:
 
 _ACTION_RE = re.compile(r"^(\d+)([FBIW])(\d+)$")
 _PAIR_RE = re.compile(r"^\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$")
-_COMM_RE = re.compile(r"^\d+(SEND_F|RECV_F|SEND_B|RECV_B|UNSHARD|RESHARD|REDUCE_GRAD)\d*$")
+_P2P_RE = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)$")
+#: FSDP's actions in torch's lowered programs: ppviz models no sharding, so they are read and dropped
+_FSDP_RE = re.compile(r"^\d+(UNSHARD|RESHARD|REDUCE_GRAD)\d*$")
 #: a token of the text form: a pair contains ';' but never spaces or commas
 _TOKEN_RE = re.compile(r"[^\s,]+")
 _PREFIX_RE = re.compile(r"^\s*(?:device|rank|dev)?\s*(\d+)\s*:\s*", re.IGNORECASE)
@@ -706,7 +845,13 @@ def _parse_into(ops: DeviceOps, item, device: int, position: int, where: str) ->
         _check_indices(token, device, position, where, (fs, bs), (fm, bm))
         ops.fb(int(fs), int(fm), int(bs), int(bm), split=bk == "I")
         return
-    if _COMM_RE.match(token):
+    match = _P2P_RE.match(token)
+    if match:
+        stage, kind, microbatch = match.groups()
+        _check_indices(token, device, position, where, (stage,), (microbatch,))
+        ops.comms.append((len(ops.codes), COMM_KINDS.index(kind), int(stage), int(microbatch)))
+        return
+    if _FSDP_RE.match(token):
         return
     raise ParseError(
         f"{where}: {_shown(token)} is not an action; write [stage][F|B|I|W][microbatch] "

@@ -38,6 +38,8 @@ class ScheduleSpec:
     forward_only: bool = False
     #: accepts ``Config.segments`` > 1 (microbatches split into sequence segments)
     segmented: bool = False
+    #: its published version overlaps communication with compute: transfers default to p2p="overlapped"
+    overlapped_p2p: bool = False
 
     @property
     def v_rule(self) -> str:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .program import KINDS
 from .memory import MemoryCurves, activation_curves, static_memory
+from .program import KINDS
+from .topology import describe as describe_topology
+from .transfers import Transfers
 
 _KIND_CHARS = np.array(list(KINDS))
 
@@ -63,11 +66,26 @@ class Result:
     (per device, how far the peak exceeds the capacity, 0 where it fits; activation units,
     ``excess_bytes`` in bytes) and ``out_of_memory`` (some device does not fit); without a
     capacity ``fits`` and ``excess`` are None and ``out_of_memory`` is False.
+
+    Communication: ``transfers`` (a :class:`~ppviz.core.transfers.Transfers` table, empty unless
+    the config has a ``topology``), and per device ``exposed_comm`` (the idle time spent waiting
+    for communication: a latency or transfer after its data was computed, a link busy with other
+    transfers, a blocking send or receive) and ``idle_compute`` (waiting for other devices'
+    compute, or done early), which sum to ``idle``.
     """
 
-    def __init__(self, config, program, start, end, dep, cost):
+    def __init__(self, config, program, start, end, dep, cost, *, transfers: Transfers | None = None,
+                 device_end: np.ndarray | None = None):
         self.config = config
         self.program = program
+        self.transfers = transfers if transfers is not None else Transfers.empty()
+        # with transfers: per op, when its cross-device input arrived; each device's last batch's end
+        arrival = None
+        if transfers is not None and len(transfers):
+            arrival = np.full(len(start), -np.inf)
+            arrival[transfers.consumer] = transfers.end
+        self._arrival = arrival
+        self._device_end = device_end
         p = program.devices
         pair = program.pair.copy()
         pair[1:] |= program.pair[:-1]
@@ -79,7 +97,7 @@ class Result:
             start=start,
             end=end,
             pair=pair,
-            waited_for=_binding_dependency(program, start, end, dep, config.comm),
+            waited_for=_binding_dependency(program, start, end, dep, config.comm, arrival),
         )
         self.dependencies = dep  # per op, the index of the op it waits for (−1 for none)
         self.makespan = float(end.max()) if len(end) else 0.0
@@ -103,8 +121,28 @@ class Result:
                       self.idle, self.peak_activation, self.static_memory, self.peak_memory, self.memory.times,
                       *((self.fits, self.excess) if capacity is not None else ()),
                       self.memory.values, self.memory.offsets, program.kind, program.stage, program.microbatch,
-                      program.pair, program.offsets, program.device):
+                      program.pair, program.offsets, program.device,
+                      *(getattr(self.transfers, f.name) for f in dataclasses.fields(self.transfers))):
             array.flags.writeable = False
+
+    @functools.cached_property
+    def _idle_split(self) -> tuple[np.ndarray, np.ndarray]:
+        comm = _exposed_comm(self.program, self.ops.start, self.ops.end, self.dependencies, self.makespan,
+                             self._device_end)
+        comm.flags.writeable = False
+        compute = self.idle - comm
+        compute.flags.writeable = False
+        return comm, compute
+
+    @property
+    def exposed_comm(self) -> np.ndarray:
+        """Per device, the idle time spent waiting for communication (see the class docstring)."""
+        return self._idle_split[0]
+
+    @property
+    def idle_compute(self) -> np.ndarray:
+        """Per device, the idle time spent waiting for compute: ``idle − exposed_comm``."""
+        return self._idle_split[1]
 
     @property
     def devices(self) -> int:
@@ -174,7 +212,10 @@ class Result:
         if self.fits is not None:
             lines.append("  " + self.fit_summary())
         if cf and not cf.applies:
-            lines.append(f"  (closed form assumes {cf.assumptions}; this config does not meet all of it)")
+            no_transfers = ", no transfers" if c.transfers else ""
+            lines.append(f"  (closed form assumes {cf.assumptions}{no_transfers}; this config does not meet all of it)")
+        if c.transfers:
+            lines.extend(self._transfer_lines(unit))
         return "\n".join(lines)
 
     def fit_summary(self) -> str:
@@ -197,15 +238,41 @@ class Result:
         return head + (f"OUT OF MEMORY on device{'s' if len(over) > 1 else ''} {devices} "
                        f"(up to {amount(self.excess[worst])} over, on device {worst})")
 
+    def _transfer_lines(self, unit: str) -> list[str]:
+        c = self.config
+        mode = c.p2p_mode
+        if c.p2p is not None:
+            why = "as configured"
+        elif mode == "overlapped":
+            why = f"{c.schedule}'s default: its published version overlaps communication with compute"
+        else:
+            why = "the default: communication waited for in batches"
+        t = self.transfers
+        volume = float(t.bytes.sum())
+        size = c.comm_bytes / self.program.segments
+        lines = [f"  transfers        {len(t)} of {size:.6g} bytes ({volume:.4g} bytes), p2p {mode} ({why})",
+                 f"    links          {describe_topology(c.topology, c.time_unit)}"]
+        if len(t):
+            lines.append(f"    duration       {float(t.duration.min()):.6g}..{float(t.duration.max()):.6g}{unit}, "
+                         f"queued for a busy link {float(t.queued.sum()):.6g}{unit} in all")
+        total = self.devices * self.makespan
+        share = (lambda x: f"{float(x.sum()) / total:.1%}") if total else (lambda x: "0%")
+        lines.append(f"  idle             waiting for compute {float(self.idle_compute.sum()):.6g}{unit} "
+                     f"({share(self.idle_compute)}), for communication {float(self.exposed_comm.sum()):.6g}{unit} "
+                     f"({share(self.exposed_comm)})")
+        lines.append("  exposed comm     " + " ".join(f"{x:.3g}" for x in self.exposed_comm))
+        return lines
+
     def to_text(self, width: int = 80) -> str:
         """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
         from ..io.text_gantt import text_gantt
 
         return text_gantt(self, width)
 
-    def to_torch_csv(self, path) -> None:
-        """Write the program in torch's ``compute_only`` CSV format (one row per device)."""
-        self.program.to_torch_csv(path)
+    def to_torch_csv(self, path, *, comms: bool = False) -> None:
+        """Write the program in torch's ``compute_only`` CSV format (one row per device), or with
+        ``comms=True`` its ``compute_comms`` form with the sends and receives the run used."""
+        self.program.to_torch_csv(path, comms=comms)
 
     def to_chrome_trace(self, path, time_unit_us: float = 1000.0) -> str:
         """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters."""
@@ -251,14 +318,17 @@ def _output_times(program, end) -> tuple[float | None, float | None]:
     return first, ((len(outputs) - 1) / span if len(outputs) > 1 and span > 0 else None)
 
 
-def _binding_dependency(program, start, end, dep, comm) -> np.ndarray:
-    """For each op, the dependency that set its start (−1 if the device itself was the limit)."""
+def _binding_dependency(program, start, end, dep, comm, arrival=None) -> np.ndarray:
+    """For each op, the dependency that set its start (−1 if the device itself was the limit).
+    ``arrival``: with transfers, when each op's cross-device input arrived (−inf where none)."""
     n = len(start)
     has = dep >= 0
     ready = np.full(n, -np.inf)
     cross = np.zeros(n)
     cross[has] = np.where(program.device[dep[has]] != program.device[has], comm, 0.0)
     ready[has] = end[dep[has]] + cross[has]
+    if arrival is not None:
+        ready = np.where(arrival > -np.inf, arrival, ready)
     prev_end = np.zeros(n)
     prev_end[1:] = end[:-1]
     first = program.offsets[:-1]
@@ -268,3 +338,32 @@ def _binding_dependency(program, start, end, dep, comm) -> np.ndarray:
     prev_end[second] = prev_end[second - 1]
     binding = has & (ready >= prev_end) & (ready > 0) & np.isclose(ready, start)
     return np.where(binding, dep, -1)
+
+
+def _exposed_comm(program, start, end, dep, makespan, device_end) -> np.ndarray:
+    """Per device, the idle time after an action's inputs were computed (and its device was free)
+    until it started: time spent waiting for latency, transfers, links and blocking batches; plus,
+    after a device's last action, the time its last blocking batch held it."""
+    p = program.devices
+    n = len(start)
+    second = np.zeros(n, bool)
+    second[1:] = program.pair[:-1]
+    first = np.flatnonzero(~second)
+    has = dep >= 0
+    computed = np.where(has, end[np.where(has, dep, 0)], 0.0)
+    # an action's inputs are computed when the later of its ops' inputs is
+    computed = np.maximum.reduceat(computed, first) if n else computed
+    a_start, a_end = start[first], end[first]
+    a_device = program.device[first]
+    prev_end = np.zeros(len(first))
+    prev_end[1:] = a_end[:-1]
+    leads = np.ones(len(first), bool)
+    leads[1:] = a_device[1:] != a_device[:-1]
+    prev_end[leads] = 0.0
+    wait = np.maximum(a_start - np.maximum(prev_end, computed), 0.0)
+    comm = np.bincount(a_device, weights=wait, minlength=p)
+    if device_end is not None:
+        last = np.zeros(p)
+        np.maximum.at(last, a_device, a_end)
+        comm += np.clip(np.minimum(device_end, makespan) - last, 0.0, None)
+    return comm

@@ -2,8 +2,11 @@
 
 Chrome trace (Trace Event Format, loadable in Perfetto and chrome://tracing): one process for the
 run, one thread per device, each op slot a complete ("X") event, and each device's activation
-memory a counter ("C") track. Simulated time has no unit; ``time_unit_us`` says how many
-microseconds one unit is (default 1000: one unit displays as a millisecond).
+memory a counter ("C") track. With transfers (``Config.topology``) each device also has a
+"transfers out" thread holding a complete event per transfer it sends (while it occupies its
+link), and a flow arrow from each transfer to the op that consumes it. Simulated time has no
+unit; ``time_unit_us`` says how many microseconds one unit is (default 1000: one unit displays
+as a millisecond).
 """
 
 from __future__ import annotations
@@ -52,6 +55,7 @@ def chrome_trace(result, time_unit_us: float = 1000.0) -> dict:
             "ph": "X", "name": name, "cat": kind, "pid": _PID, "tid": int(ops.device[i]),
             "ts": float(ops.start[i]) * scale, "dur": float(ops.end[i] - ops.start[i]) * scale, "args": args,
         })
+    events.extend(_transfer_events(result, scale))
     for d in range(program.devices):
         times, values = result.memory.curve(d)
         for t, v in zip(times.tolist(), values.tolist()):
@@ -73,3 +77,31 @@ def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float = 10
     with open(name, "w", encoding="utf-8") as fh:
         json.dump(trace, fh, allow_nan=False)
     return name
+
+
+def _transfer_events(result, scale: float) -> list[dict]:
+    """A "transfers out" thread per sending device, and a flow from each transfer to its consumer."""
+    t, program = result.transfers, result.program
+    if not len(t):
+        return []
+    p = program.devices
+    events: list[dict] = []
+    for d in sorted(set(t.src.tolist())):
+        events.append({"ph": "M", "name": "thread_name", "pid": _PID, "tid": p + d,
+                       "args": {"name": f"device {d}: transfers out"}})
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": _PID, "tid": p + d, "args": {"sort_index": p + d}})
+    rows = zip(t.src.tolist(), t.dst.tolist(), t.stage.tolist(), t.microbatch.tolist(), t.kind.tolist(),
+               t.bytes.tolist(), t.ready.tolist(), t.start.tolist(), t.end.tolist(), t.consumer.tolist())
+    for k, (src, dst, stage, mb, kind, size, ready, start, end, consumer) in enumerate(rows):
+        name = f"{stage}SEND_{kind}{mb} → device {dst}"
+        events.append({"ph": "X", "name": name, "cat": "transfer", "pid": _PID, "tid": p + src, "ts": start * scale,
+                       "dur": (end - start) * scale,
+                       "args": {"from device": src, "to device": dst, "stage": stage, "microbatch": mb,
+                                "direction": "activation" if kind == "F" else "gradient", "bytes": size,
+                                "ready": ready * scale, "queued for the link": (start - ready) * scale,
+                                "consumer": program.action_at(consumer)}})
+        events.append({"ph": "s", "name": "transfer", "cat": "transfer", "id": k, "pid": _PID, "tid": p + src,
+                       "ts": start * scale})
+        events.append({"ph": "f", "bp": "e", "name": "transfer", "cat": "transfer", "id": k, "pid": _PID,
+                       "tid": int(program.device[consumer]), "ts": float(result.ops.start[consumer]) * scale})
+    return events

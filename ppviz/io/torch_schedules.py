@@ -3,11 +3,13 @@
 ``from_torch(schedule)`` takes a torch schedule object, a schedule class, or a name torch's
 ``get_schedule_class`` knows (``"Interleaved1F1B"``, ``"ZBVZeroBubble"`` …; case, ``_`` and ``-``
 do not matter and the ``Schedule`` prefix is optional) with the sizes to build it for. Multi-stage schedules are read from their
-``pipeline_order`` (torch's own IR; idle steps and communication actions dropped).
+``pipeline_order`` (torch's own IR; idle steps dropped), or with ``comms=True`` from the
+``pipeline_order_with_comms`` torch's lowering makes of it and its runtime executes.
 Single-stage schedules (``ScheduleGPipe``, ``Schedule1F1B``) are read from what they execute:
 their ``_step_microbatches`` runs for every rank against a mock stage that records each
-``forward_one_chunk`` / ``backward_one_chunk`` call, because their ``pipeline_order`` is only a
-drawing aid (for 1F1B with m = p it skips F0 on the last rank and invents F_m).
+``forward_one_chunk`` / ``backward_one_chunk`` call (and with ``comms=True`` each batch of
+send and receive ops it posts), because their ``pipeline_order`` is only a drawing aid (for
+1F1B with m = p it skips F0 on the last rank and invents F_m).
 
 torch is imported only when this module is used; without it the call raises ImportError.
 """
@@ -85,8 +87,10 @@ def _refused(cls, devices, microbatches, v, exc) -> ScheduleConstraintError:
                                    reason=f"torch {cls.__name__} refuses them ({type(exc).__name__}: {first_line})")
 
 
-def _executed_orders(schedules, PipelineStage, cls, devices: int, microbatches: int) -> dict[int, list[str]]:
-    """The F/B calls each rank of a single-stage schedule makes, P2P and loss handling stubbed out."""
+def _executed_orders(schedules, PipelineStage, cls, devices: int, microbatches: int,
+                     comms: bool = False) -> dict[int, list[str]]:
+    """The F/B calls each rank of a single-stage schedule makes, loss handling stubbed out; P2P
+    stubbed out too, its ops recorded in the order they are posted when ``comms``."""
     from unittest import mock
 
     orders = {}
@@ -95,11 +99,23 @@ def _executed_orders(schedules, PipelineStage, cls, devices: int, microbatches: 
         calls: list[str] = []
         stage.forward_one_chunk.side_effect = lambda i, *a, _r=rank, _c=calls, **k: _c.append(f"{_r}F{i}")
         stage.backward_one_chunk.side_effect = lambda i, *a, _r=rank, _c=calls, **k: _c.append(f"{_r}B{i}")
+        # each get_*_ops call answers with the action string of the op torch would post (none
+        # where the stage has no peer); posting a batch records them in order
+        for getter, name, peer in (("get_fwd_recv_ops", "RECV_F", rank > 0), ("get_fwd_send_ops", "SEND_F", rank < devices - 1),
+                                   ("get_bwd_recv_ops", "RECV_B", rank < devices - 1), ("get_bwd_send_ops", "SEND_B", rank > 0)):
+            getattr(stage, getter).side_effect = lambda i, *a, _n=name, _r=rank, _p=peer, **k: [f"{_r}{_n}{i}"] if _p else []
+
+        def post(ops, *args, _c=calls, **kwargs):
+            if comms:
+                _c.extend(ops)
+            return []
+
         try:
             schedule = cls(stage, microbatches, loss_fn=lambda output, target: 0)
         except _TORCH_REFUSALS as exc:
             raise _refused(cls, devices, microbatches, 1, exc) from None
-        with mock.patch.object(schedules, "_batch_p2p", return_value=[]), \
+        with mock.patch.object(schedules, "_batch_p2p", side_effect=post), \
+                mock.patch.object(schedules, "_sorted_batch_p2p", side_effect=lambda ops, *a, **k: post(ops) or {}), \
                 mock.patch.object(schedules, "_wait_batch_p2p"), \
                 mock.patch.multiple(schedule, _maybe_compute_loss=mock.DEFAULT, _maybe_get_loss=mock.DEFAULT,
                                     _update_losses=mock.DEFAULT, _initialize_stage=mock.DEFAULT):
@@ -116,7 +132,7 @@ def _sizes(devices, microbatches, stages_per_device, default_v: int) -> tuple[in
 
 
 def from_torch(schedule, *, devices: int | None = None, microbatches: int | None = None,
-               stages_per_device: int | None = None) -> Program:
+               stages_per_device: int | None = None, comms: bool = False) -> Program:
     """The per-device compute order torch runs, as a validated :class:`ppviz.Program`.
 
     ``from_torch(schedule_object)`` reads an existing torch schedule (its sizes come with it);
@@ -124,7 +140,8 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
     with mock stages first (``stages_per_device`` defaults to 1 for single-stage schedules and 2
     for the others, as torch's visualiser does). A dict ``{rank: [actions]}`` is read as
     torch's ``pipeline_order``. Sizes torch refuses raise ScheduleConstraintError with torch's
-    reason.
+    reason. ``comms=True`` keeps the send and receive ops torch runs (``Program.comms``): its
+    lowered ``pipeline_order_with_comms``, or the P2P batches a single-stage schedule posts.
     """
     if isinstance(schedule, Mapping):
         return Program.from_torch(schedule).validate()
@@ -137,7 +154,7 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
             if v != 1:
                 raise ScheduleConstraintError("stages_per_device", v, "use 1", reason=f"torch {cls.__name__} "
                                               "runs one stage per rank (PipelineScheduleSingle)")
-            actions = _executed_orders(schedules, PipelineStage, cls, p, m)
+            actions = _executed_orders(schedules, PipelineStage, cls, p, m, comms)
         else:
             stage = _mock_stage(PipelineStage, p, p * v)
             try:
@@ -146,7 +163,7 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
                     built = cls([stage] * v, m)
             except _TORCH_REFUSALS as exc:
                 raise _refused(cls, p, m, v, exc) from None
-            actions = built.pipeline_order
+            actions = built.pipeline_order_with_comms if comms else built.pipeline_order
         return Program.from_torch(actions, microbatches=m, stages=p * v, name=cls.__name__).validate()
 
     for name, value in (("devices", devices), ("microbatches", microbatches), ("stages_per_device", stages_per_device)):
@@ -155,9 +172,9 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
     cls = type(schedule)
     if isinstance(schedule, schedules.PipelineScheduleSingle):
         p, m = schedule._num_stages, schedule._n_microbatches
-        actions = _executed_orders(schedules, PipelineStage, cls, p, m)
+        actions = _executed_orders(schedules, PipelineStage, cls, p, m, comms)
         return Program.from_torch(actions, microbatches=m, stages=p, name=cls.__name__).validate()
-    order = getattr(schedule, "pipeline_order", None)
+    order = getattr(schedule, "pipeline_order_with_comms" if comms else "pipeline_order", None)
     if not isinstance(order, Mapping) or not order:
         raise ConfigError("schedule", cls.__name__,
                           "give a torch schedule object with a pipeline_order, a schedule class or a schedule name")

@@ -15,7 +15,9 @@ pieces it holds; with h its half-rank and N the number of half-ranks (defined be
    F0 and B1 run one after the other;        8. h+1 × W.
 
 The F&B pairs hold an F and a full backward B (DeepSeek overlaps them as one slot; their cost
-is ``Config.fb``); the zero-bubble steps split B into I and W, and every W runs the oldest
+is ``Config.fb``), and DeepSeek overlaps the pipeline's communication with that compute
+(``comm.isend``/``irecv`` posted around each step, waited for at the next), so with transfers
+(``Config.topology``) both schedules default to ``p2p="overlapped"``; the zero-bubble steps split B into I and W, and every W runs the oldest
 pending I's weight gradient (DeepSeek's ``WeightGradStore`` queue).
 
 ``dualpipe`` — two replicas of the model (2× parameters; ``replicas=2``). Microbatches
@@ -246,6 +248,7 @@ register(ScheduleSpec(
     constraints="v = 1; even p; even m >= 2p",
     replicas=2,
     split_backward=True,
+    overlapped_p2p=True,
 ))
 
 register(ScheduleSpec(
@@ -261,6 +264,7 @@ register(ScheduleSpec(
     closed_form=dualpipe_v_closed_form,
     constraints="v = 2; m >= 2p",
     split_backward=True,
+    overlapped_p2p=True,
 ))
 
 

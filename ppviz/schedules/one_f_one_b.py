@@ -34,6 +34,8 @@ forward so that the pair's forward never waits for the backward it runs with:
 * interleaved-1f1b-overlap: warmup min(2(p−r−1) + (v−1)·g + 1, m·v), Megatron's plus one.
 
 The pair costs ``Config.fb`` per 1/p of the model (None: f+b+w, no gain), written FB below.
+As the slot exists to hide communication behind compute, with transfers (``Config.topology``)
+both variants default to ``p2p="overlapped"``.
 
 * Bubble: Victarry's ``formula.py`` (``overlap_1f1b_execution_time_by_formula``) gives the
   makespan (p−1)(f+b+w)/v + n(f+b+w)/v + (m·v − n)·FB/v with n = p(v−1) + 1, the last
@@ -278,6 +280,7 @@ register(ScheduleSpec(
     validate=one_stage_per_device("interleaved-1f1b-overlap for v >= 2"),
     closed_form=overlap_1f1b_closed_form,
     constraints="v = 1",
+    overlapped_p2p=True,
 ))
 
 register(ScheduleSpec(
@@ -292,4 +295,5 @@ register(ScheduleSpec(
     validate=several_stages_per_device("1f1b-overlap"),
     closed_form=overlap_1f1b_closed_form,
     constraints="v >= 2; group size g as interleaved-1f1b",
+    overlapped_p2p=True,
 ))

@@ -1,0 +1,307 @@
+"""Communication as transfers: links and topologies, the durations and queueing of transfers,
+blocking and overlapped P2P, programs that carry their own sends and receives, and the engines
+against the reference simulator (tests/oracle.py) on random inputs."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import ppviz
+from ppviz import Config, ConfigError, Link, Program, ProgramError, Topology, simulate
+
+from . import oracle
+from .test_oracle import configs
+
+
+# Links, topologies and their validation -----------------------------------------------------
+
+def test_a_transfer_costs_latency_plus_bytes_over_the_bandwidth_of_the_link_it_crosses():
+    # two devices per node: 0-1 and 2-3 share a node, 1-2 crosses nodes
+    topology = Topology(devices_per_node=2, intra=Link(1.0, 4.0), inter=Link(3.0, 2.0))
+    res = simulate(Config(schedule="gpipe", devices=4, microbatches=2, topology=topology, comm_bytes=8.0))
+    t = res.transfers
+    inter = (t.src // 2) != (t.dst // 2)
+    assert len(t) == 2 * 3 * 2 and inter.sum() == 2 * 2
+    assert np.array_equal(t.duration[~inter], np.full(8, 1.0 + 8.0 / 4.0))
+    assert np.array_equal(t.duration[inter], np.full(4, 3.0 + 8.0 / 2.0))
+    assert set(zip(t.src[inter].tolist(), t.dst[inter].tolist())) == {(1, 2), (2, 1)}
+
+
+def test_a_preset_converts_seconds_to_the_configs_time_unit():
+    # DGX H100: NVLink 450 GB/s each way, NDR InfiniBand 400 Gb/s = 50 GB/s; NCCL's latencies
+    config = Config(schedule="1f1b", devices=16, microbatches=4, topology="dgx-h100", comm_bytes=9e6, time_unit="us")
+    t = simulate(config).transfers
+    across = (t.src // 8) != (t.dst // 8)
+    assert set(t.src[across].tolist()) == {7, 8}
+    assert np.allclose(t.duration[~across], 11.8 + 9e6 / 450e3, rtol=1e-12)
+    assert np.allclose(t.duration[across], 18.0 + 9e6 / 50e3, rtol=1e-12)
+    in_ms = simulate(config.replace(time_unit="ms", f=1e-3, b=1e-3, w=1e-3)).transfers
+    assert np.allclose(in_ms.duration * 1000, t.duration, rtol=1e-12)
+
+
+def test_presets_and_their_sources():
+    assert set(ppviz.core.topology.PRESETS) == {"dgx-h100", "dgx-a100", "roce-h100"}
+    a100 = Topology.preset("DGX-A100")
+    assert (a100.devices_per_node, a100.intra.bandwidth, a100.inter.bandwidth) == (8, 300e9, 25e9)
+    source = open(ppviz.core.topology.__file__, encoding="utf-8").read()
+    for fact in ("900 GB/s", "ConnectX-7", "arXiv 2407.21783", "tuning.cc"):
+        assert fact in source
+
+
+@pytest.mark.parametrize("options, field, fragment", [
+    ({"topology": "dgx-h100", "comm_bytes": 1e6}, "time_unit", "set time_unit"),
+    ({"topology": "dgx-h100", "comm_bytes": 1e6, "time_unit": "step"}, "time_unit", "cannot convert seconds"),
+    ({"comm_bytes": 5.0}, "comm_bytes", "give topology= too"),
+    ({"p2p": "blocking"}, "p2p", "give topology= and comm_bytes="),
+    ({"topology": Link(1, 2)}, "comm_bytes", "give the bytes of one transfer"),
+    ({"topology": Link(1, 2), "comm_bytes": 3, "comm": 0.5}, "comm", "leave comm at 0"),
+    ({"topology": Link(1, 2), "comm_bytes": 3, "p2p": "async"}, "p2p", "'blocking' or 'overlapped'"),
+    ({"topology": Link(1, 2), "comm_bytes": -3}, "comm_bytes", ">= 0"),
+    ({"topology": "dgx-h200", "comm_bytes": 3}, "topology", "dgx-h100, dgx-a100, roce-h100"),
+    ({"topology": 5, "comm_bytes": 3}, "topology", "ppviz.Topology, a ppviz.Link"),
+])
+def test_transfer_settings_are_checked(options, field, fragment):
+    with pytest.raises(ConfigError) as info:
+        Config(schedule="1f1b", **options)
+    assert info.value.field == field and fragment in str(info.value)
+
+
+@pytest.mark.parametrize("make, field", [
+    (lambda: Link(-1, 2), "latency"), (lambda: Link(1, 0), "bandwidth"), (lambda: Link(1, math.nan), "bandwidth"),
+    (lambda: Link(1, 2, unit="hours"), "unit"), (lambda: Link("1", 2), "latency"),
+    (lambda: Topology(0, Link(1, 2), Link(1, 2)), "devices_per_node"),
+    (lambda: Topology(8, Link(1, 2), "fast"), "inter"), (lambda: Topology.preset("tpu"), "topology"),
+])
+def test_links_and_topologies_are_checked(make, field):
+    with pytest.raises(ConfigError) as info:
+        make()
+    assert info.value.field == field
+
+
+def test_transfer_fields_are_keyword_only_and_a_config_stays_hashable():
+    config = Config(schedule="1f1b", topology="dgx-a100", comm_bytes=1e6, time_unit="ms")
+    assert hash(config) == hash(config.replace())
+    assert config.p2p_mode == "blocking" and Config(schedule="1f1b").p2p_mode is None
+    # schedule … time_unit, segments, the four recompute and capacity fields: 22 positional values
+    with pytest.raises(ConfigError, match="at most 22 positional values"):
+        Config(*["1f1b", 4, 8, None, 1, 1, 1, 0, None, {}, None, 1, 0.5, 0, None, None, None, 1, None, None, None,
+                 None, "dgx-a100"])
+
+
+# Queueing, blocking and overlapped P2P, by hand -----------------------------------------------
+
+def queueing_config(p2p):
+    # each F takes 1 and each transfer 4 (no latency, 4 bytes at 1 byte per unit of time)
+    return Config(schedule="gpipe", devices=2, microbatches=3, f=1.0, b=1.0, w=0.0, topology=Link(0.0, 1.0),
+                  comm_bytes=4.0, p2p=p2p)
+
+
+def test_transfers_queue_on_a_busy_link():
+    res = simulate(queueing_config("overlapped"))
+    t = res.transfers
+    forward = t.kind == "F"
+    # device 0 posts its activations at 1, 2, 3; the link serves them one after another
+    assert t.ready[forward].tolist() == [1.0, 2.0, 3.0]
+    assert t.start[forward].tolist() == [1.0, 5.0, 9.0]
+    assert t.end[forward].tolist() == [5.0, 9.0, 13.0]
+    assert t.queued[forward].tolist() == [0.0, 3.0, 6.0]
+    # the gradients queue on the link the other way, 1 → 0, independently
+    assert t.start[~forward].tolist() == [15.0, 19.0, 23.0]
+    assert res.makespan == 28.0
+    assert "queued for a busy link 18" in res.summary()
+
+
+def test_blocking_p2p_holds_both_devices_for_their_transfers():
+    res = simulate(queueing_config("blocking"))
+    ops = res.ops
+    got = {(int(d), str(k), int(m)): (s, e) for d, k, m, s, e in zip(ops.device, ops.kind, ops.microbatch, ops.start,
+                                                                    ops.end)}
+    # device 0 waits for each send before its next forward: F at 0, 5, 10
+    assert [got[(0, "F", m)][0] for m in range(3)] == [0.0, 5.0, 10.0]
+    assert [got[(1, "F", m)][0] for m in range(3)] == [5.0, 10.0, 15.0]
+    # device 1 waits for each gradient's send; device 0 for each gradient's arrival
+    assert [got[(1, "B", m)][0] for m in range(3)] == [16.0, 21.0, 26.0]
+    assert [got[(0, "B", m)][0] for m in range(3)] == [21.0, 26.0, 31.0]
+    assert res.makespan == 32.0 and not res.transfers.queued.any()
+    # blocked for 4 after each send and (device 0) waiting for the gradients: communication
+    # exposed: device 0 after each send (3 × 4) and for the two later gradients' transfers (2 × 4) and the
+    # first's (4, after it waited 6 for device 1's compute); device 1 for each activation's and
+    # each of its own gradients' transfers (6 × 4, the last after its last op)
+    assert res.exposed_comm.tolist() == [20.0, 24.0] and res.idle_compute.tolist() == [6.0, 2.0]
+    assert np.allclose(res.idle, res.exposed_comm + res.idle_compute)
+
+
+def test_overlap_schedules_default_to_overlapped_p2p_and_say_so():
+    for name in ("1f1b-overlap", "interleaved-1f1b-overlap", "dualpipe", "dualpipe-v"):
+        config = Config(schedule=name, devices=4, microbatches=8, topology=Link(0.1, 10.0), comm_bytes=1.0)
+        assert config.p2p_mode == "overlapped" and config.spec.overlapped_p2p
+        assert f"p2p overlapped ({name}'s default: its published version overlaps communication" in \
+            simulate(config).summary()
+    plain = Config(schedule="zb-h1", devices=4, microbatches=8, topology=Link(0.1, 10.0), comm_bytes=1.0)
+    assert plain.p2p_mode == "blocking" and "p2p blocking (the default" in simulate(plain).summary()
+
+
+def test_the_idle_split_with_a_bare_latency_by_hand():
+    # 1F1B, p = 2, m = 1: F0 on 0 [0, 1]; on 1 [1.5, 2.5], B0 [2.5, 4.5]; B0 on 0 [5, 7]
+    res = simulate(Config(schedule="1f1b", devices=2, microbatches=1, comm=0.5))
+    assert res.makespan == 7.0 and res.idle.tolist() == [4.0, 4.0]
+    assert res.exposed_comm.tolist() == [0.5, 0.5] and res.idle_compute.tolist() == [3.5, 3.5]
+    assert len(res.transfers) == 0 and "transfers" not in res.summary()
+
+
+# Programs that carry their own sends and receives --------------------------------------------
+
+TEXT = """
+device 0: 0F0 0SEND_F0 0F1 0SEND_F1 0RECV_B0 0B0 0RECV_B1 0B1
+device 1: 1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1
+"""
+
+
+def test_a_programs_own_communication_ops_run_when_transfers_are_simulated():
+    program = Program.from_text(TEXT)
+    assert program.to_torch(comms=True) == {0: TEXT.split("\n")[1].split()[2:], 1: TEXT.split("\n")[2].split()[2:]}
+    assert program.to_torch() == {0: ["0F0", "0F1", "0B0", "0B1"], 1: ["1F0", "1B0", "1F1", "1B1"]}
+    link = Link(0.5, 2.0)
+    res = simulate(program, Config(schedule="custom", devices=2, microbatches=2, topology=link, comm_bytes=1.0))
+    assert len(res.transfers) == 4 and np.all(res.transfers.duration == 1.0)
+    assert res.program.to_torch(comms=True) == program.to_torch(comms=True)
+    # the same program with a bare latency runs its compute ops alone, as before
+    bare = simulate(program, comm=1.0)
+    assert np.array_equal(bare.ops.start, simulate(program.without_comms(), comm=1.0).ops.start)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (TEXT.replace(" 0RECV_B1", ""), "(0B1): its input comes from device 1 (1B1) but the program has no receive"),
+    (TEXT.replace("1SEND_B0 ", ""), "(0B0): its input comes from device 1 (1B0) but the program has no send"),
+    (TEXT.replace("0F0 0SEND_F0", "0SEND_F0 0F0"), "0SEND_F0): it sends the output of 0F0, which comes after it"),
+    (TEXT.replace("1RECV_F1 1F1", "1F1 1RECV_F1"), "1RECV_F1): 1F1 needs what it receives"),
+    (TEXT.replace("0RECV_B0", "1RECV_B0"), "(1RECV_B0): stage 1 has no stage 2 to receive from"),
+    (TEXT.replace("0B1", "0B1 0SEND_F1"), "0SEND_F1): it runs twice"),
+    (TEXT.replace("0B1\n", "0B1 1SEND_B0\n").replace(" 1SEND_B0 1RECV_F1", " 1RECV_F1"), "belongs on device 1"),
+])
+def test_communication_ops_that_do_not_describe_the_transfers_are_refused_by_name(text, fragment):
+    program = Program.from_text(text)
+    with pytest.raises(ProgramError) as info:
+        simulate(program, Config(schedule="custom", devices=2, microbatches=2, topology=Link(0.5, 2.0), comm_bytes=1))
+    assert fragment in str(info.value)
+    assert info.value.device is not None and info.value.position is not None
+
+
+def test_a_program_that_cannot_finish_names_what_waits_with_transfers():
+    program = Program.from_text("device 0: 0F0 0B0 0F1 0B1\ndevice 1: 1F1 1B1 1F0 1B0")
+    for engine in ("events", "lockstep"):
+        with pytest.raises(ppviz.DeadlockError) as info:
+            simulate(program, Config(schedule="custom", devices=2, microbatches=2, topology=Link(0.5, 2.0),
+                                     comm_bytes=1.0), engine=engine)
+        assert "device 1: [1F1] waits for a transfer sent after 0F1 on device 0, which has not run" in str(info.value)
+        assert info.value.blocked[0][0] == "0B0"
+
+
+def test_the_transfers_table():
+    res = simulate(queueing_config("overlapped"))
+    frame = res.transfers.to_pandas()
+    assert list(frame.columns) == list(ppviz.Transfers.COLUMNS)
+    assert frame["bytes"].tolist() == [4.0] * 6 and frame["kind"].tolist() == ["F"] * 3 + ["B"] * 3
+    # producer and consumer are rows of res.ops: a transfer leaves after its producer ends
+    assert np.all(res.ops.end[res.transfers.producer] <= res.transfers.start)
+    assert np.all(res.ops.start[res.transfers.consumer] >= res.transfers.end)
+    with pytest.raises(ValueError):
+        res.transfers.start[0] = 1.0
+
+
+# Against the reference simulator, both engines, on random inputs ------------------------------
+
+@st.composite
+def transfer_configs(draw):
+    config = draw(configs())
+    link = st.builds(Link, st.sampled_from([0.0, 0.1, 0.5, 2.0]), st.sampled_from([0.5, 1.0, 4.0, math.inf]))
+    topology = draw(link | st.builds(Topology, st.integers(1, 4), link, link))
+    return config.replace(comm=0.0, topology=topology, comm_bytes=draw(st.sampled_from([0.0, 1.0, 3.0])),
+                          p2p=draw(st.sampled_from(["blocking", "overlapped", None])))
+
+
+@given(transfer_configs(), st.sampled_from(["events", "lockstep", "auto"]))
+def test_transfers_equal_the_reference_simulator(config, engine):
+    res = simulate(config, engine=engine)
+    ref = oracle.run_transfers(res.program, config, config.p2p_mode == "blocking")
+    assert np.allclose(res.ops.start, ref.start, rtol=1e-12, atol=1e-12)
+    assert np.allclose(res.ops.end, ref.end, rtol=1e-12, atol=1e-12)
+    t = res.transfers
+    assert len(t) == len(ref.transfers)
+    for kind, stage, mb, src, dst, start, end in zip(t.kind, t.stage, t.microbatch, t.src, t.dst, t.start, t.end):
+        want = ref.transfers[(str(kind), int(stage), int(mb))]
+        assert (int(src), int(dst)) == want[:2]
+        assert start == pytest.approx(want[2], rel=1e-12, abs=1e-12)
+        assert end == pytest.approx(want[3], rel=1e-12, abs=1e-12)
+    assert np.allclose(res.idle, res.exposed_comm + res.idle_compute, rtol=1e-9, atol=1e-9)
+
+
+@given(transfer_configs())
+def test_the_engines_agree_bit_for_bit(config):
+    runs = [simulate(config, engine=engine) for engine in ("events", "lockstep")]
+    for name in ("start", "end"):
+        assert np.array_equal(getattr(runs[0].ops, name), getattr(runs[1].ops, name))
+        assert np.array_equal(getattr(runs[0].transfers, name), getattr(runs[1].transfers, name))
+
+
+@given(transfer_configs())
+def test_overlapped_transfers_that_never_queue_are_a_bare_latency(config):
+    # a flat link, overlapped, and no transfer waiting for its link: each costs its duration as
+    # a bare comm would, so the times are the bare model's bit for bit
+    link = config.topology if isinstance(config.topology, Link) else config.topology.intra
+    config = config.replace(topology=link, p2p="overlapped")
+    res = simulate(config)
+    assume(not res.transfers.queued.any() and len(res.transfers))
+    bare = simulate(config.replace(topology=None, comm_bytes=None, p2p=None, comm=link.duration(config.comm_bytes)))
+    assert np.array_equal(res.ops.start, bare.ops.start) and np.array_equal(res.ops.end, bare.ops.end)
+
+
+def test_the_chrome_trace_shows_transfers_on_a_thread_per_sender_with_flows_to_their_consumers(tmp_path):
+    import json
+
+    res = simulate(queueing_config("overlapped"))
+    path = res.to_chrome_trace(tmp_path / "run.json", time_unit_us=10.0)
+    events = json.loads(open(path, encoding="utf-8").read())["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    assert threads[2] == "device 0: transfers out" and threads[3] == "device 1: transfers out"
+    sent = [e for e in events if e.get("cat") == "transfer" and e["ph"] == "X"]
+    assert [(e["tid"], e["ts"], e["dur"]) for e in sent if e["tid"] == 2] == [(2, 10.0, 40.0), (2, 50.0, 40.0),
+                                                                            (2, 90.0, 40.0)]
+    assert sent[1]["args"]["queued for the link"] == 30.0 and sent[1]["args"]["consumer"] == "1F1"
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    finishes = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert set(starts) == set(finishes) == set(range(6))
+    # the flow ends where the consumer starts: the transfer's end, as nothing else held it
+    assert finishes[1]["tid"] == 1 and finishes[1]["ts"] == 90.0
+    simulate(Config()).to_chrome_trace(tmp_path / "bare.json")
+    bare = json.loads(open(tmp_path / "bare.json", encoding="utf-8").read())["traceEvents"]
+    assert not [e for e in bare if e.get("cat") == "transfer"]
+
+
+def test_transfers_count_towards_the_size_budget():
+    # 1F1B, p = 4, m = 8: 64 ops; with transfers, a transfer per stage and microbatch each way (+64)
+    try:
+        ppviz.set_budget(100)
+        Config(schedule="1f1b", devices=4, microbatches=8)
+        with pytest.raises(ConfigError, match="about 128 ops, over the budget of 100"):
+            Config(schedule="1f1b", devices=4, microbatches=8, topology=Link(1.0, 1.0), comm_bytes=1.0)
+    finally:
+        ppviz.set_budget(None)
+
+
+@given(transfer_configs())
+def test_the_general_lockstep_engine_agrees_too(config):
+    # programs without F&B pairs take the lean lockstep engine; force the general one on them
+    from unittest import mock
+
+    from ppviz.core import comm_engine
+
+    events = simulate(config, engine="events")
+    with mock.patch.object(comm_engine.Graph, "single_input", lambda self: False):
+        general = simulate(config, engine="lockstep")
+    for name in ("start", "end"):
+        assert np.array_equal(getattr(events.ops, name), getattr(general.ops, name))
+        assert np.array_equal(getattr(events.transfers, name), getattr(general.transfers, name))
