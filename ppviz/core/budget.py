@@ -33,11 +33,16 @@ def set_budget(max_ops: int | None = None) -> int:
     return globals()["max_ops"]()
 
 
-def check_size(spec, devices: int, v: int, microbatches: int) -> None:
-    """Refuse a schedule whose op count would exceed the budget, before it is built."""
+def estimate_ops(spec, devices: int, v: int, microbatches: int) -> int:
+    """The ops a schedule builds for these sizes, from its stage count alone (nothing is built)."""
     stages = spec.stage_count(devices, v) or devices * v
     per_pair = 3 if spec.split_backward else 2  # F and B, or F, I and W
-    estimate = per_pair * stages * microbatches
+    return per_pair * stages * microbatches
+
+
+def check_size(spec, devices: int, v: int, microbatches: int) -> None:
+    """Refuse a schedule whose op count would exceed the budget, before it is built."""
+    estimate = estimate_ops(spec, devices, v, microbatches)
     limit = max_ops()
     if estimate > limit:
         raise ConfigError(
