@@ -215,8 +215,10 @@ def test_legend_lists_the_kinds_present(schedule, entries):
     names = dict(re_pairs(legend["labelExpr"]))
     assert [names[v] for v in legend["values"]] == entries
     fills = dict(zip(color["scale"]["domain"], color["scale"]["range"]))
-    # the widget's light palette: Okabe–Ito blue, orange, green, pink
-    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == ["#0072b2", "#e69f00", "#009e73", "#cc79a7"]
+    # the widget's light palette, unshaded for the first microbatch shade
+    from ppviz.charts.style import THEMES
+
+    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == list(THEMES["light"]["kinds"])
     assert len({fills[f"F{s}"] for s in range(4)}) == 4  # four microbatch shades
 
 

@@ -231,7 +231,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     """A static Gantt chart of one run in the widget's look, for SVG / PNG export and papers.
 
     One row per device (labelled with its stages and idle share); ops coloured by kind (F blue,
-    B and I amber, W green, F&B pink) and shaded by microbatch, labelled with their microbatch
+    B and I amber, W green, F&B mauve) and shaded by microbatch, labelled with their microbatch
     where wide enough (``labels``); idle time hatched; the makespan, bubble and peak memory,
     simulated and closed form, in the title; with ``memory`` each device's activation memory
     over time below, on one scale, its closed-form peak dashed.

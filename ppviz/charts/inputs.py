@@ -16,9 +16,9 @@ from ..core.registry import ORDER, all_specs
 from ..core.result import Result
 from .style import CHART, SERIES
 
-#: Okabe–Ito (without yellow, too faint on white, and black, kept for closed-form marks), then
-#: Paul Tol's "muted" colours that differ from them: the first nine stay apart under every
-#: common colour-vision deficiency; the rest keep up to 14 runs distinct for normal vision.
+#: Ten run colours (style.json "series", from Okabe–Ito and Paul Tol's sets), none near an op-kind
+#: colour of either theme, so a run never looks like F, B, W or F&B; the first five stay apart
+#: under every common colour-vision deficiency, all ten for normal vision (tests/test_colours.py).
 PALETTE = SERIES
 
 #: Altair refuses more than 5000 data rows by default; memory curves are summarised below it.
