@@ -225,5 +225,10 @@ def summarize_steps(times, values, max_points: int = 1000) -> tuple[np.ndarray, 
     return t[kept], v[kept]
 
 
+def time_title(config: Config) -> str:
+    """A time axis's title: with the config's time unit, or in units of f, b and w."""
+    return f"time ({config.time_unit})" if config.time_unit else "time (units of f, b, w)"
+
+
 def format_number(x: float) -> str:
     return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
