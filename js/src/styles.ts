@@ -124,10 +124,13 @@ export const CSS = `
 .ppviz-compare-hint b { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
 .ppviz-compare-gantts { gap: 6px; }
 .ppviz-compare-charts {
-  align-self: flex-start; max-width: 100%; overflow: auto; border-radius: 10px;
+  align-self: flex-start; box-sizing: border-box; max-width: 100%; overflow: hidden; border-radius: 10px;
   border: 1px solid var(--jp-border-color2, ${style.widget.hairline});
 }
-.ppviz-compare-charts .vega-embed { display: block; }
+/* wider than the output, the charts shrink to fit (the SVG keeps its viewBox) rather than
+   being cut off or scrolled; clicks pick marks through the DOM, so they still land */
+.ppviz-compare-charts .vega-embed { display: block; max-width: 100%; }
+.ppviz-compare-charts .vega-embed svg { display: block; max-width: 100%; height: auto; }
 `;
 
 export function themeVariables(root: HTMLElement, P: Palette): void {

@@ -260,6 +260,8 @@ def _link(chart, *, dark: bool = False):
                              alt.VariableParameter(name=DEVICE_PARAM, value=-1),
                              alt.VariableParameter(name=DARK_PARAM, value=bool(dark))]
     chart.background = _theme_expr("background")
+    # room between the panel's border and the titles, axis labels and legend
+    chart.padding = {"left": 14, "right": 14, "top": 12, "bottom": 10}
     fg, muted = _theme_expr("fg"), _theme_expr("muted")
     chart.config = {
         "font": FONT_FAMILY,
