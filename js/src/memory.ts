@@ -21,9 +21,14 @@ export function memoryTop(mem: MemoryCurves, meta: Meta): number {
   return top > 0 ? top * 1.1 : 1;
 }
 
-/** Gridline values inside a lane `height` px tall: 1, 2 or 5 × 10^k apart, at least 10 px. */
+/** Gridline values inside a lane `height` px tall: 1, 2 or 5 × 10^k apart, at least 10 px
+ * (closer in a lane too low to hold one otherwise). */
 export function memoryGrid(top: number, height: number): number[] {
-  return ticks({ t0: 0, t1: top }, height, 10).values.filter((v) => v > 0 && v < top);
+  for (const minPx of [10, 5, 2]) {
+    const grid = ticks({ t0: 0, t1: top }, height, minPx).values.filter((v) => v > 0 && v < top);
+    if (grid.length) return grid;
+  }
+  return [];
 }
 
 /** What the memory layer was last computed from: hover, selection and the replay only blit it. */

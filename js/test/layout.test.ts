@@ -53,7 +53,7 @@ describe("memory scale", () => {
       expect(grid.length).toBeGreaterThan(0);
       expect(Math.min(...grid)).toBeGreaterThan(0);
       expect(Math.max(...grid)).toBeLessThan(top);
-      if (grid.length > 1) expect(((grid[1] - grid[0]) / top) * h).toBeGreaterThanOrEqual(10);
+      if (grid.length > 1) expect(((grid[1] - grid[0]) / top) * h).toBeGreaterThanOrEqual(h >= 20 ? 10 : 5);
     }
   });
 });
