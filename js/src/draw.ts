@@ -26,7 +26,7 @@ import { FONT, fit, gutterFonts, idleShare, rowLine } from "./labels";
 import type { Layout } from "./layout";
 import { type MemoryFrame, drawMemory, drawMemoryLabels } from "./memory";
 import type { Meta } from "./meta";
-import { Strip } from "./pixels";
+import { Strip, rgbaWord } from "./pixels";
 import { Scale, ticks } from "./scale";
 import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
 
@@ -120,6 +120,8 @@ export class DrawCache {
   batches = Array.from({ length: 4 * SHADE_LEVELS }, () => new Batch());
   /** vector bars of later chunks: the geometry in `chunked`, [chunk of F, of B, slot, shade] in `chunkCodes` */
   chunked = new Batch();
+  /** direction bands of a bidirectional placement: two rows per device (top: down, bottom: up) */
+  bands: Strip | null = null;
   chunkCodes: number[] = [];
   patterns = new Map<string, CanvasPattern | null>();
   strip: Strip | null = null;
@@ -145,6 +147,37 @@ function packed(P: Palette): Uint32Array {
     packedCache.set(P, out);
   }
   return out;
+}
+
+const inkCache = new WeakMap<Palette, Uint32Array>();
+
+/** The label colour of each shade, translucent, as RGBA words: the direction bands' colour. */
+function packedInk(P: Palette): Uint32Array {
+  let out = inkCache.get(P);
+  if (!out) {
+    out = new Uint32Array(4 * SHADE_LEVELS);
+    P.ink.forEach((row, slot) =>
+      row.forEach((c, shade) => {
+        out![slot * SHADE_LEVELS + shade] = ((rgbaWord(c) & 0xffffff) | (BAND_ALPHA << 24)) >>> 0;
+      }),
+    );
+    inkCache.set(P, out);
+  }
+  return out;
+}
+
+const BAND_ALPHA = 150;
+
+/** A direction band's thickness in a bar `h` px tall. */
+export function bandHeight(h: number): number {
+  return Math.max(2, Math.round(h * 0.16));
+}
+
+/** Device pixels [a, b) of a band row, at least one. */
+function band(px: Uint32Array, row: number, width: number, a: number, b: number, colour: number): void {
+  const ia = Math.max(0, Math.round(a));
+  const ib = Math.min(width, Math.max(ia + 1, Math.round(b)));
+  px.fill(colour, row + ia, row + ib);
 }
 
 /** Add `colour` (opaque RGB word) covering `alpha` (0..1) of pixel i of the strip. */
@@ -309,6 +342,16 @@ function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelLi
     markChunks(ctx, cache, P.ink[codes[c + 2]][codes[c + 3]], dpr, g[q], g[q + 1], g[q + 2], g[q + 3], codes[c],
       codes[c + 1]);
   }
+  if (tl.bidirectional && cache.bands) {
+    const thick = bandHeight(h);
+    ctx.imageSmoothingEnabled = false;
+    for (let d = 0; d < tl.devices; d++) {
+      const top = L.rowTop[d] + L.barInset;
+      ctx.drawImage(cache.bands.canvas, 0, 2 * d, width, 1, L.plotLeft, top, width / dpr, thick);
+      ctx.drawImage(cache.bands.canvas, 0, 2 * d + 1, width, 1, L.plotLeft, top + h - thick, width / dpr, thick);
+    }
+    ctx.imageSmoothingEnabled = true;
+  }
   return { ops: frame.ops, rects: frame.rects, labels: 0, clipped: 0, labelList: frame.labels };
 }
 
@@ -335,6 +378,9 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
   const strip = (s.cache.strip ??= new Strip());
   strip.ensure(width, tl.devices);
   const px = strip.pixels;
+  const bands = tl.bidirectional ? (s.cache.bands ??= new Strip()) : null;
+  if (bands) bands.ensure(width, 2 * tl.devices);
+  const inks = packedInk(P);
   for (const b of batches) b.n = 0;
   const ranges = Array.from({ length: tl.devices }, (_, d) => visibleRange(tl, d, t0, t1));
   const ops = ranges.reduce((sum, [i, j]) => sum + j - i, 0);
@@ -376,6 +422,20 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
         } else {
           span(px, row, width, (xl - left) * dpr, (xl + drawn - left) * dpr, colours[slot * SHADE_LEVELS + shade]);
         }
+        if (bands) {
+          // down along the top edge, up along the bottom; a pair's halves may differ
+          const up = isReverse(tl, k - 1);
+          const upB = f & FLAG_PAIR_F ? isReverse(tl, k) : up;
+          const a = (xl - left) * dpr;
+          const b = (xl + drawn - left) * dpr;
+          const ink = inks[slot * SHADE_LEVELS + shade];
+          const rowOf = (reverse: boolean) => (2 * d + (reverse ? 1 : 0)) * width;
+          if (up === upB) band(bands.pixels, rowOf(up), width, a, b, ink);
+          else {
+            band(bands.pixels, rowOf(up), width, a, (a + b) / 2, ink);
+            band(bands.pixels, rowOf(upB), width, (a + b) / 2, b, ink);
+          }
+        }
         if (labelled) {
           const text = labelOf(tl, k - 1);
           const marks = tl.bidirectional ? (f & FLAG_PAIR_F ? 2 : 1) : 0;
@@ -406,6 +466,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
     }
   }
   strip.ctx.putImageData(strip.image!, 0, 0, 0, 0, width, tl.devices);
+  if (bands) bands.ctx.putImageData(bands.image!, 0, 0);
   return { ops, rects, labels };
 }
 
@@ -471,6 +532,16 @@ function drawSlot(ctx: CanvasRenderingContext2D, s: Scene, k: number, outline: n
     const chunkF = chunkOf(tl, slot);
     const chunkB = tl.flags[slot] & FLAG_PAIR_F ? chunkOf(tl, slot + 1) : chunkF;
     markChunks(ctx, s.cache, P.ink[c][shade], s.dpr, b.x, b.y, b.w, b.h, chunkF, chunkB);
+  }
+  if (tl.bidirectional) {
+    const thick = bandHeight(b.h);
+    const up = isReverse(tl, slot);
+    const upB = tl.flags[slot] & FLAG_PAIR_F ? isReverse(tl, slot + 1) : up;
+    ctx.fillStyle = P.ink[c][shade];
+    ctx.globalAlpha = BAND_ALPHA / 255;
+    const halves: [number, number, boolean][] = up === upB ? [[b.x, b.w, up]] : [[b.x, b.w / 2, up], [b.x + b.w / 2, b.w / 2, upB]];
+    for (const [x, w, reverse] of halves) ctx.fillRect(x, reverse ? b.y + b.h - thick : b.y, w, thick);
+    ctx.globalAlpha = 1;
   }
   const text = labelOf(tl, slot);
   if (b.h >= 12 && b.w >= ctx.measureText(text).width + LABEL_PAD_PX) {

@@ -123,7 +123,7 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette,
   idle.append(el("span", "ppviz-swatch ppviz-swatch-idle"), document.createTextNode(compact ? "idle" : "idle (bubble)"));
   children.push(idle);
   if (tl && tl.chunks > 1) children.push(...chunkItems(tl.chunks, P, compact));
-  if (tl?.bidirectional) children.push(...directionItems(tl.devices, compact));
+  if (tl?.bidirectional) children.push(...directionItems(tl.devices, P, compact));
   if (!compact) {
     children.push(el("span", "ppviz-legend-hint",
       `shade: microbatch · ${KEY_ZOOM} + scroll or + / − to zoom · drag to pan · double-click or 0 to reset · ` +
@@ -148,13 +148,19 @@ function chunkItems(chunks: number, P: Palette, compact: boolean): HTMLElement[]
   return items;
 }
 
-/** The two directions of a bidirectional placement, as the bars' labels mark them. */
-function directionItems(devices: number, compact: boolean): HTMLElement[] {
+/** The two directions of a bidirectional placement, as the bars mark them: a band along the
+ * top edge (and ▼ in the label) for the first replica, along the bottom (▲) for the second. */
+function directionItems(devices: number, P: Palette, compact: boolean): HTMLElement[] {
   const last = devices - 1;
+  const item = (className: string, text: string) => {
+    const entry = el("span", "ppviz-legend-item ppviz-legend-direction");
+    const swatch = el("span", `ppviz-swatch ${className}`);
+    swatch.style.backgroundColor = P.kinds[0];
+    entry.append(swatch, document.createTextNode(text));
+    return entry;
+  };
   return [
-    el("span", "ppviz-legend-item ppviz-legend-direction",
-      compact ? `${DOWN} down` : `${DOWN} down: device 0 → ${last} (first replica)`),
-    el("span", "ppviz-legend-item ppviz-legend-direction",
-      compact ? `${UP} up` : `${UP} up: device ${last} → 0 (second replica)`),
+    item("ppviz-dir-down", compact ? `${DOWN} down` : `${DOWN} down: device 0 → ${last} (first replica)`),
+    item("ppviz-dir-up", compact ? `${UP} up` : `${UP} up: device ${last} → 0 (second replica)`),
   ];
 }

@@ -334,6 +334,7 @@ export class GanttView {
     data.rects = String(stats.rects);
     data.labels = String(stats.labels);
     data.clipped = String(stats.clipped);
+    data.memory = layout.heat ? "heat" : layout.memTop.length ? "lanes" : "none";
     data.draws = String(++this.draws);
     data.theme = this.themeName;
     return ms;
