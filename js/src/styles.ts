@@ -130,9 +130,9 @@ export const CSS = `
   border: 1px solid var(--jp-border-color2, ${style.widget.hairline});
 }
 /* wider than the output, the charts shrink to fit (the SVG keeps its viewBox) rather than
-   being cut off or scrolled; clicks pick marks through the DOM, so they still land */
-.ppviz-compare-charts .vega-embed { display: block; max-width: 100%; }
-.ppviz-compare-charts .vega-embed svg { display: block; max-width: 100%; height: auto; }
+   being cut off or scrolled; clicks pick marks through the DOM, so they still land. The
+   widget's element is vega-embed's container itself. */
+.ppviz-compare-charts svg { display: block; max-width: 100%; height: auto; }
 `;
 
 export function themeVariables(root: HTMLElement, P: Palette): void {

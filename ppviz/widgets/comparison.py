@@ -362,8 +362,8 @@ class Comparison(ipywidgets.VBox):
                         ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
         hint = ipywidgets.HTML(
             f"<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
-            "point to emphasise it · a device's label or an op to highlight that device everywhere · scroll to "
-            "zoom and drag to pan all the timelines · Esc clears")
+            "point to emphasise it · a device's label or an op to highlight that device everywhere · Ctrl + scroll "
+            "(or + / −) to zoom and drag to pan all the timelines · Esc clears")
         hint.add_class("ppviz-compare-hint")
         stack = ipywidgets.VBox(self.gantts)
         stack.add_class("ppviz-compare-gantts")
