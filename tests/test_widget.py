@@ -5,9 +5,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppviz
 from ppviz.core.engine import dependencies
+from ppviz.core.registry import all_specs
 from ppviz.widgets import GanttWidget, Viewer, standalone_html
 from ppviz.widgets.wire import (
     BYTES_PER_OP,
@@ -344,3 +347,36 @@ def test_device_selection_and_time_window_are_traits_reset_with_new_data():
     # a chart with nothing to draw says why
     empty = GanttWidget(None, meta={"title": "dualpipe"}, error="devices=5: needs an even number")
     assert empty.result is None and empty.timeline == b"" and empty.error.startswith("devices=5")
+
+
+CONTROL_CHANGES = st.lists(st.one_of(
+    st.tuples(st.just("schedule"), st.sampled_from([s.name for s in all_specs() if s.builder is not None])),
+    st.tuples(st.just("devices"), st.integers(1, 1024)),
+    st.tuples(st.just("microbatches"), st.integers(1, 10**9)),
+    st.tuples(st.just("stages_per_device"), st.integers(1, 64)),
+    st.tuples(st.sampled_from(["f", "b", "w", "comm"]), st.floats(0, 1e6, allow_nan=False)),
+), min_size=1, max_size=6)
+
+
+@settings(max_examples=40)
+@given(changes=CONTROL_CHANGES)
+def test_any_sequence_of_control_changes_leaves_controls_chart_and_result_agreeing(changes):
+    ppviz.set_budget(max_ops=5_000)  # keeps every accepted run small; the rest is refused before work
+    try:
+        viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=2, microbatches=4))
+        for name, value in changes:
+            before = viewer.result
+            target = viewer.controls.schedule if name == "schedule" else viewer.controls.fields[name]
+            target.value = value  # nothing may escape the observer
+            result = viewer.result
+            assert controls_config(viewer) == config_fields(result.config)
+            assert viewer.gantt.busy == ""
+            assert viewer.gantt.meta["ops"] == len(result.ops)
+            assert parse_timeline(viewer.gantt.timeline)["n"] == len(result.ops)
+            if result is before:
+                # refused, or no change at all (a value the control already showed)
+                assert viewer.gantt.error != "" or getattr(result.config, name) == value
+            else:
+                assert viewer.gantt.error == ""
+    finally:
+        ppviz.set_budget(None)
