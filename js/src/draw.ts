@@ -248,7 +248,8 @@ function chunkPattern(ctx: CanvasRenderingContext2D, cache: DrawCache, ink: stri
   let pattern: CanvasPattern | null = null;
   if (t) {
     t.strokeStyle = t.fillStyle = ink;
-    t.globalAlpha = 0.42;
+    // dark stripes read at a lower opacity than light ones
+    t.globalAlpha = ink === style.ink.dark ? 0.26 : 0.45;
     t.lineWidth = 1.25 * dpr;
     t.beginPath();
     if (kind === 4) {
