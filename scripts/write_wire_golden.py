@@ -18,18 +18,19 @@ from ppviz.widgets.wire import encode_memory, encode_timeline
 
 DATA = pathlib.Path(__file__).resolve().parent.parent / "tests" / "data"
 
-#: three devices, four stages (device 0 holds stages 0 and 3), every op kind, an F&B pair whose
-#: backward is an I, W's, and costs that are not integers, so every field of the format varies
+#: DualPipe's two directions on two devices (microbatches 0 and 1 flow down, 2 and 3 up), every
+#: op kind, an F&B pair whose backward is an I, W's, and costs that are not integers, so every
+#: field and flag of the format varies
 PROGRAM = """
-device 0: 0F0 0F1 3F0 3I0 3F1 (0F2;3B1)OVERLAP_F_B 0I0 3W0 3F2 3B2 0I1 0W0 0W1 0B2
-device 1: 1F0 1F1 1B0 1F2 1B1 1B2
-device 2: 2F0 2F1 2B0 2B1 2F2 2B2
+device 0: 0F0 0F1 1F2 1I2 (1F3;0I0)OVERLAP_F_B 1W2 1B3 0B1 0W0
+device 1: 1F0 0F2 1B0 0F3 1F1 1B1 0I2 0B3 0W2
 """
 
 
 def golden_result():
-    return ppviz.simulate(ppviz.Program.from_text(PROGRAM), f=1.25, b=1.5, w=0.75, comm=0.125, fb=3.0,
-                          stage_costs={3: {"f": 2.0, "activation": 1.5}})
+    program = ppviz.Program.from_text(PROGRAM, placement="bidirectional")
+    return ppviz.simulate(program, f=1.25, b=1.5, w=0.75, comm=0.125, fb=3.0,
+                          stage_costs={1: {"f": 2.0, "activation": 1.5}})
 
 
 def expected(result) -> dict:
@@ -46,7 +47,8 @@ def expected(result) -> dict:
              "kind": str(ops.kind[k]), "start": float(np.float32(ops.start[k])),
              "duration": float(np.float32(ops.end[k] - ops.start[k])), "dep": int(result.dependencies[k]),
              "waited": bool(ops.waited_for[k] >= 0), "pair_forward": bool(program.pair[k]),
-             "pair_backward": bool(k > 0 and program.pair[k - 1])}
+             "pair_backward": bool(k > 0 and program.pair[k - 1]),
+             "reverse": bool(ops.microbatch[k] >= program.placement.split)}
             for k in range(len(ops))
         ],
         "memory": memory,

@@ -215,8 +215,10 @@ def test_legend_lists_the_kinds_present(schedule, entries):
     names = dict(re_pairs(legend["labelExpr"]))
     assert [names[v] for v in legend["values"]] == entries
     fills = dict(zip(color["scale"]["domain"], color["scale"]["range"]))
-    # the widget's light palette: Okabe–Ito blue, orange, green, pink
-    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == ["#0072b2", "#e69f00", "#009e73", "#cc79a7"]
+    # the widget's light palette, unshaded for the first microbatch shade
+    from ppviz.charts.style import THEMES
+
+    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == list(THEMES["light"]["kinds"])
     assert len({fills[f"F{s}"] for s in range(4)}) == 4  # four microbatch shades
 
 
@@ -497,3 +499,27 @@ def test_configs_and_programs_are_simulated():
     program = ppviz.Program.from_text("device 0: 0F0 0F1 0B0 0B1\ndevice 1: 1F0 1B0 1F1 1B1")
     assert op_rows(charts.gantt_chart(config).to_dict()) == op_rows(charts.gantt_chart(simulate(config)).to_dict())
     assert len(op_rows(charts.gantt_chart(program, memory=False).to_dict())) == 8
+
+
+def axis_titles(spec) -> list[str]:
+    """Every axis title in a Vega-Lite spec, wherever it is nested."""
+    found = []
+    if isinstance(spec, dict):
+        axis = spec.get("axis")
+        if isinstance(axis, dict) and isinstance(axis.get("title"), str):
+            found.append(axis["title"])
+        if isinstance(spec.get("title"), str) and "field" in spec:
+            found.append(spec["title"])
+        for value in spec.values():
+            found += axis_titles(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += axis_titles(value)
+    return found
+
+
+@pytest.mark.parametrize("unit, title", [("ms", "time (ms)"), (None, "time (units of f, b, w)")])
+def test_time_axes_carry_the_time_unit(unit, title):
+    r = simulate(Config(schedule="zb-h1", devices=4, microbatches=8, time_unit=unit))
+    assert title in axis_titles(charts.gantt_chart(r).to_dict())
+    assert title in axis_titles(charts.memory_curve_chart(r).to_dict())

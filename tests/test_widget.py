@@ -5,14 +5,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppviz
 from ppviz.core.engine import dependencies
+from ppviz.core.registry import all_specs
 from ppviz.widgets import GanttWidget, Viewer, standalone_html
 from ppviz.widgets.wire import (
     BYTES_PER_OP,
     FLAG_PAIR_B,
     FLAG_PAIR_F,
+    FLAG_REVERSE,
     FLAG_WAITED,
     MEMORY_MAGIC,
     TIMELINE_MAGIC,
@@ -50,7 +54,7 @@ def test_timeline_bytes_hold_every_column(config):
     res = ppviz.simulate(config)
     t = parse_timeline(encode_timeline(res))
     ops = res.ops
-    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 1, len(ops), res.devices)
+    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 2, len(ops), res.devices)
     np.testing.assert_array_equal(t["offsets"], res.program.offsets)
     np.testing.assert_allclose(t["start"], ops.start, rtol=1e-7)
     np.testing.assert_allclose(t["dur"], ops.end - ops.start, rtol=1e-7)
@@ -75,6 +79,23 @@ def test_timeline_costs_at_most_20_bytes_per_op():
     assert (size - 16 - 4 * (p + 1)) / n < 20
 
 
+def test_the_second_direction_of_a_bidirectional_placement_is_flagged():
+    res = ppviz.simulate(ppviz.Config(schedule="dualpipe", devices=4, microbatches=10))
+    t = parse_timeline(encode_timeline(res))
+    up = (t["flags"] & FLAG_REVERSE) > 0
+    # DualPipe's second half of the microbatches runs on the reverse replica: stage s on device p-1-s
+    np.testing.assert_array_equal(up, res.ops.microbatch >= 5)
+    np.testing.assert_array_equal(res.ops.device[up], 3 - res.ops.stage[up])
+    np.testing.assert_array_equal(res.ops.device[~up], res.ops.stage[~up])
+    one_way = parse_timeline(encode_timeline(ppviz.simulate(ppviz.Config(schedule="zb-v", devices=4, microbatches=8))))
+    assert not (one_way["flags"] & FLAG_REVERSE).any()
+
+
+def test_describe_gives_the_time_unit():
+    assert describe(ppviz.simulate(ppviz.Config(time_unit="ms")))["time_unit"] == "ms"
+    assert describe(ppviz.simulate(ppviz.Config()))["time_unit"] == ""
+
+
 def test_pairs_are_flagged_on_both_ops():
     res = ppviz.simulate(dualpipe_like(4, 8))
     t = parse_timeline(encode_timeline(res))
@@ -89,7 +110,7 @@ def test_memory_bytes_hold_each_curve():
     res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
     data = encode_memory(res)
     magic, version, p = np.frombuffer(data, "<u4", count=3)
-    assert (magic, version, p) == (MEMORY_MAGIC, 1, 4)
+    assert (magic, version, p) == (MEMORY_MAGIC, 2, 4)
     offsets = np.frombuffer(data, "<u4", count=p + 1, offset=12)
     k = int(offsets[-1])
     times = np.frombuffer(data, "<f4", count=k, offset=12 + 4 * (p + 1))
@@ -178,7 +199,19 @@ def test_switching_schedule_picks_a_valid_v():
     assert viewer.result.config.stages_per_device == 1
 
 
-def test_an_invalid_combination_shows_the_error_and_keeps_the_chart():
+def controls_config(viewer) -> dict:
+    """What the controls show, as Config fields."""
+    shown = {name: field.value for name, field in viewer.controls.fields.items()}
+    return {"schedule": viewer.controls.schedule.value, **shown}
+
+
+def config_fields(config) -> dict:
+    return {"schedule": config.schedule, "devices": config.devices, "microbatches": config.microbatches,
+            "stages_per_device": config.stages_per_device, "f": config.f, "b": config.b, "w": config.w,
+            "comm": config.comm}
+
+
+def test_an_invalid_combination_shows_the_error_keeps_the_chart_and_puts_the_controls_back():
     viewer = ppviz.show(ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2))
     viewer.controls.fields["f"].value = 0
     viewer.controls.fields["b"].value = 0
@@ -186,9 +219,89 @@ def test_an_invalid_combination_shows_the_error_and_keeps_the_chart():
     viewer.controls.fields["w"].value = 0
     assert "f+b+w" in viewer.gantt.error
     assert viewer.result is before
-    viewer.controls.fields["w"].value = 1
+    assert viewer.controls.fields["w"].value == 1.0
+    assert controls_config(viewer) == config_fields(viewer.result.config)
+    viewer.controls.fields["microbatches"].value = 12
     assert viewer.gantt.error == ""
-    assert viewer.result is not before
+    assert viewer.result.config.microbatches == 12 and viewer.result.config.w == 1.0
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("stages_per_device", 1, "use v >= 2"),  # the schedule refuses v
+    ("microbatches", 10**6, "over the budget"),  # the size budget refuses it before any work
+    ("devices", 5, None),  # accepted: the control for comparison
+])
+def test_a_refused_control_change_never_escapes_and_the_controls_show_the_config_on_display(name, value, words):
+    viewer = ppviz.show(ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2))
+    viewer.controls.fields[name].value = value  # an observer's exception would propagate here
+    assert controls_config(viewer) == config_fields(viewer.result.config)
+    if words is None:
+        assert getattr(viewer.result.config, name) == value and viewer.gantt.error == ""
+    else:
+        assert words in viewer.gantt.error and viewer.gantt.busy == ""
+        assert viewer.result.config == ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8,
+                                                    stages_per_device=2)
+        assert viewer.gantt.meta["microbatches"] == 8 and viewer.gantt.meta["stages_per_device"] == 2
+
+
+def test_a_schedule_the_sizes_refuse_snaps_the_dropdown_back():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=5, microbatches=10))
+    viewer.controls.schedule.value = "dualpipe"  # needs an even p
+    assert "even number of devices" in viewer.gantt.error
+    assert viewer.controls.schedule.value == "1f1b" and viewer.result.config.schedule == "1f1b"
+    assert controls_config(viewer) == config_fields(viewer.result.config)
+
+
+def test_running_out_of_memory_is_a_refusal_shown_in_the_chart(monkeypatch):
+    # fault injection: the kernel's allocator failing inside simulate (a real one takes seconds and GBs)
+    import ppviz.widgets.viewer as viewer_module
+
+    def out_of_memory(*args, **kwargs):
+        raise MemoryError
+
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
+    monkeypatch.setattr(viewer_module, "simulate", out_of_memory)
+    viewer.controls.fields["microbatches"].value = 4000
+    assert "ran out of memory" in viewer.gantt.error and "m=4000" in viewer.gantt.error
+    assert viewer.controls.fields["microbatches"].value == 8 and viewer.result.config.microbatches == 8
+    with pytest.raises(ppviz.ConfigError, match="ran out of memory"):
+        viewer.update(microbatches=4000)
+
+
+def test_update_moves_the_controls_and_returns_the_viewer_or_raises_the_refusal():
+    viewer = ppviz.show(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
+    assert viewer.update(microbatches=16, comm=0.5) is viewer
+    assert viewer.result.config.microbatches == 16 and viewer.config.comm == 0.5
+    assert controls_config(viewer) == config_fields(viewer.result.config)
+    assert viewer.gantt.meta["microbatches"] == 16
+    with pytest.raises(ppviz.ScheduleConstraintError, match="dualpipe needs an even number"):
+        viewer.update(schedule="dualpipe", devices=5)
+    assert "even number" in viewer.gantt.error
+    assert viewer.result.config.microbatches == 16 and controls_config(viewer)["schedule"] == "zb-h1"
+    with pytest.raises(ppviz.ConfigError, match="Config has no such field"):
+        viewer.update(micro_batches=4)
+    viewer.update(schedule="interleaved-1f1b", stages_per_device=2)
+    assert controls_config(viewer)["schedule"] == "interleaved-1f1b"
+    assert not viewer.controls.fields["stages_per_device"].disabled
+
+
+def test_a_slow_change_shows_the_busy_state_before_its_result():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=8, microbatches=16))
+    seen = []
+    viewer.gantt.observe(lambda change: seen.append((change["new"], viewer.gantt.meta["microbatches"])), names="busy")
+    viewer.controls.fields["microbatches"].value = 24  # 384 ops: quick, no busy state
+    assert seen == []
+    viewer.controls.fields["microbatches"].value = 20_000  # 320,000 ops: about half a second
+    # busy was shown while the old chart was still on display, and cleared with the new result
+    assert seen == [("simulating 320,000 ops…", 24), ("", 20_000)]
+    assert viewer.gantt.busy == ""
+
+
+def test_the_widget_refuses_more_devices_or_chunks_than_it_draws():
+    viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
+    with pytest.raises(ppviz.ConfigError, match="the widget draws at most 1024"):
+        viewer.update(devices=2000, microbatches=1)
+    assert viewer.result.devices == 4
 
 
 def test_program_controls_keep_the_program_and_change_costs():
@@ -234,3 +347,36 @@ def test_device_selection_and_time_window_are_traits_reset_with_new_data():
     # a chart with nothing to draw says why
     empty = GanttWidget(None, meta={"title": "dualpipe"}, error="devices=5: needs an even number")
     assert empty.result is None and empty.timeline == b"" and empty.error.startswith("devices=5")
+
+
+CONTROL_CHANGES = st.lists(st.one_of(
+    st.tuples(st.just("schedule"), st.sampled_from([s.name for s in all_specs() if s.builder is not None])),
+    st.tuples(st.just("devices"), st.integers(1, 1024)),
+    st.tuples(st.just("microbatches"), st.integers(1, 10**9)),
+    st.tuples(st.just("stages_per_device"), st.integers(1, 64)),
+    st.tuples(st.sampled_from(["f", "b", "w", "comm"]), st.floats(0, 1e6, allow_nan=False)),
+), min_size=1, max_size=6)
+
+
+@settings(max_examples=40)
+@given(changes=CONTROL_CHANGES)
+def test_any_sequence_of_control_changes_leaves_controls_chart_and_result_agreeing(changes):
+    ppviz.set_budget(max_ops=5_000)  # keeps every accepted run small; the rest is refused before work
+    try:
+        viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=2, microbatches=4))
+        for name, value in changes:
+            before = viewer.result
+            target = viewer.controls.schedule if name == "schedule" else viewer.controls.fields[name]
+            target.value = value  # nothing may escape the observer
+            result = viewer.result
+            assert controls_config(viewer) == config_fields(result.config)
+            assert viewer.gantt.busy == ""
+            assert viewer.gantt.meta["ops"] == len(result.ops)
+            assert parse_timeline(viewer.gantt.timeline)["n"] == len(result.ops)
+            if result is before:
+                # refused, or no change at all (a value the control already showed)
+                assert viewer.gantt.error != "" or getattr(result.config, name) == value
+            else:
+                assert viewer.gantt.error == ""
+    finally:
+        ppviz.set_budget(None)

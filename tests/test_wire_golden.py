@@ -29,7 +29,7 @@ def test_the_golden_bytes_follow_the_documented_layout():
     data = (DATA / "wire_golden.timeline.bin").read_bytes()
     want = json.loads((DATA / "wire_golden.json").read_text())
     magic, version, n, p = struct.unpack_from("<4I", data, 0)
-    assert (data[:4], version, n, p) == (b"PPVT", 1, len(want["ops"]), want["devices"])
+    assert (data[:4], version, n, p) == (b"PPVT", 2, len(want["ops"]), want["devices"])
     at = 16
     offsets = struct.unpack_from(f"<{p + 1}I", data, at)
     at += 4 * (p + 1)
@@ -43,14 +43,14 @@ def test_the_golden_bytes_follow_the_documented_layout():
     for k, op in enumerate(want["ops"]):
         flags = columns["flags"][k]
         assert "FBIW"[flags & 3] == op["kind"]
-        assert (bool(flags & 4), bool(flags & 8), bool(flags & 16)) == (op["pair_forward"], op["pair_backward"],
-                                                                        op["waited"])
+        assert (bool(flags & 4), bool(flags & 8), bool(flags & 16), bool(flags & 32)) == (
+            op["pair_forward"], op["pair_backward"], op["waited"], op["reverse"])
         assert columns["start"][k] == op["start"] and columns["duration"][k] == op["duration"]
         assert (columns["dep"][k], columns["microbatch"][k], columns["stage"][k]) == (op["dep"], op["microbatch"],
                                                                                      op["stage"])
     mem = (DATA / "wire_golden.memory.bin").read_bytes()
     magic, version, p = struct.unpack_from("<3I", mem, 0)
-    assert (mem[:4], version, p) == (b"PPVM", 1, want["devices"])
+    assert (mem[:4], version, p) == (b"PPVM", 2, want["devices"])
     offsets = struct.unpack_from(f"<{p + 1}I", mem, 12)
     k = offsets[-1]
     times = np.frombuffer(mem, "<f4", k, 12 + 4 * (p + 1))

@@ -3,7 +3,7 @@
 
 export const TIMELINE_MAGIC = 0x54565050; // "PPVT"
 export const MEMORY_MAGIC = 0x4d565050; // "PPVM"
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
 
 export const KIND_F = 0;
 export const KIND_B = 1;
@@ -14,6 +14,8 @@ export const KIND_MASK = 3;
 export const FLAG_PAIR_F = 1 << 2;
 export const FLAG_PAIR_B = 1 << 3;
 export const FLAG_WAITED = 1 << 4;
+/** the op runs on a bidirectional placement's second replica (DualPipe's upward direction) */
+export const FLAG_REVERSE = 1 << 5;
 
 export interface Timeline {
   n: number;
@@ -32,6 +34,14 @@ export interface Timeline {
   /** ops of microbatch j are mbIndex[mbOffsets[j] .. mbOffsets[j+1]] */
   mbOffsets: Uint32Array;
   mbIndex: Uint32Array;
+  /** the model chunk an op's stage is on its device, counted in stage order per device and
+   * direction: stageChunk[stage] (first direction) or stageChunk[stages + stage] (reverse) */
+  stageChunk: Uint8Array;
+  stages: number;
+  /** the most chunks any device holds in one direction (v for virtual pipelines) */
+  chunks: number;
+  /** some op runs in the reverse direction (a bidirectional placement, DualPipe) */
+  bidirectional: boolean;
 }
 
 export interface MemoryCurves {
@@ -106,17 +116,56 @@ export function decodeTimeline(input: unknown): Timeline {
   const flags = r.column(Uint8Array, n);
   const busy = new Float64Array(n + 1);
   let microbatches = 0;
+  let stages = 0;
+  let bidirectional = false;
   for (let k = 0; k < n; k++) {
     busy[k + 1] = busy[k] + (flags[k] & FLAG_PAIR_B ? 0 : dur[k]);
     if (mb[k] >= microbatches) microbatches = mb[k] + 1;
+    if (stage[k] >= stages) stages = stage[k] + 1;
+    if (flags[k] & FLAG_REVERSE) bidirectional = true;
   }
+  const { stageChunk, chunks } = chunksOf(devices, stages, offsets, stage, flags);
   const mbOffsets = new Uint32Array(microbatches + 1);
   for (let k = 0; k < n; k++) mbOffsets[mb[k] + 1]++;
   for (let j = 0; j < microbatches; j++) mbOffsets[j + 1] += mbOffsets[j];
   const fill = mbOffsets.slice(0, microbatches);
   const mbIndex = new Uint32Array(n);
   for (let k = 0; k < n; k++) mbIndex[fill[mb[k]]++] = k;
-  return { n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, mbOffsets, mbIndex };
+  return {
+    n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, mbOffsets, mbIndex,
+    stageChunk, stages, chunks, bidirectional,
+  };
+}
+
+/** Each stage's chunk on its device: its rank among the stages that device runs in the same
+ * direction (a placement puts each stage of a direction on one device). */
+function chunksOf(devices: number, stages: number, offsets: Uint32Array, stage: Uint16Array, flags: Uint8Array) {
+  const deviceOfStage = new Int32Array(2 * stages).fill(-1);
+  for (let d = 0; d < devices; d++) {
+    for (let k = offsets[d]; k < offsets[d + 1]; k++) {
+      deviceOfStage[(flags[k] & FLAG_REVERSE ? stages : 0) + stage[k]] = d;
+    }
+  }
+  const held = new Uint32Array(2 * devices);
+  const stageChunk = new Uint8Array(2 * stages);
+  let chunks = 1;
+  for (let i = 0; i < 2 * stages; i++) {
+    const d = deviceOfStage[i];
+    if (d < 0) continue;
+    const slot = (i >= stages ? devices : 0) + d;
+    stageChunk[i] = Math.min(255, held[slot]++);
+    chunks = Math.max(chunks, held[slot]);
+  }
+  return { stageChunk, chunks };
+}
+
+/** The chunk op k's stage is on its device (0 for the first). */
+export function chunkOf(tl: Timeline, k: number): number {
+  return tl.stageChunk[(tl.flags[k] & FLAG_REVERSE ? tl.stages : 0) + tl.stage[k]];
+}
+
+export function isReverse(tl: Timeline, k: number): boolean {
+  return (tl.flags[k] & FLAG_REVERSE) !== 0;
 }
 
 export function decodeMemory(input: unknown): MemoryCurves {

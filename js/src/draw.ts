@@ -13,21 +13,24 @@ import {
   KIND_W,
   type MemoryCurves,
   type Timeline,
+  chunkOf,
   endOf,
   deviceOf,
+  isReverse,
   lowerBound,
-  memoryAt,
-  rangeMax,
   slotOf,
   upperBound,
 } from "./data";
-import { num, tickLabel } from "./format";
+import { num, tickLabel, withUnit } from "./format";
+import { FONT, fit, gutterFonts, idleShare, rowLine } from "./labels";
 import type { Layout } from "./layout";
-import { closedPeak, type Meta } from "./meta";
+import { type MemoryFrame, drawMemory, drawMemoryLabels } from "./memory";
+import type { Meta } from "./meta";
+import { Strip, rgbaWord } from "./pixels";
 import { Scale, ticks } from "./scale";
 import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
 
-export const FONT = style.font.family;
+export { FONT };
 
 export interface Scene {
   tl: Timeline;
@@ -44,6 +47,8 @@ export interface Scene {
   /** the highlighted device, -1 for none */
   selectedDevice: number;
   hover: number;
+  /** the memory lane and time under the pointer, or null */
+  memoryHover: { device: number; t: number } | null;
   /** the scrubber's time, or null when it is not in use */
   cursor: number | null;
   /** the time axis spans [0, extent]: at least the makespan, more when charts share an axis */
@@ -58,6 +63,8 @@ export interface DrawStats {
   /** bars and merged pixel columns painted for them */
   rects: number;
   labels: number;
+  /** gutter labels that did not fit and end in "…" */
+  clipped: number;
 }
 
 /** Colour slot of an op: F, I/B, W, F&B. */
@@ -99,26 +106,6 @@ class Batch {
   }
 }
 
-// Software canvas raster costs about 3 µs per path rectangle, so 10^4 thin bars would take
-// 30 ms. In a lane every bar spans the same rows, so the lane's bars are a 1-D image: one
-// strip row per lane, stretched over the lane's height with one drawImage.
-class Strip {
-  canvas = document.createElement("canvas");
-  ctx = this.canvas.getContext("2d")!;
-  image: ImageData | null = null;
-  pixels = new Uint32Array(0);
-  ensure(width: number, rows: number): void {
-    if (this.image && this.image.width === width && this.image.height === rows) {
-      this.pixels.fill(0);
-      return;
-    }
-    this.canvas.width = width;
-    this.canvas.height = rows;
-    this.image = new ImageData(width, rows);
-    this.pixels = new Uint32Array(this.image.data.buffer);
-  }
-}
-
 interface Labels {
   x: number[];
   y: number[];
@@ -131,6 +118,12 @@ interface Labels {
  * per view: two charts on a page never share or invalidate each other's. */
 export class DrawCache {
   batches = Array.from({ length: 4 * SHADE_LEVELS }, () => new Batch());
+  /** vector bars of later chunks: the geometry in `chunked`, [chunk of F, of B, slot, shade] in `chunkCodes` */
+  chunked = new Batch();
+  /** direction bands of a bidirectional placement: two rows per device (top: down, bottom: up) */
+  bands: Strip | null = null;
+  chunkCodes: number[] = [];
+  patterns = new Map<string, CanvasPattern | null>();
   strip: Strip | null = null;
   barFrame: BarFrame | null = null;
   memoryStrip: Strip | null = null;
@@ -154,6 +147,37 @@ function packed(P: Palette): Uint32Array {
     packedCache.set(P, out);
   }
   return out;
+}
+
+const inkCache = new WeakMap<Palette, Uint32Array>();
+
+/** The label colour of each shade, translucent, as RGBA words: the direction bands' colour. */
+function packedInk(P: Palette): Uint32Array {
+  let out = inkCache.get(P);
+  if (!out) {
+    out = new Uint32Array(4 * SHADE_LEVELS);
+    P.ink.forEach((row, slot) =>
+      row.forEach((c, shade) => {
+        out![slot * SHADE_LEVELS + shade] = ((rgbaWord(c) & 0xffffff) | (BAND_ALPHA << 24)) >>> 0;
+      }),
+    );
+    inkCache.set(P, out);
+  }
+  return out;
+}
+
+const BAND_ALPHA = 150;
+
+/** A direction band's thickness in a bar `h` px tall. */
+export function bandHeight(h: number): number {
+  return Math.max(2, Math.round(h * 0.16));
+}
+
+/** Device pixels [a, b) of a band row, at least one. */
+function band(px: Uint32Array, row: number, width: number, a: number, b: number, colour: number): void {
+  const ia = Math.max(0, Math.round(a));
+  const ib = Math.min(width, Math.max(ia + 1, Math.round(b)));
+  px.fill(colour, row + ia, row + ib);
 }
 
 /** Add `colour` (opaque RGB word) covering `alpha` (0..1) of pixel i of the strip. */
@@ -191,8 +215,84 @@ export function visibleRange(tl: Timeline, d: number, t0: number, t1: number): [
   return [i, lowerBound(tl.start, i, hi, t1)];
 }
 
+/** Direction marks of a bidirectional placement's ops (in labels and the legend). */
+export const DOWN = "▼";
+export const UP = "▲";
+
+function mbLabel(tl: Timeline, k: number): string {
+  return tl.bidirectional ? `${isReverse(tl, k) ? UP : DOWN}${tl.mb[k]}` : String(tl.mb[k]);
+}
+
+/** A bar's label: its microbatch, both of an F&B pair's, each after its direction when the
+ * placement has two. */
 export function labelOf(tl: Timeline, k: number): string {
-  return tl.flags[k] & FLAG_PAIR_F ? `${tl.mb[k]}|${tl.mb[k + 1]}` : String(tl.mb[k]);
+  return tl.flags[k] & FLAG_PAIR_F ? `${mbLabel(tl, k)}|${mbLabel(tl, k + 1)}` : mbLabel(tl, k);
+}
+
+/** The chunk pattern of chunk c: none for the first, then four patterns in turn. */
+export function chunkPatternKind(chunk: number): number {
+  return chunk === 0 ? 0 : ((chunk - 1) % CHUNK_PATTERNS) + 1;
+}
+export const CHUNK_PATTERNS = 4;
+
+/** The stripes (/, \, ×) or dots over a later chunk's bars, in the bar's label colour. */
+function chunkPattern(ctx: CanvasRenderingContext2D, cache: DrawCache, ink: string, kind: number,
+  dpr: number): CanvasPattern | null {
+  const key = `${ink}|${kind}|${dpr}`;
+  const known = cache.patterns.get(key);
+  if (known !== undefined) return known;
+  const size = Math.round(6 * dpr);
+  const tile = document.createElement("canvas");
+  tile.width = tile.height = size;
+  const t = tile.getContext("2d");
+  let pattern: CanvasPattern | null = null;
+  if (t) {
+    t.strokeStyle = t.fillStyle = ink;
+    // dark stripes read at a lower opacity than light ones
+    t.globalAlpha = ink === style.ink.dark ? 0.26 : 0.45;
+    t.lineWidth = 1.25 * dpr;
+    t.beginPath();
+    if (kind === 4) {
+      t.arc(size / 2, size / 2, 1.1 * dpr, 0, 2 * Math.PI);
+      t.fill();
+    } else {
+      for (const o of [-size, 0, size]) {
+        if (kind !== 2) {
+          t.moveTo(o, size);
+          t.lineTo(o + size, 0);
+        }
+        if (kind !== 1) {
+          t.moveTo(o, 0);
+          t.lineTo(o + size, size);
+        }
+      }
+      t.stroke();
+    }
+    pattern = ctx.createPattern(tile, "repeat");
+    pattern?.setTransform(new DOMMatrix().scale(1 / dpr));
+  }
+  cache.patterns.set(key, pattern);
+  return pattern;
+}
+
+/** Pattern a bar by its chunk: all of it, or for an F&B pair the left half by the forward's
+ * chunk and the right half by the backward's. */
+function markChunks(ctx: CanvasRenderingContext2D, cache: DrawCache, ink: string, dpr: number, x: number, y: number,
+  w: number, h: number, chunkF: number, chunkB: number): void {
+  const halves: [number, number, number, number[]][] = chunkF === chunkB
+    ? [[x, w, chunkF, [2.5]]]
+    : [[x, w / 2, chunkF, [2.5, 0, 0, 2.5]], [x + w / 2, w / 2, chunkB, [0, 2.5, 2.5, 0]]];
+  for (const [hx, hw, chunk, radii] of halves) {
+    const kind = chunkPatternKind(chunk);
+    if (!kind) continue;
+    const pattern = chunkPattern(ctx, cache, ink, kind, dpr);
+    if (!pattern) continue;
+    ctx.fillStyle = pattern;
+    ctx.beginPath();
+    if (w >= ROUND_MIN_PX) ctx.roundRect(hx, y, hw, h, radii);
+    else ctx.rect(hx, y, hw, h);
+    ctx.fill();
+  }
 }
 
 /** What the bar layer was last computed from: hover, selection and the scrubber leave it
@@ -237,7 +337,23 @@ function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelLi
       ctx.fill();
     }
   }
-  return { ops: frame.ops, rects: frame.rects, labels: 0, labelList: frame.labels };
+  const g = cache.chunked.buf;
+  const codes = cache.chunkCodes;
+  for (let q = 0, c = 0; q < cache.chunked.n; q += 4, c += 4) {
+    markChunks(ctx, cache, P.ink[codes[c + 2]][codes[c + 3]], dpr, g[q], g[q + 1], g[q + 2], g[q + 3], codes[c],
+      codes[c + 1]);
+  }
+  if (tl.bidirectional && cache.bands) {
+    const thick = bandHeight(h);
+    ctx.imageSmoothingEnabled = false;
+    for (let d = 0; d < tl.devices; d++) {
+      const top = L.rowTop[d] + L.barInset;
+      ctx.drawImage(cache.bands.canvas, 0, 2 * d, width, 1, L.plotLeft, top, width / dpr, thick);
+      ctx.drawImage(cache.bands.canvas, 0, 2 * d + 1, width, 1, L.plotLeft, top + h - thick, width / dpr, thick);
+    }
+    ctx.imageSmoothingEnabled = true;
+  }
+  return { ops: frame.ops, rects: frame.rects, labels: 0, clipped: 0, labelList: frame.labels };
 }
 
 /** Cull, merge and sort the view's bars into the pixel strip and the vector batches. */
@@ -253,12 +369,19 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
   const right = L.plotRight;
   const h = L.rowHeight - 2 * L.barInset;
   const digit = ctx.measureText("0").width;
+  const mark = ctx.measureText(DOWN).width;
   const labelled = h >= 12;
+  const chunked = tl.chunks > 1;
+  s.cache.chunked.n = 0;
+  s.cache.chunkCodes.length = 0;
   const colours = packed(P);
   const width = Math.round((right - left) * dpr);
   const strip = (s.cache.strip ??= new Strip());
   strip.ensure(width, tl.devices);
   const px = strip.pixels;
+  const bands = tl.bidirectional ? (s.cache.bands ??= new Strip()) : null;
+  if (bands) bands.ensure(width, 2 * tl.devices);
+  const inks = packedInk(P);
   for (const b of batches) b.n = 0;
   const ranges = Array.from({ length: tl.devices }, (_, d) => visibleRange(tl, d, t0, t1));
   const ops = ranges.reduce((sum, [i, j]) => sum + j - i, 0);
@@ -287,11 +410,37 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
         const visible = xr - xl;
         const drawn = visible >= GAP_MIN_PX ? visible - 1 : visible;
         rects++;
-        if (visible >= vectorMin) batches[slot * SHADE_LEVELS + shade].push(xl, y, drawn, h);
-        else span(px, row, width, (xl - left) * dpr, (xl + drawn - left) * dpr, colours[slot * SHADE_LEVELS + shade]);
+        if (visible >= vectorMin) {
+          batches[slot * SHADE_LEVELS + shade].push(xl, y, drawn, h);
+          if (chunked) {
+            const chunkF = chunkOf(tl, k - 1);
+            const chunkB = f & FLAG_PAIR_F ? chunkOf(tl, k) : chunkF;
+            if (chunkF || chunkB) {
+              s.cache.chunked.push(xl, y, drawn, h);
+              s.cache.chunkCodes.push(chunkF, chunkB, slot, shade);
+            }
+          }
+        } else {
+          span(px, row, width, (xl - left) * dpr, (xl + drawn - left) * dpr, colours[slot * SHADE_LEVELS + shade]);
+        }
+        if (bands) {
+          // down along the top edge, up along the bottom; a pair's halves may differ
+          const up = isReverse(tl, k - 1);
+          const upB = f & FLAG_PAIR_F ? isReverse(tl, k) : up;
+          const a = (xl - left) * dpr;
+          const b = (xl + drawn - left) * dpr;
+          const ink = inks[slot * SHADE_LEVELS + shade];
+          const rowOf = (reverse: boolean) => (2 * d + (reverse ? 1 : 0)) * width;
+          if (up === upB) band(bands.pixels, rowOf(up), width, a, b, ink);
+          else {
+            band(bands.pixels, rowOf(up), width, a, (a + b) / 2, ink);
+            band(bands.pixels, rowOf(upB), width, (a + b) / 2, b, ink);
+          }
+        }
         if (labelled) {
           const text = labelOf(tl, k - 1);
-          if (visible >= text.length * digit + LABEL_PAD_PX) {
+          const marks = tl.bidirectional ? (f & FLAG_PAIR_F ? 2 : 1) : 0;
+          if (visible >= (text.length - marks) * digit + marks * mark + LABEL_PAD_PX) {
             labels.x.push(xl + drawn / 2);
             labels.y.push(y + h / 2);
             labels.text.push(text);
@@ -318,6 +467,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
     }
   }
   strip.ctx.putImageData(strip.image!, 0, 0, 0, 0, width, tl.devices);
+  if (bands) bands.ctx.putImageData(bands.image!, 0, 0);
   return { ops, rects, labels };
 }
 
@@ -379,8 +529,23 @@ function drawSlot(ctx: CanvasRenderingContext2D, s: Scene, k: number, outline: n
   ctx.lineWidth = outline;
   ctx.strokeStyle = P.foreground;
   ctx.stroke();
+  if (tl.chunks > 1) {
+    const chunkF = chunkOf(tl, slot);
+    const chunkB = tl.flags[slot] & FLAG_PAIR_F ? chunkOf(tl, slot + 1) : chunkF;
+    markChunks(ctx, s.cache, P.ink[c][shade], s.dpr, b.x, b.y, b.w, b.h, chunkF, chunkB);
+  }
+  if (tl.bidirectional) {
+    const thick = bandHeight(b.h);
+    const up = isReverse(tl, slot);
+    const upB = tl.flags[slot] & FLAG_PAIR_F ? isReverse(tl, slot + 1) : up;
+    ctx.fillStyle = P.ink[c][shade];
+    ctx.globalAlpha = BAND_ALPHA / 255;
+    const halves: [number, number, boolean][] = up === upB ? [[b.x, b.w, up]] : [[b.x, b.w / 2, up], [b.x + b.w / 2, b.w / 2, upB]];
+    for (const [x, w, reverse] of halves) ctx.fillRect(x, reverse ? b.y + b.h - thick : b.y, w, thick);
+    ctx.globalAlpha = 1;
+  }
   const text = labelOf(tl, slot);
-  if (b.h >= 12 && b.w >= text.length * ctx.measureText("0").width + LABEL_PAD_PX) {
+  if (b.h >= 12 && b.w >= ctx.measureText(text).width + LABEL_PAD_PX) {
     ctx.fillStyle = P.ink[c][shade];
     ctx.fillText(text, b.x + b.w / 2, b.y + b.h / 2 + 0.5);
   }
@@ -460,7 +625,7 @@ function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.lineTo(x, L.axisTop);
   ctx.stroke();
   ctx.setLineDash([]);
-  const text = `end ${num(meta.makespan, 5)}`;
+  const text = `end ${withUnit(num(meta.makespan, 5), meta.time_unit)}`;
   ctx.font = `600 11px ${FONT}`;
   const w = ctx.measureText(text).width;
   const left = L.plotRight - x - 8 >= w;
@@ -526,7 +691,9 @@ function drawAxis(ctx: CanvasRenderingContext2D, s: Scene, tk: { step: number; v
     lastRight = x + w / 2;
   }
   ctx.textAlign = "right";
-  ctx.fillText("time", L.plotLeft - 10, y + 8);
+  const unit = s.meta.time_unit || "";
+  const title = unit ? `time (${unit})` : "time";
+  ctx.fillText(ctx.measureText(title).width <= L.plotLeft - 14 ? title : unit || title, L.plotLeft - 10, y + 8);
 }
 
 function drawGrid(ctx: CanvasRenderingContext2D, s: Scene, values: number[]): void {
@@ -546,136 +713,13 @@ function drawGrid(ctx: CanvasRenderingContext2D, s: Scene, values: number[]): vo
   ctx.stroke();
 }
 
-function rgbaWord(c: string): number {
-  const [r, g, b, a = 1] = c.startsWith("#")
-    ? [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)]
-    : c.match(/[\d.]+/g)!.map(Number);
-  return ((Math.round(a * 255) << 24) | (b << 16) | (g << 8) | r) >>> 0;
-}
-
-/** Word `top` (with alpha) composited over the opaque word `below`. */
-function over(top: number, below: number): number {
-  const a = (top >>> 24) / 255;
-  let out = 255 << 24;
-  for (const shift of [0, 8, 16]) {
-    const c = Math.round(((top >>> shift) & 255) * a + ((below >>> shift) & 255) * (1 - a));
-    out |= c << shift;
-  }
-  return out >>> 0;
-}
-
-/** Each lane's step curve rendered per device-pixel column: the column's highest level is
- * filled, and every level the curve passes through in the column is on its outline. */
-function drawMemory(ctx: CanvasRenderingContext2D, s: Scene): void {
-  const { mem, layout: L, palette: P, scale, meta, dpr } = s;
-  if (!mem || !L.memTop.length) return;
-  let top = mem.peak;
-  for (let d = 0; d < mem.devices; d++) top = Math.max(top, closedPeak(meta, d) ?? 0);
-  top = top > 0 ? top * 1.1 : 1;
-  const width = Math.round((L.plotRight - L.plotLeft) * dpr);
-  const height = Math.max(1, Math.round(L.memHeight * dpr));
-  const lanes = Math.min(mem.devices, L.memTop.length);
-  const f = s.cache.memoryFrame;
-  if (!(f && f.mem === mem && f.palette === P && f.layout === L && f.t0 === scale.view.t0 &&
-        f.t1 === scale.view.t1 && f.dpr === dpr && f.top === top)) {
-    s.cache.memoryFrame = { mem, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, top };
-    rasteriseMemory(s, top, width, height, lanes);
-  }
-  ctx.imageSmoothingEnabled = false;
-  for (let d = 0; d < lanes; d++) {
-    ctx.drawImage(s.cache.memoryStrip!.canvas, 0, d * height, width, height, L.plotLeft, L.memTop[d], width / dpr, L.memHeight);
-  }
-  ctx.imageSmoothingEnabled = true;
-  for (let d = 0; d < lanes; d++) {
-    const cf = closedPeak(meta, d);
-    if (cf === null || !meta.closed_form?.applies) continue;
-    const y = crisp(L.memTop[d] + L.memHeight - (cf / top) * L.memHeight);
-    ctx.strokeStyle = P.closedForm;
-    ctx.globalAlpha = 0.55;
-    ctx.lineWidth = 1;
-    ctx.setLineDash([4, 3]);
-    ctx.beginPath();
-    ctx.moveTo(L.plotLeft, y);
-    ctx.lineTo(L.plotRight, y);
-    ctx.stroke();
-    ctx.setLineDash([]);
-    ctx.globalAlpha = 1;
-  }
-}
-
-interface MemoryFrame {
-  mem: MemoryCurves;
-  palette: Palette;
-  layout: Layout;
-  t0: number;
-  t1: number;
-  dpr: number;
-  top: number;
-}
-
-function rasteriseMemory(s: Scene, top: number, width: number, height: number, lanes: number): void {
-  const { mem, layout: L, palette: P, scale, meta, dpr } = s;
-  if (!mem) return;
-  const { t0, t1 } = scale.view;
-  const memoryStrip = (s.cache.memoryStrip ??= new Strip());
-  memoryStrip.ensure(width, height * lanes);
-  const px = memoryStrip.pixels;
-  // opaque pixels (the fill already blended over the lane) blit without blending
-  const surface = rgbaWord(P.surface);
-  const fill = over(rgbaWord(P.memoryFill), surface);
-  const line = rgbaWord(P.memoryLine);
-  const thick = Math.max(1, Math.round(dpr));
-  const columns = Math.min(width, Math.ceil((scale.x(meta.makespan) - L.plotLeft) * dpr));
-  const level = (v: number) => Math.min(height - 1, Math.round((v / top) * (height - 1)));
-  // per column: the top of the area, and where its outline starts (levels counted from the bottom)
-  if (s.cache.memoryColumns.high.length < width) {
-    s.cache.memoryColumns = { high: new Int16Array(width), outline: new Int16Array(width) };
-  }
-  const { high, outline } = s.cache.memoryColumns;
-  high.fill(-1);
-  for (let d = 0; d < lanes; d++) {
-    const lo = mem.offsets[d];
-    const hi = mem.offsets[d + 1];
-    let k = upperBound(mem.times, lo, hi, t0);
-    const j = lowerBound(mem.times, k, hi, t1);
-    let held = k > lo ? mem.values[k - 1] : 0;
-    for (let c = 0; c < columns; c++) {
-      const m = lowerBound(mem.times, k, j, scale.t(L.plotLeft + (c + 1) / dpr));
-      const before = level(held);
-      let peak = held;
-      if (m > k) {
-        peak = Math.max(held, rangeMax(mem, k, m));
-        held = mem.values[m - 1];
-        k = m;
-      }
-      high[c] = level(peak);
-      outline[c] = Math.max(0, Math.min(before, level(held)) - thick + 1);
-    }
-    // row by row, so that the writes run along memory
-    for (let y = 0; y < height; y++) {
-      const row = (d * height + height - 1 - y) * width;
-      for (let c = 0; c < width; c++) px[row + c] = y > high[c] ? surface : y >= outline[c] ? line : fill;
-    }
-  }
-  memoryStrip.ctx.putImageData(memoryStrip.image!, 0, 0);
-}
-
-function fit(ctx: CanvasRenderingContext2D, text: string, width: number): string {
-  if (ctx.measureText(text).width <= width) return text;
-  let lo = 0;
-  let hi = text.length;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (ctx.measureText(text.slice(0, mid) + "…").width <= width) lo = mid;
-    else hi = mid - 1;
-  }
-  return text.slice(0, lo) + "…";
-}
-
-function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): void {
-  const { layout: L, palette: P, meta, mem } = s;
+/** Each device row's label (and the memory section's labels); returns how many were cut. */
+function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): number {
+  const { layout: L, palette: P, meta } = s;
   const right = L.plotLeft - 10;
   const width = right - 4;
+  const cut = { count: 0 };
+  const fonts = gutterFonts(L.rowHeight, L.memHeight);
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
   if (s.selectedDevice >= 0 && s.selectedDevice < L.devices) {
@@ -689,47 +733,24 @@ function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): void {
   }
   for (let d = 0; d < L.devices; d++) {
     const mid = rowMid(L, d);
-    const idle = meta.makespan > 0 ? (meta.idle[d] ?? 0) / meta.makespan : 0;
-    if (L.roomy) {
-      const share = ` ${Math.round(idle * 100)}% idle`;
-      ctx.font = `10.5px ${FONT}`;
+    if (fonts.roomy) {
+      const share = idleShare(meta, d);
+      ctx.font = fonts.small;
       ctx.fillStyle = P.muted;
-      ctx.fillText(share, right, mid - 7);
       const shareWidth = ctx.measureText(share).width;
-      ctx.fillText(fit(ctx, meta.rows[d] ?? "", width), right, mid + 7);
-      ctx.font = `600 12px ${FONT}`;
+      ctx.fillText(share, right, mid - 7);
+      ctx.fillText(fit(ctx, meta.rows[d] ?? "", width, cut), right, mid + 7);
+      ctx.font = fonts.head;
       ctx.fillStyle = P.foreground;
-      ctx.fillText(`device ${d}`, right - shareWidth - 2, mid - 7);
+      ctx.fillText(fit(ctx, `device ${d}`, Math.max(0, width - shareWidth - 2), cut), right - shareWidth - 2, mid - 7);
     } else {
-      ctx.font = `${L.rowHeight >= 14 ? 11 : 9}px ${FONT}`;
+      ctx.font = fonts.row;
       ctx.fillStyle = P.foreground;
-      ctx.fillText(fit(ctx, `${d} · ${meta.rows[d] ?? ""}`, width), right, mid);
+      ctx.fillText(fit(ctx, rowLine(meta, d), width, cut), right, mid);
     }
   }
-  if (!mem || !L.memTop.length) return;
-  ctx.textAlign = "left";
-  ctx.textBaseline = "top";
-  ctx.font = `600 11px ${FONT}`;
-  ctx.fillStyle = P.foreground;
-  const title = "activation memory";
-  ctx.fillText(title, L.plotLeft, L.memTitleTop + 4);
-  ctx.font = `11px ${FONT}`;
-  ctx.fillStyle = P.muted;
-  const note = meta.closed_form?.applies && meta.closed_form.peak_activation ? "  ·  dashed: closed-form peak" : "";
-  ctx.fillText(`per device, in activations of one microbatch through 1/p of the model${note}`,
-    L.plotLeft + ctx.measureText(title).width + 24, L.memTitleTop + 4);
-  ctx.textAlign = "right";
-  ctx.textBaseline = "middle";
-  for (let d = 0; d < L.memTop.length; d++) {
-    const mid = L.memTop[d] + L.memHeight / 2;
-    const peak = meta.peak_activation[d] ?? 0;
-    const text = s.cursor === null
-      ? `peak ${num(peak, 4)}`
-      : `${num(memoryAt(mem, d, s.cursor), 4)} of ${num(peak, 4)}`;
-    ctx.font = `${L.memHeight >= 16 ? 11 : 9}px ${FONT}`;
-    ctx.fillStyle = P.muted;
-    ctx.fillText(fit(ctx, `${L.roomy ? "device " : ""}${d}  ${text}`, width), right, mid);
-  }
+  drawMemoryLabels(ctx, s, cut);
+  return cut.count;
 }
 
 function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
@@ -743,7 +764,7 @@ function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.moveTo(x, L.ganttTop - 4);
   ctx.lineTo(x, L.memBottom);
   ctx.stroke();
-  const text = `t = ${num(s.cursor, 5)}`;
+  const text = `t = ${withUnit(num(s.cursor, 5), s.meta.time_unit)}`;
   ctx.font = `600 11px ${FONT}`;
   const w = ctx.measureText(text).width + 10;
   const bx = Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
@@ -785,6 +806,6 @@ export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
   ctx.restore();
   drawAxis(ctx, s, tk);
   drawCursor(ctx, s);
-  drawGutter(ctx, s);
+  stats.clipped = drawGutter(ctx, s);
   return stats;
 }

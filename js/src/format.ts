@@ -8,6 +8,11 @@ export function num(x: number, digits = 6): string {
   return s === "-0" ? "0" : s;
 }
 
+/** A formatted time with its unit ("12.5 ms"), or alone when times have none. */
+export function withUnit(text: string, unit: string | undefined): string {
+  return unit ? `${text} ${unit}` : text;
+}
+
 /** An axis label with no more decimals than the tick step needs. */
 export function tickLabel(t: number, step: number): string {
   const decimals = Math.max(0, -Math.floor(Math.log10(step) + 1e-9));

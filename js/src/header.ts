@@ -2,7 +2,9 @@
 // Everything that comes from the user (schedule names, labels, messages) goes in as text.
 
 import { FLAG_PAIR_F, KIND_B, KIND_I, KIND_MASK, KIND_W, type Timeline } from "./data";
-import { bytes, num, percent } from "./format";
+import { CHUNK_PATTERNS, DOWN, UP, chunkPatternKind } from "./draw";
+import { bytes, num, percent, withUnit } from "./format";
+import { KEY_ZOOM } from "./input";
 import type { Meta } from "./meta";
 import type { Palette } from "./theme";
 
@@ -56,7 +58,8 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
   title.append(titleOf(meta.title, o));
   const v = meta.stages_per_device > 1 ? ` · v=${meta.stages_per_device}` : "";
   const comm = meta.comm > 0 ? ` · comm=${num(meta.comm)}` : "";
-  const costs = o.compact ? "" : ` · f=${num(meta.f)} b=${num(meta.b)} w=${num(meta.w)}${comm}`;
+  const unit = meta.time_unit ? ` ${meta.time_unit}` : "";
+  const costs = o.compact ? "" : ` · f=${num(meta.f)} b=${num(meta.b)} w=${num(meta.w)}${comm}${unit}`;
   title.append(el("span", "ppviz-sizes",
     `p=${meta.devices} · m=${meta.microbatches}${v}${costs} · ${meta.ops.toLocaleString("en-US")} ops`));
   const caveat = cf && !cf.applies ? ` (the closed form assumes ${cf.assumptions}; this config does not meet all of it)` : "";
@@ -68,7 +71,8 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
   const inBytes = meta.activation_bytes ? ` (${bytes(peak * meta.activation_bytes)})` : "";
   const metrics = el("div", "ppviz-metrics");
   metrics.append(
-    metric("makespan", num(meta.makespan, 5), closed(cf ? num(cf.makespan, 5) : null),
+    metric("makespan", withUnit(num(meta.makespan, 5), meta.time_unit),
+      closed(cf ? withUnit(num(cf.makespan, 5), meta.time_unit) : null),
       `simulated end of the last op${caveat}`),
     metric("bubble", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
       `idle / (p × makespan); bubble rate (makespan − ideal) / ideal = ${percent(meta.bubble_rate)}` +
@@ -118,9 +122,45 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette,
   const idle = el("span", "ppviz-legend-item");
   idle.append(el("span", "ppviz-swatch ppviz-swatch-idle"), document.createTextNode(compact ? "idle" : "idle (bubble)"));
   children.push(idle);
+  if (tl && tl.chunks > 1) children.push(...chunkItems(tl.chunks, P, compact));
+  if (tl?.bidirectional) children.push(...directionItems(tl.devices, P, compact));
   if (!compact) {
     children.push(el("span", "ppviz-legend-hint",
-      "shade: microbatch · scroll to zoom · drag to pan · double-click to reset · click an op to follow its microbatch, a device to highlight it"));
+      `shade: microbatch · ${KEY_ZOOM} + scroll or + / − to zoom · drag to pan · double-click or 0 to reset · ` +
+      "click an op to follow its microbatch, a device to highlight it"));
   }
   legend.replaceChildren(...children);
+}
+
+/** A swatch per model chunk: plain for the first, then the chunk's pattern over the F colour. */
+function chunkItems(chunks: number, P: Palette, compact: boolean): HTMLElement[] {
+  const shown = Math.min(chunks, CHUNK_PATTERNS + 1);
+  const items = Array.from({ length: shown }, (_, c) => {
+    const item = el("span", "ppviz-legend-item ppviz-legend-chunk");
+    const swatch = el("span", `ppviz-swatch ppviz-chunk-${chunkPatternKind(c)}`);
+    swatch.style.backgroundColor = P.kinds[0];
+    item.append(swatch, document.createTextNode(compact ? `c${c}` : `chunk ${c}`));
+    return item;
+  });
+  if (chunks > shown) {
+    items.push(el("span", "ppviz-legend-item", compact ? "…" : `… ${chunks} chunks per device, patterns repeat`));
+  }
+  return items;
+}
+
+/** The two directions of a bidirectional placement, as the bars mark them: a band along the
+ * top edge (and ▼ in the label) for the first replica, along the bottom (▲) for the second. */
+function directionItems(devices: number, P: Palette, compact: boolean): HTMLElement[] {
+  const last = devices - 1;
+  const item = (className: string, text: string) => {
+    const entry = el("span", "ppviz-legend-item ppviz-legend-direction");
+    const swatch = el("span", `ppviz-swatch ${className}`);
+    swatch.style.backgroundColor = P.kinds[0];
+    entry.append(swatch, document.createTextNode(text));
+    return entry;
+  };
+  return [
+    item("ppviz-dir-down", compact ? `${DOWN} down` : `${DOWN} down: device 0 → ${last} (first replica)`),
+    item("ppviz-dir-up", compact ? `${UP} up` : `${UP} up: device ${last} → 0 (second replica)`),
+  ];
 }

@@ -22,9 +22,17 @@ export interface Layout {
   memBottom: number;
   /** rows are tall enough to print two lines of label and the microbatch in each bar */
   roomy: boolean;
+  /** the memory lanes are one heat strip (a row per device, colour = memory), for p > HEAT_ABOVE */
+  heat: boolean;
 }
 
+/** the gutter of a comparison's charts, which share one time axis (and so one plot edge) */
 export const GUTTER = 132;
+/** a measured gutter's bounds: never narrower, never more than this share of the width */
+export const MIN_GUTTER = 56;
+export const MAX_GUTTER_SHARE = 0.45;
+/** above this many devices the memory lanes collapse into a heat strip */
+export const HEAT_ABOVE = 16;
 export const RIGHT_PAD = 18;
 export const AXIS_HEIGHT = 28;
 export const MEM_TITLE = 22;
@@ -35,10 +43,18 @@ export function rowHeightFor(devices: number, compact = false): number {
   return Math.max(10, Math.min(30, Math.floor(320 / devices)));
 }
 
-/** `compact` (the charts of a comparison): thin rows, no memory lanes. */
-export function computeLayout(width: number, devices: number, memory: boolean, compact = false): Layout {
+/** A memory lane's height: a little less than a row's, or a heat strip's row (2 to 6 px). */
+export function memoryLaneHeight(rowHeight: number, devices: number): number {
+  return devices > HEAT_ABOVE ? Math.max(2, Math.min(6, Math.floor(192 / devices))) : Math.max(12, Math.round(rowHeight * 0.9));
+}
+
+/** `compact` (the charts of a comparison): thin rows, no memory lanes, the shared gutter.
+ * `gutter`: the width the row labels need (labels.ts); without it, the shared gutter. */
+export function computeLayout(width: number, devices: number, memory: boolean, compact = false,
+  gutter?: number): Layout {
   const rowHeight = rowHeightFor(devices, compact);
   memory = memory && !compact;
+  const heat = memory && devices > HEAT_ABOVE;
   const gap = rowHeight >= 20 ? 6 : rowHeight >= 12 ? 2 : 1;
   const top = compact ? 4 : 8;
   const rowTop: number[] = [];
@@ -46,8 +62,8 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
   const ganttBottom = devices ? rowTop[devices - 1] + rowHeight : top;
   const axisTop = ganttBottom + 4;
   const memTitleTop = axisTop + AXIS_HEIGHT;
-  const memHeight = memory ? Math.max(12, Math.round(rowHeight * 0.9)) : 0;
-  const memGap = memHeight >= 20 ? 5 : 2;
+  const memHeight = memory ? memoryLaneHeight(rowHeight, devices) : 0;
+  const memGap = heat ? 0 : memHeight >= 20 ? 5 : 2;
   const memTop: number[] = [];
   let y = memTitleTop + (memory ? MEM_TITLE : 0);
   for (let d = 0; memory && d < devices; d++) {
@@ -56,7 +72,9 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
   }
   const memBottom = memory ? y - memGap : compact ? memTitleTop - 6 : memTitleTop;
   // whole pixels, so that the bar strip maps 1:1 onto device pixels
-  const plotLeft = Math.round(Math.min(GUTTER, Math.max(60, width * 0.25)));
+  const plotLeft = Math.round(compact || gutter === undefined
+    ? Math.min(GUTTER, Math.max(60, width * 0.25))
+    : Math.min(Math.max(gutter, MIN_GUTTER), Math.max(MIN_GUTTER, width * MAX_GUTTER_SHARE)));
   return {
     width,
     height: Math.ceil(memBottom + 10),
@@ -74,6 +92,7 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
     memTop,
     memBottom,
     roomy: rowHeight >= 24,
+    heat,
   };
 }
 

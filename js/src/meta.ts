@@ -23,6 +23,8 @@ export interface Meta {
   b: number;
   w: number;
   comm: number;
+  /** the unit of every time ("ms", "us"…), "" for unitless */
+  time_unit: string;
   rows: string[];
   ops: number;
   makespan: number;

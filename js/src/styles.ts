@@ -33,13 +33,42 @@ export const CSS = `
   border: 1px solid var(--ppviz-border);
 }
 .ppviz-legend-hint { color: var(--ppviz-muted); font-size: 11px; margin-left: auto; }
+.ppviz-legend-direction { color: var(--ppviz-fg); font-weight: 600; }
+.ppviz-dir-down { box-shadow: inset 0 3px 0 var(--ppviz-chunk-ink); }
+.ppviz-dir-up { box-shadow: inset 0 -3px 0 var(--ppviz-chunk-ink); }
+.ppviz-chunk-1 { background-image: repeating-linear-gradient(135deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px); }
+.ppviz-chunk-2 { background-image: repeating-linear-gradient(45deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px); }
+.ppviz-chunk-3 {
+  background-image: repeating-linear-gradient(135deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px),
+    repeating-linear-gradient(45deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px);
+}
+.ppviz-chunk-4 { background-image: radial-gradient(var(--ppviz-chunk-ink) 0 1px, transparent 1.2px); background-size: 4px 4px; }
+.ppviz-busy {
+  position: absolute; left: 50%; top: 40px; transform: translateX(-50%); z-index: 3; pointer-events: none;
+  display: flex; align-items: center; gap: 9px; padding: 7px 14px; border-radius: 999px; font-size: 12.5px;
+  background: var(--ppviz-tip-bg); color: var(--ppviz-fg); border: 1px solid var(--ppviz-border);
+  box-shadow: 0 4px 18px ${style.widget.shadow};
+}
+.ppviz-busy::before {
+  content: ""; width: 12px; height: 12px; border-radius: 50%; border: 2px solid var(--ppviz-border);
+  border-top-color: var(--ppviz-accent); animation: ppviz-spin 0.8s linear infinite;
+}
+@keyframes ppviz-spin { to { transform: rotate(360deg); } }
+.ppviz-busy[hidden], .ppviz-hint[hidden] { display: none; }
+.ppviz-gantt[data-busy] .ppviz-plot canvas, .ppviz-gantt[data-busy] .ppviz-metrics { opacity: 0.35; transition: opacity 0.12s; }
+.ppviz-gantt[data-busy] { cursor: progress; }
+.ppviz-hint {
+  position: absolute; right: 24px; top: 6px; z-index: 3; pointer-events: none; padding: 4px 10px; border-radius: 7px;
+  font-size: 12px; background: var(--ppviz-tip-bg); color: var(--ppviz-fg); border: 1px solid var(--ppviz-border);
+  box-shadow: 0 4px 18px ${style.widget.shadow};
+}
 .ppviz-error {
   margin: 8px 0 2px; padding: 7px 10px; border-radius: 7px; font-size: 12.5px; white-space: pre-wrap;
   color: var(--ppviz-error); background: var(--ppviz-error-bg); border: 1px solid var(--ppviz-error);
 }
 .ppviz-error[hidden] { display: none; }
 .ppviz-plot { position: relative; width: 100%; overflow: hidden; touch-action: none; }
-.ppviz-plot canvas { display: block; cursor: crosshair; }
+.ppviz-plot canvas { display: block; cursor: crosshair; user-select: none; -webkit-user-select: none; }
 .ppviz-plot canvas.ppviz-grabbing { cursor: grabbing; }
 .ppviz-plot canvas.ppviz-pointing { cursor: pointer; }
 .ppviz-tooltip {
@@ -97,10 +126,13 @@ export const CSS = `
 .ppviz-compare-hint b { color: var(--jp-ui-font-color1, inherit); font-weight: 600; }
 .ppviz-compare-gantts { gap: 6px; }
 .ppviz-compare-charts {
-  align-self: flex-start; max-width: 100%; overflow: auto; border-radius: 10px;
+  align-self: flex-start; box-sizing: border-box; max-width: 100%; overflow: hidden; border-radius: 10px;
   border: 1px solid var(--jp-border-color2, ${style.widget.hairline});
 }
-.ppviz-compare-charts .vega-embed { display: block; }
+/* wider than the output, the charts shrink to fit (the SVG keeps its viewBox) rather than
+   being cut off or scrolled; clicks pick marks through the DOM, so they still land. The
+   widget's element is vega-embed's container itself. */
+.ppviz-compare-charts svg { display: block; max-width: 100%; height: auto; }
 `;
 
 export function themeVariables(root: HTMLElement, P: Palette): void {
@@ -117,6 +149,7 @@ export function themeVariables(root: HTMLElement, P: Palette): void {
     "--ppviz-error-bg": P.errorBg,
     "--ppviz-tip-bg": style.themes[P.name].tooltip,
     "--ppviz-tip-fg": P.foreground,
+    "--ppviz-chunk-ink": style.ink.light,
   };
   for (const [k, v] of Object.entries(vars)) root.style.setProperty(k, v);
   root.style.colorScheme = P.name;

@@ -3,15 +3,19 @@
 import {
   FLAG_PAIR_F,
   KIND_LETTERS,
+  type MemoryCurves,
   type Timeline,
   actionName,
+  chunkOf,
   deviceOf,
   endOf,
+  isReverse,
   kindOf,
+  memoryAt,
   waitedFor,
 } from "./data";
-import { num } from "./format";
-import type { Meta } from "./meta";
+import { bytes, num, withUnit } from "./format";
+import { closedPeak, type Meta } from "./meta";
 
 export const KIND_NAMES: Record<string, string> = {
   F: "forward",
@@ -28,25 +32,36 @@ export interface TooltipContent {
 function waitText(tl: Timeline, meta: Meta, k: number): string {
   const w = waitedFor(tl, k);
   const d = deviceOf(tl, k);
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
   if (w >= 0) {
     const from = deviceOf(tl, w);
-    const comm = from !== d && meta.comm > 0 ? ` + comm ${num(meta.comm)}` : "";
-    return `${actionName(tl, w)} on device ${from}, done at ${num(endOf(tl, w))}${comm}`;
+    const comm = from !== d && meta.comm > 0 ? ` + comm ${time(meta.comm)}` : "";
+    return `${actionName(tl, w)} on device ${from}, done at ${time(endOf(tl, w))}${comm}`;
   }
   let prev = k - 1;
   if (prev >= 0 && tl.flags[prev] & FLAG_PAIR_F) prev--; // k is the B of a pair: its slot began earlier
-  if (prev >= tl.offsets[d]) return `its device, busy with ${actionName(tl, prev)} until ${num(endOf(tl, prev))}`;
+  if (prev >= tl.offsets[d]) return `its device, busy with ${actionName(tl, prev)} until ${time(endOf(tl, prev))}`;
   return "nothing: first op on its device";
+}
+
+/** Where op k's stage sits: its model chunk on the device (with v > 1) and its direction
+ * (with two), e.g. "chunk 1 of 2 · up (second replica)". */
+function placeText(tl: Timeline, k: number): string {
+  const parts: string[] = [];
+  if (tl.chunks > 1) parts.push(`chunk ${chunkOf(tl, k)} of ${tl.chunks}`);
+  if (tl.bidirectional) parts.push(isReverse(tl, k) ? "▲ up (second replica)" : "▼ down (first replica)");
+  return parts.join(" · ");
 }
 
 /** The tooltip of op k (for an F&B pair, k is its F and the tooltip covers both ops). */
 export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent {
   const d = deviceOf(tl, k);
   const where = meta.rows[d] ? `${d} (${meta.rows[d]})` : String(d);
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
   const times: [string, string][] = [
-    ["start", num(tl.start[k])],
-    ["end", num(endOf(tl, k))],
-    ["duration", num(tl.dur[k])],
+    ["start", time(tl.start[k])],
+    ["end", time(endOf(tl, k))],
+    ["duration", time(tl.dur[k])],
   ];
   if (tl.flags[k] & FLAG_PAIR_F) {
     const b = k + 1;
@@ -55,8 +70,9 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
       title: `F&B pair · ${actionName(tl, k)} with ${actionName(tl, b)}`,
       rows: [
         ["kind", `forward + ${KIND_NAMES[bKind]}, overlapped`],
-        ["forward", `stage ${tl.stage[k]}, microbatch ${tl.mb[k]}`],
-        [bKind === "B" ? "backward" : "backward (I)", `stage ${tl.stage[b]}, microbatch ${tl.mb[b]}`],
+        ["forward", [`stage ${tl.stage[k]}, microbatch ${tl.mb[k]}`, placeText(tl, k)].filter(Boolean).join(" · ")],
+        [bKind === "B" ? "backward" : "backward (I)",
+          [`stage ${tl.stage[b]}, microbatch ${tl.mb[b]}`, placeText(tl, b)].filter(Boolean).join(" · ")],
         ["device", where],
         ...times,
         ["F waited for", waitText(tl, meta, k)],
@@ -69,13 +85,28 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
     title: `${kind} · ${KIND_NAMES[kind]} · ${actionName(tl, k)}`,
     rows: [
       ["kind", `${kind} (${KIND_NAMES[kind]})`],
-      ["stage", String(tl.stage[k])],
+      ["stage", [String(tl.stage[k]), placeText(tl, k)].filter(Boolean).join(" · ")],
       ["microbatch", String(tl.mb[k])],
       ["device", where],
       ...times,
       ["waited for", waitText(tl, meta, k)],
     ],
   };
+}
+
+/** The tooltip of a memory lane at time t: the device's activation memory then, and its peaks. */
+export function describeMemory(mem: MemoryCurves, meta: Meta, d: number, t: number): TooltipContent {
+  const value = memoryAt(mem, d, t);
+  const inBytes = (x: number) => (meta.activation_bytes ? ` (${bytes(x * meta.activation_bytes)})` : "");
+  const rows: [string, string][] = [
+    ["time", withUnit(num(t, 5), meta.time_unit)],
+    ["memory", `${num(value, 4)}${inBytes(value)}`],
+    ["device's peak", `${num(meta.peak_activation[d] ?? 0, 4)}${inBytes(meta.peak_activation[d] ?? 0)}`],
+  ];
+  const cf = closedPeak(meta, d);
+  if (cf !== null) rows.push(["closed-form peak", `${num(cf, 4)}${meta.closed_form?.applies ? "" : " (assumptions not met)"}`]);
+  rows.push(["unit", "activations of one microbatch through 1/p of the model"]);
+  return { title: `device ${d} · activation memory`, rows };
 }
 
 export function fillTooltip(el: HTMLElement, content: TooltipContent): void {

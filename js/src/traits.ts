@@ -13,6 +13,8 @@ export interface GanttTraits {
   memory: DataView;
   meta: Meta;
   error: string;
+  /** "" or what the kernel is doing for this chart ("simulating 1,000,000 ops…"): the chart dims and says so */
+  busy: string;
   selected_microbatch: number;
   selected_op: number;
   selected_device: number;

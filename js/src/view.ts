@@ -11,13 +11,15 @@ import { DrawCache, type Scene, draw, makeHatch } from "./draw";
 import type { GanttModel } from "./traits";
 import { type HeaderOptions, fillHeader, fillLegend, fillTitle } from "./header";
 import { hitTest } from "./hit";
-import { type Layout, computeLayout, inPlot, labelAt } from "./layout";
+import { type Layout, computeLayout, inPlot, labelAt, laneAt } from "./layout";
+import { gutterWidth } from "./labels";
 import type { Meta } from "./meta";
 import { Scale, type TimeView, clampView, fullView, isFull, panBy, zoomAt } from "./scale";
 import { Replay } from "./replay";
 import { CSS, themeVariables } from "./styles";
 import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
-import { describeOp, fillTooltip, placeTooltip } from "./tooltip";
+import { describeMemory, describeOp, fillTooltip, placeTooltip } from "./tooltip";
+import { KEY_ZOOM, keyAction, wheelAction } from "./input";
 
 
 /** Hooks for tests and benchmarks, on the root element as `root.ppviz`. */
@@ -26,8 +28,8 @@ export interface DebugHooks {
   getView(): TimeView;
   setView(t0: number, t1: number): void;
   hit(clientX: number, clientY: number): number;
-  /** ms to decode the last data, and to draw it the first time */
-  timings(): { decodeMs: number; firstDrawMs: number };
+  /** ms to decode the last data and to draw it the first time; when (performance.now()) it arrived */
+  timings(): { decodeMs: number; firstDrawMs: number; loadedAt: number };
   /** paint now instead of at the next frame; returns the draw's ms */
   redraw(): number;
 }
@@ -47,6 +49,13 @@ export class GanttView {
   private readonly ctx: CanvasRenderingContext2D;
   private readonly header = div("ppviz-header");
   private readonly errorBox = div("ppviz-error");
+  private readonly busyBox = div("ppviz-busy");
+  private readonly hint = div("ppviz-hint");
+  private hintTimer = 0;
+  private loadQueued = false;
+  private loadedAt = 0;
+  /** the pointer's x over the plot (zoom keys zoom around it), or null */
+  private pointerX: number | null = null;
   private readonly legend = div("ppviz-legend");
   private readonly plot = div("ppviz-plot");
   private readonly replay: Replay;
@@ -61,6 +70,7 @@ export class GanttView {
   private readonly cache = new DrawCache();
   private dpr = 0;
   private hover = -1;
+  private memoryHover: { device: number; t: number } | null = null;
   private frame = 0;
   private draws = 0;
   private decodeMs = 0;
@@ -88,7 +98,10 @@ export class GanttView {
     this.tooltip.hidden = true;
     this.errorBox.hidden = true;
     this.errorBox.setAttribute("role", "alert");
-    this.plot.append(this.canvas, this.tooltip);
+    this.busyBox.hidden = true;
+    this.busyBox.setAttribute("role", "status");
+    this.hint.hidden = true;
+    this.plot.append(this.canvas, this.tooltip, this.busyBox, this.hint);
     this.replay = new Replay(() => this.meta?.makespan ?? 0, () => this.requestDraw());
     this.root.append(style, this.header, this.errorBox, this.legend, this.plot, this.replay.el);
     el.append(this.root);
@@ -99,6 +112,7 @@ export class GanttView {
     this.bind();
     this.load();
     this.showError();
+    this.showBusy();
     this.showEmphasis();
     Object.defineProperty(this.root, "ppviz", { value: this.debugHooks(), configurable: true });
   }
@@ -107,6 +121,7 @@ export class GanttView {
 
   private load(): void {
     const t = performance.now();
+    this.loadedAt = t;
     const compact = this.compact();
     this.root.classList.toggle("ppviz-compact", compact);
     this.replay.el.hidden = compact;
@@ -147,12 +162,33 @@ export class GanttView {
     this.errorBox.textContent = message;
   }
 
+  /** The kernel is working for this chart: dim it and say what it does, until new data arrives. */
+  private showBusy = (): void => {
+    const message = this.text("busy");
+    if (message) this.root.dataset.busy = message;
+    else delete this.root.dataset.busy;
+    this.busyBox.hidden = message === "";
+    this.busyBox.textContent = message;
+  };
+
+  /** A new result arrives as several trait changes in one message: read them once, after the last. */
+  private queueLoad = (): void => {
+    if (this.loadQueued) return;
+    this.loadQueued = true;
+    queueMicrotask(() => {
+      this.loadQueued = false;
+      if (this.destroyed) return;
+      this.load();
+      this.showEmphasis();
+    });
+  };
+
   private int(name: "selected_microbatch" | "selected_op" | "selected_device"): number {
     const v = this.model.get(name);
     return typeof v === "number" ? v : -1;
   }
 
-  private text(name: "run_name" | "color" | "selected_schedule" | "error"): string {
+  private text(name: "run_name" | "color" | "selected_schedule" | "error" | "busy"): string {
     const v = this.model.get(name);
     return typeof v === "string" ? v : "";
   }
@@ -276,7 +312,8 @@ export class GanttView {
     const dpr = window.devicePixelRatio || 1;
     let layout = this.layout;
     if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr) {
-      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact());
+      const gutter = gutterWidth(this.ctx, meta, tl.devices, this.mem !== null, this.compact());
+      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter);
       this.canvas.width = Math.round(layout.width * dpr);
       this.canvas.height = Math.round(layout.height * dpr);
       this.canvas.style.width = `${layout.width}px`;
@@ -296,6 +333,8 @@ export class GanttView {
     data.ops = String(stats.ops);
     data.rects = String(stats.rects);
     data.labels = String(stats.labels);
+    data.clipped = String(stats.clipped);
+    data.memory = layout.heat ? "heat" : layout.memTop.length ? "lanes" : "none";
     data.draws = String(++this.draws);
     data.theme = this.themeName;
     return ms;
@@ -315,6 +354,7 @@ export class GanttView {
       selectedOp: this.int("selected_op"),
       selectedDevice: this.int("selected_device"),
       hover: this.hover,
+      memoryHover: this.memoryHover,
       cursor: this.replay.cursor,
       extent: this.extent(),
       cache: this.cache,
@@ -400,33 +440,28 @@ export class GanttView {
     this.listen(c, "pointerleave", () => {
       if (this.drag) return;
       this.hideTooltip();
-      if (this.hover !== -1) {
+      this.pointerX = null;
+      if (this.hover !== -1 || this.memoryHover) {
         this.hover = -1;
+        this.memoryHover = null;
         this.requestDraw();
       }
     });
     this.listen(c, "wheel", (e) => this.onWheel(e), { passive: false });
-    this.listen(c, "dblclick", () => {
-      if (this.meta) this.setView(fullView(this.extent()));
+    // the second press of a double-click would select the text around the chart
+    this.listen(c, "mousedown", (e) => {
+      if (e.detail > 1) e.preventDefault();
+    });
+    this.listen(c, "dblclick", (e) => {
+      e.preventDefault();
+      this.resetView();
     });
     this.listen(this.header, "click", (e) => {
       if ((e.target as Element | null)?.closest(".ppviz-name-button")) this.toggleRun();
     });
-    this.listen(this.root, "keydown", (e) => {
-      if (e.key !== "Escape") return;
-      if (this.selectedMb() >= 0 || this.int("selected_device") >= 0) this.select(-1);
-      else if (this.text("run_name") && this.text("selected_schedule")) {
-        this.model.set("selected_schedule", "");
-        this.model.save_changes();
-      } else {
-        this.replay.clear();
-      }
-    });
+    this.listen(this.root, "keydown", (e) => this.onKey(e));
 
-    const onData = () => {
-      this.load();
-      this.showEmphasis();
-    };
+    const onData = this.queueLoad;
     const onSelection = () => this.requestDraw();
     const onError = () => this.showError();
     const handlers: [string, () => void][] = [
@@ -443,6 +478,7 @@ export class GanttView {
       ["change:time_window", this.onWindow],
       ["change:time_extent", this.onWindow],
       ["change:error", onError],
+      ["change:busy", this.showBusy],
       ["change:theme", this.applyTheme],
     ];
     for (const [event, fn] of handlers) {
@@ -459,17 +495,25 @@ export class GanttView {
 
   private hoverAt(e: PointerEvent): void {
     const { x, y } = this.local(e);
+    const layout = this.layout;
+    this.pointerX = layout && inPlot(layout, x) ? x : null;
     const op = this.opAt(x, y);
-    this.canvas.classList.toggle("ppviz-pointing", op >= 0 || (this.layout !== null && labelAt(this.layout, x, y) >= 0));
-    if (op !== this.hover) {
+    this.canvas.classList.toggle("ppviz-pointing", op >= 0 || (layout !== null && labelAt(layout, x, y) >= 0));
+    const lane = layout && this.pointerX !== null ? laneAt(layout, y) : null;
+    const memoryAt = lane?.area === "memory" && this.mem && this.meta ? this.scale()!.t(x) : null;
+    if (op !== this.hover || memoryAt !== this.memoryHover?.t) {
       this.hover = op;
+      this.memoryHover = memoryAt === null ? null : { device: lane!.device, t: memoryAt };
       this.requestDraw();
     }
-    if (op < 0 || !this.tl || !this.meta) {
+    const content = op >= 0 && this.tl && this.meta ? describeOp(this.tl, this.meta, op)
+      : this.memoryHover && this.mem && this.meta ? describeMemory(this.mem, this.meta, this.memoryHover.device, this.memoryHover.t)
+        : null;
+    if (!content) {
       this.hideTooltip();
       return;
     }
-    fillTooltip(this.tooltip, describeOp(this.tl, this.meta, op));
+    fillTooltip(this.tooltip, content);
     this.tooltip.hidden = false;
     placeTooltip(this.tooltip, x, y, { width: this.plot.clientWidth, height: this.plot.clientHeight });
   }
@@ -478,20 +522,69 @@ export class GanttView {
     this.tooltip.hidden = true;
   }
 
+  /** Plain wheel scrolls the page (a hint says how to zoom); Ctrl/⌘ + wheel, and a pinch,
+   * zoom around the pointer; a sideways wheel pans. */
   private onWheel(e: WheelEvent): void {
     const scale = this.scale();
     if (!scale || !this.meta || !this.layout) return;
     const { x } = this.local(e);
     if (!inPlot(this.layout, x)) return;
-    e.preventDefault();
-    const unit = e.deltaMode === 1 ? 16 : e.deltaMode === 2 ? 400 : 1;
-    const dx = e.deltaX * unit;
-    const dy = e.deltaY * unit;
-    if (Math.abs(dx) > Math.abs(dy)) {
-      this.setView(panBy(this.view, dx / scale.k, this.extent()));
-    } else {
-      this.setView(zoomAt(this.view, Math.exp(-dy * 0.002), scale.t(x), this.extent()));
+    const action = wheelAction(e);
+    if (action.kind === "scroll") {
+      this.showHint();
+      return;
     }
+    e.preventDefault();
+    if (action.kind === "pan") this.setView(panBy(this.view, action.px / scale.k, this.extent()));
+    else this.setView(zoomAt(this.view, action.factor, scale.t(x), this.extent()));
+  }
+
+  /** Keys while the chart has focus: + and − zoom (around the pointer, or the middle), 0
+   * resets, ← → pan, Esc clears the selection. Handled keys stop here, so that the host's
+   * shortcuts (JupyterLab's "0, 0" restarts the kernel) do not see them. */
+  private onKey(e: KeyboardEvent): void {
+    const action = keyAction(e);
+    if (!action) return;
+    if (action.kind === "clear") {
+      if (!this.clearSelection()) return;
+    } else {
+      const scale = this.scale();
+      if (!scale || !this.meta || !this.layout) return;
+      if (action.kind === "reset") this.resetView();
+      else if (action.kind === "pan") this.setView(panBy(this.view, action.share * (this.view.t1 - this.view.t0), this.extent()));
+      else {
+        const x = this.pointerX ?? (this.layout.plotLeft + this.layout.plotRight) / 2;
+        this.setView(zoomAt(this.view, action.factor, scale.t(x), this.extent()));
+      }
+    }
+    e.preventDefault();
+    e.stopPropagation();
+  }
+
+  /** Esc: the selection, else the run's emphasis, else the replay; false when nothing was set. */
+  private clearSelection(): boolean {
+    if (this.selectedMb() >= 0 || this.int("selected_device") >= 0) this.select(-1);
+    else if (this.text("run_name") && this.text("selected_schedule")) {
+      this.model.set("selected_schedule", "");
+      this.model.save_changes();
+    } else return this.replay.clear();
+    return true;
+  }
+
+  private resetView(): void {
+    if (this.meta) this.setView(fullView(this.extent()));
+  }
+
+  /** A plain wheel over the chart scrolls the page; say once in a while how to zoom instead. */
+  private showHint(): void {
+    this.hint.textContent = `${KEY_ZOOM} + scroll to zoom · + / − keys · drag to pan`;
+    this.hint.hidden = false;
+    this.root.dataset.hint = "zoom";
+    clearTimeout(this.hintTimer);
+    this.hintTimer = window.setTimeout(() => {
+      this.hint.hidden = true;
+      delete this.root.dataset.hint;
+    }, 1400);
   }
 
   // Hooks and teardown -----------------------------------------------------------------
@@ -520,7 +613,7 @@ export class GanttView {
         const r = this.canvas.getBoundingClientRect();
         return this.opAt(clientX - r.left, clientY - r.top);
       },
-      timings: () => ({ decodeMs: this.decodeMs, firstDrawMs: this.firstDrawMs }),
+      timings: () => ({ decodeMs: this.decodeMs, firstDrawMs: this.firstDrawMs, loadedAt: this.loadedAt }),
       redraw: () => {
         cancelAnimationFrame(this.frame);
         return this.paint();
@@ -532,6 +625,7 @@ export class GanttView {
     if (this.destroyed) return;
     this.destroyed = true;
     cancelAnimationFrame(this.frame);
+    clearTimeout(this.hintTimer);
     this.replay.destroy();
     for (const dispose of this.disposers.splice(0)) dispose();
     this.root.remove();

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import {
   FLAG_PAIR_B,
+  chunkOf,
   decodeMemory,
   decodeTimeline,
   deviceOf,
+  isReverse,
   lowerBound,
   memoryAt,
   rangeMax,
@@ -12,7 +14,7 @@ import {
   upperBound,
   waitedFor,
 } from "../src/data";
-import { encodeMemory, encodeTimeline, fillDrain } from "./fixtures";
+import { type OpSpec, encodeMemory, encodeTimeline, fillDrain } from "./fixtures";
 
 describe("decodeTimeline", () => {
   it("reads every column back", () => {
@@ -105,5 +107,43 @@ describe("binary search", () => {
     expect(upperBound(a, 0, a.length, 1)).toBe(4);
     expect(lowerBound(a, 0, a.length, 10)).toBe(6);
     expect(upperBound(a, 0, a.length, -1)).toBe(0);
+  });
+});
+
+describe("model chunks and directions", () => {
+  /** one F per (device, stage) pair: [device, stage, reverse] */
+  function timeline(devices: number, pairs: [number, number, boolean?][]) {
+    const ops: OpSpec[] = pairs
+      .map(([device, stage, reverse], i) => ({ device, stage, mb: i, kind: "F" as const, start: i, dur: 1, reverse }))
+      .sort((a, b) => a.device - b.device || a.start - b.start);
+    const tl = decodeTimeline(encodeTimeline(devices, ops));
+    const chunkOfStage = (d: number, stage: number, reverse = false) => {
+      const k = ops.findIndex((o) => o.device === d && o.stage === stage && !!o.reverse === reverse);
+      return chunkOf(tl, k);
+    };
+    return { tl, chunkOfStage };
+  }
+
+  it("count a device's stages in order: the loop placement of interleaved schedules", () => {
+    const { tl, chunkOfStage } = timeline(2, [[0, 0], [1, 1], [0, 2], [1, 3], [0, 4], [1, 5]]);
+    expect([chunkOfStage(0, 0), chunkOfStage(0, 2), chunkOfStage(0, 4)]).toEqual([0, 1, 2]);
+    expect([chunkOfStage(1, 1), chunkOfStage(1, 3), chunkOfStage(1, 5)]).toEqual([0, 1, 2]);
+    expect(tl.chunks).toBe(3);
+    expect(tl.bidirectional).toBe(false);
+  });
+
+  it("count the V placement's way back as the second chunk", () => {
+    const { tl, chunkOfStage } = timeline(2, [[0, 0], [1, 1], [1, 2], [0, 3]]);
+    expect([chunkOfStage(0, 0), chunkOfStage(0, 3), chunkOfStage(1, 1), chunkOfStage(1, 2)]).toEqual([0, 1, 0, 1]);
+    expect(tl.chunks).toBe(2);
+  });
+
+  it("count each direction of a bidirectional placement apart: DualPipe has one chunk per direction", () => {
+    const { tl, chunkOfStage } = timeline(2, [[0, 0], [1, 1], [1, 0, true], [0, 1, true]]);
+    expect([chunkOfStage(0, 0), chunkOfStage(0, 1, true), chunkOfStage(1, 1), chunkOfStage(1, 0, true)])
+      .toEqual([0, 0, 0, 0]);
+    expect(tl.chunks).toBe(1);
+    expect(tl.bidirectional).toBe(true);
+    expect(isReverse(tl, 0)).toBe(false);
   });
 });

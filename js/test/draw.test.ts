@@ -35,6 +35,7 @@ function scene(devices: number, ops: OpSpec[], makespan: number, view?: TimeView
     selectedOp: -1,
     selectedDevice: -1,
     hover: -1,
+    memoryHover: null,
     cursor: null,
     extent: makespan,
     cache: new DrawCache(),

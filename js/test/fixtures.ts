@@ -1,7 +1,7 @@
 // Builds timelines in the binary layout ppviz/widgets/wire.py writes (pinned to the same bytes by
 // test/wire.test.ts), and a fake anywidget model.
 
-import { FLAG_PAIR_B, FLAG_PAIR_F, FLAG_WAITED, FORMAT_VERSION, MEMORY_MAGIC, TIMELINE_MAGIC } from "../src/data";
+import { FLAG_PAIR_B, FLAG_PAIR_F, FLAG_REVERSE, FLAG_WAITED, FORMAT_VERSION, MEMORY_MAGIC, TIMELINE_MAGIC } from "../src/data";
 import type { Meta } from "../src/meta";
 
 export interface OpSpec {
@@ -14,6 +14,8 @@ export interface OpSpec {
   dep?: number;
   waited?: boolean;
   pair?: "F" | "B";
+  /** on a bidirectional placement's second replica */
+  reverse?: boolean;
 }
 
 function pad4(n: number): number {
@@ -53,6 +55,7 @@ export function encodeTimeline(devices: number, ops: OpSpec[]): Uint8Array {
     if (o.pair === "F") f |= FLAG_PAIR_F;
     if (o.pair === "B") f |= FLAG_PAIR_B;
     if (o.waited) f |= FLAG_WAITED;
+    if (o.reverse) f |= FLAG_REVERSE;
     dv.setUint8(at, f);
   }, 1);
   return new Uint8Array(buf);
@@ -137,6 +140,7 @@ export function metaFor(devices: number, ops: OpSpec[], makespan: number, extra:
     b: 1,
     w: 1,
     comm: 0,
+    time_unit: "",
     rows: Array.from({ length: devices }, (_, d) => `stage ${d}`),
     ops: ops.length,
     makespan,

@@ -114,7 +114,7 @@ describe("GanttView", () => {
     expect(Number(root.dataset.draws)).toBe(before + 1);
   });
 
-  it("zooms around the cursor on wheel, pans on drag, resets on double-click", async () => {
+  it("leaves a plain wheel to the page, zooms around the cursor on Ctrl + wheel, pans on drag, resets on double-click", async () => {
     const spec = dense(2, 3000);
     const { root, hooks } = await mount(modelFor(2, spec));
     const canvas = root.querySelector("canvas")!;
@@ -123,7 +123,12 @@ describe("GanttView", () => {
     const box0 = hooks.opBox(1500)!;
     const x = Math.round(box0.x); // mouse events carry whole pixels
     const opsBefore = Number(root.dataset.ops);
-    canvas.dispatchEvent(new WheelEvent("wheel", { clientX: x, clientY: box0.y + 2, deltaY: -500, bubbles: true, cancelable: true }));
+    const plain = new WheelEvent("wheel", { clientX: x, clientY: box0.y + 2, deltaY: -500, bubbles: true, cancelable: true });
+    canvas.dispatchEvent(plain);
+    expect(plain.defaultPrevented).toBe(false);
+    expect(hooks.getView()).toEqual(full);
+    expect(root.dataset.hint).toBe("zoom");
+    canvas.dispatchEvent(new WheelEvent("wheel", { clientX: x, clientY: box0.y + 2, deltaY: -500, ctrlKey: true, bubbles: true, cancelable: true }));
     const zoomed = hooks.getView();
     const factor = (full.t1 - full.t0) / (zoomed.t1 - zoomed.t0);
     expect(factor).toBeGreaterThan(2);
@@ -136,7 +141,7 @@ describe("GanttView", () => {
     pointer(canvas, "pointermove", r.left + 400, r.top + 20, { buttons: 1 });
     pointer(canvas, "pointerup", r.left + 400, r.top + 20);
     const panned = hooks.getView();
-    const k = (r.width - 132 - 18) / (zoomed.t1 - zoomed.t0);
+    const k = hooks.opBox(1500)!.width; // pixels per unit of time: the op lasts 1
     expect(panned.t0 - zoomed.t0).toBeCloseTo(100 / k, 1);
     expect(panned.t1 - panned.t0).toBeCloseTo(zoomed.t1 - zoomed.t0, 6);
 
@@ -280,7 +285,7 @@ describe("GanttView in a comparison", () => {
     const { root, hooks } = await mount(model);
     const canvas = root.querySelector("canvas")!;
     const r = canvas.getBoundingClientRect();
-    canvas.dispatchEvent(new WheelEvent("wheel", { clientX: r.left + 400, clientY: r.top + 10, deltaY: -400, bubbles: true, cancelable: true }));
+    canvas.dispatchEvent(new WheelEvent("wheel", { clientX: r.left + 400, clientY: r.top + 10, deltaY: -400, ctrlKey: true, bubbles: true, cancelable: true }));
     const zoomed = hooks.getView();
     expect(model.state.time_window).toEqual([zoomed.t0, zoomed.t1]);
     canvas.dispatchEvent(new MouseEvent("dblclick", { clientX: r.left + 400, clientY: r.top + 10, bubbles: true }));

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import golden from "../../tests/data/wire_golden.json";
 import memoryUrl from "../../tests/data/wire_golden.memory.bin?url";
 import timelineUrl from "../../tests/data/wire_golden.timeline.bin?url";
-import { FLAG_PAIR_B, FLAG_PAIR_F, decodeMemory, decodeTimeline, deviceOf, waitedFor } from "../src/data";
+import { FLAG_PAIR_B, FLAG_PAIR_F, chunkOf, decodeMemory, decodeTimeline, deviceOf, isReverse, waitedFor } from "../src/data";
 import { type OpSpec, encodeMemory, encodeTimeline } from "./fixtures";
 
 async function bytes(url: string): Promise<DataView> {
@@ -30,7 +30,12 @@ describe("the golden wire fixture", () => {
       expect(waitedFor(tl, k)).toBe(o.waited ? o.dep : -1);
       expect((tl.flags[k] & FLAG_PAIR_F) !== 0).toBe(o.pair_forward);
       expect((tl.flags[k] & FLAG_PAIR_B) !== 0).toBe(o.pair_backward);
+      expect(isReverse(tl, k)).toBe(o.reverse);
+      // DualPipe holds one stage per direction on each device: every op is in its first chunk
+      expect(chunkOf(tl, k)).toBe(0);
     });
+    expect(tl.bidirectional).toBe(true);
+    expect(tl.chunks).toBe(1);
   });
 
   it("decodes every memory curve as written", async () => {
@@ -55,6 +60,7 @@ describe("the golden wire fixture", () => {
       dep: o.dep,
       waited: o.waited,
       pair: o.pair_forward ? "F" : o.pair_backward ? "B" : undefined,
+      reverse: o.reverse,
     }));
     const mine = encodeTimeline(golden.devices, ops);
     const theirs = new Uint8Array((await bytes(timelineUrl)).buffer);

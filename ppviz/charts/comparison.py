@@ -16,7 +16,7 @@ from ..core.registry import lookup
 from ..core.result import Result
 from .inputs import (
     BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
-    items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps,
+    items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
 from .style import CHART
 
@@ -317,7 +317,7 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     tooltip = [alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
                alt.Tooltip("memory:Q", title=f"{what} ({unit.label})", format=".4~g")]
     base = alt.Chart({"values": rows}).encode(
-        x=alt.X("time:Q", title="time (units of f, b, w)", scale=alt.Scale(domain=[0, r.makespan], nice=False)),
+        x=alt.X("time:Q", title=time_title(c), scale=alt.Scale(domain=[0, r.makespan], nice=False)),
         y=alt.Y("memory:Q", title=None, scale=alt.Scale(zero=True), axis=alt.Axis(tickCount=2, grid=False)))
     area = base.mark_area(interpolate="step-after", color=color, opacity=0.22)
     line = base.mark_line(interpolate="step-after", color=color, strokeWidth=1.5).encode(tooltip=tooltip)

@@ -13,7 +13,7 @@ from ..core.engine import simulate
 from ..core.errors import ConfigError
 from ..core.program import Program
 from ..core.result import Result
-from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps
+from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
 from .style import INK_DARK, INK_LIGHT, SHADE_ORDER, THEMES
 
 # Gantt chart ----------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     """A static Gantt chart of one run in the widget's look, for SVG / PNG export and papers.
 
     One row per device (labelled with its stages and idle share); ops coloured by kind (F blue,
-    B and I amber, W green, F&B pink) and shaded by microbatch, labelled with their microbatch
+    B and I amber, W green, F&B mauve) and shaded by microbatch, labelled with their microbatch
     where wide enough (``labels``); idle time hatched; the makespan, bubble and peak memory,
     simulated and closed form, in the title; with ``memory`` each device's activation memory
     over time below, on one scale, its closed-form peak dashed.
@@ -263,7 +263,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     px = width / makespan
     pad = _BAR_INSET_PX / row if row >= 14 else 0.1
 
-    time_axis = alt.Axis(title="time (units of f, b, w)", titleColor=th.muted, titleFontWeight="normal",
+    time_axis = alt.Axis(title=time_title(r.config), titleColor=th.muted, titleFontWeight="normal",
                          titleFontSize=11, labelColor=th.muted, labelFontSize=11, domainColor=th.axis,
                          tickColor=th.axis, gridColor=th.grid, gridOpacity=0.07, labelFlush=True)
     x_scale = alt.Scale(domain=[0, makespan], nice=False, zero=False)

@@ -16,9 +16,9 @@ from ..core.registry import ORDER, all_specs
 from ..core.result import Result
 from .style import CHART, SERIES
 
-#: Okabe–Ito (without yellow, too faint on white, and black, kept for closed-form marks), then
-#: Paul Tol's "muted" colours that differ from them: the first nine stay apart under every
-#: common colour-vision deficiency; the rest keep up to 14 runs distinct for normal vision.
+#: Ten run colours (style.json "series", from Okabe–Ito and Paul Tol's sets), none near an op-kind
+#: colour of either theme, so a run never looks like F, B, W or F&B; the first five stay apart
+#: under every common colour-vision deficiency, all ten for normal vision (tests/test_colours.py).
 PALETTE = SERIES
 
 #: Altair refuses more than 5000 data rows by default; memory curves are summarised below it.
@@ -223,6 +223,11 @@ def summarize_steps(times, values, max_points: int = 1000) -> tuple[np.ndarray, 
         keep.append(np.minimum.reduceat(np.where(v == best[group], index, n), starts))
     kept = np.unique(np.concatenate(keep))
     return t[kept], v[kept]
+
+
+def time_title(config: Config) -> str:
+    """A time axis's title: with the config's time unit, or in units of f, b and w."""
+    return f"time ({config.time_unit})" if config.time_unit else "time (units of f, b, w)"
 
 
 def format_number(x: float) -> str:

@@ -33,14 +33,20 @@ def set_budget(max_ops: int | None = None) -> int:
     return globals()["max_ops"]()
 
 
-def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False) -> None:
-    """Refuse a schedule whose op count would exceed the budget, before it is built. With
+def estimate_ops(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False) -> int:
+    """The ops a schedule builds for these sizes, from its stage count alone (nothing is built). With
     transfers each F and backward also moves its output, about a transfer per op: they count too."""
     stages = spec.stage_count(devices, v) or devices * v
     per_pair = 3 if spec.split_backward else 2  # F and B, or F, I and W
     estimate = per_pair * stages * microbatches
     if transfers:
         estimate += 2 * stages * microbatches
+    return estimate
+
+
+def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False) -> None:
+    """Refuse a schedule whose op count would exceed the budget, before it is built."""
+    estimate = estimate_ops(spec, devices, v, microbatches, transfers=transfers)
     limit = max_ops()
     if estimate > limit:
         raise ConfigError(

@@ -268,6 +268,8 @@ def _link(chart, *, dark: bool = False):
                              alt.VariableParameter(name=DEVICE_PARAM, value=-1),
                              alt.VariableParameter(name=DARK_PARAM, value=bool(dark))]
     chart.background = _theme_expr("background")
+    # room between the panel's border and the titles, axis labels and legend
+    chart.padding = {"left": 14, "right": 14, "top": 12, "bottom": 10}
     fg, muted = _theme_expr("fg"), _theme_expr("muted")
     chart.config = {
         "font": FONT_FAMILY,
@@ -377,8 +379,8 @@ class Comparison(ipywidgets.VBox):
             fit = f"<b>{len(self.ranking)} of {len(self.results)} fit</b> in device memory{fastest} · "
         hint = ipywidgets.HTML(
             f"{fit}<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
-            "point to emphasise it · a device's label or an op to highlight that device everywhere · scroll to "
-            "zoom and drag to pan all the timelines · Esc clears")
+            "point to emphasise it · a device's label or an op to highlight that device everywhere · Ctrl + scroll "
+            "(or + / −) to zoom and drag to pan all the timelines · Esc clears")
         hint.add_class("ppviz-compare-hint")
         stack = ipywidgets.VBox(self.gantts)
         stack.add_class("ppviz-compare-gantts")

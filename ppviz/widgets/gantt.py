@@ -38,6 +38,8 @@ class GanttWidget(anywidget.AnyWidget):
     is selected the chart is dimmed.
 
     ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why.
+    ``busy`` is "" or what the kernel is doing for it (e.g. "simulating 1,000,000 ops…"):
+    the chart dims and says so until the next result arrives.
     """
 
     _esm = BUNDLE
@@ -46,6 +48,7 @@ class GanttWidget(anywidget.AnyWidget):
     memory = traitlets.Bytes(b"").tag(sync=True)
     meta = traitlets.Dict().tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
+    busy = traitlets.Unicode("").tag(sync=True)
     selected_microbatch = traitlets.Int(-1).tag(sync=True)
     selected_op = traitlets.Int(-1).tag(sync=True)
     selected_device = traitlets.Int(-1).tag(sync=True)
@@ -75,6 +78,7 @@ class GanttWidget(anywidget.AnyWidget):
             self.memory = encode_memory(result)
             self.meta = describe(result)
             self.error = ""
+            self.busy = ""
             if self.selected_microbatch >= result.program.microbatches:
                 self.selected_microbatch = -1
             if self.selected_device >= result.devices:

@@ -31,7 +31,7 @@ for (const [i, chart] of charts.entries()) {{
   const state = {{
     timeline: new DataView(bytes(chart.timeline).buffer),
     memory: new DataView(bytes(chart.memory).buffer),
-    meta: chart.meta, error: "", selected_microbatch: -1, selected_op: -1, selected_device: -1,
+    meta: chart.meta, error: "", busy: "", selected_microbatch: -1, selected_op: -1, selected_device: -1,
     theme: "{theme}", compact: false, time_extent: 0, time_window: [], run_name: "", color: "",
     selected_schedule: "",
   }};

@@ -13,12 +13,14 @@ from ..core.result import Result
 
 TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
 MEMORY_MAGIC = 0x4D565050  # b"PPVM"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 BYTES_PER_OP = 19
 
 FLAG_PAIR_F = 1 << 2
 FLAG_PAIR_B = 1 << 3
 FLAG_WAITED = 1 << 4
+#: the op runs on a bidirectional placement's second replica (DualPipe's upward direction)
+FLAG_REVERSE = 1 << 5
 
 
 def _aligned(*parts: bytes) -> bytes:
@@ -40,6 +42,9 @@ def encode_timeline(result: Result) -> bytes:
     flags[program.pair] |= FLAG_PAIR_F
     flags[np.flatnonzero(program.pair) + 1] |= FLAG_PAIR_B
     flags[ops.waited_for >= 0] |= FLAG_WAITED
+    placement = program.placement
+    if placement is not None and placement.reverse_device is not None:
+        flags[ops.microbatch >= placement.split] |= FLAG_REVERSE
     header = np.array([TIMELINE_MAGIC, FORMAT_VERSION, n, program.devices], dtype="<u4")
     return _aligned(
         header.tobytes(),
@@ -97,6 +102,7 @@ def describe(result: Result) -> dict:
         "stages": program.stages,
         "stages_per_device": c.stages_per_device,
         "f": c.f, "b": c.b, "w": c.w, "comm": c.comm,
+        "time_unit": c.time_unit or "",
         "rows": [placement.describe(d) if placement is not None else "" for d in range(program.devices)],
         "ops": len(result.ops),
         "makespan": result.makespan,

@@ -4,8 +4,10 @@ import pytest
 
 import ppviz
 
+from ppviz.charts.style import THEMES
+
 # F of microbatch 0 is drawn in the light palette's F blue, unshaded
-F_BLUE = (0x00, 0x72, 0xB2)
+F_BLUE = tuple(int(THEMES["light"]["kinds"][0][i:i + 2], 16) for i in (1, 3, 5))
 
 
 @pytest.fixture

@@ -261,6 +261,23 @@ def wait_for(page, predicate, what, timeout=15.0):
     pytest.fail(f"timed out waiting for {what}")
 
 
+def assert_charts_unclipped(page):
+    """Every text of the Altair panel (titles, subtitles, axis and legend labels) lies inside the
+    panel, and the panel neither scrolls nor cuts its content."""
+    found = page.evaluate("""(() => {
+        const panel = document.querySelector('.ppviz-compare-charts');
+        const box = panel.getBoundingClientRect();
+        const texts = [...panel.querySelectorAll('svg text')].filter(t => t.textContent.trim());
+        const out = texts.filter(t => { const r = t.getBoundingClientRect();
+            return r.left < box.left - 0.5 || r.right > box.right + 0.5 || r.top < box.top - 0.5 || r.bottom > box.bottom + 0.5; })
+          .map(t => t.textContent);
+        return {texts: texts.length, out, scroll: panel.scrollWidth - panel.clientWidth,
+                svg: panel.querySelector('svg').getBoundingClientRect().width, panel: box.width};
+    })()""")
+    assert found["texts"] > 20 and found["out"] == [], found
+    assert found["scroll"] <= 1 and found["svg"] <= found["panel"], found
+
+
 def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
     results = [ppviz.simulate(ppviz.Config(schedule=s, devices=8, microbatches=32)) for s in FIVE]
     extent = max(r.makespan for r in results)
@@ -284,6 +301,7 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
                            in label for label in bubble), name
             SHOTS.mkdir(parents=True, exist_ok=True)
             output.screenshot(path=str(SHOTS / "compare-light.png"))
+            assert_charts_unclipped(page)
             root = server["root"]
 
             # a device's row label in the first chart: that row in every chart, and its bars in
@@ -327,7 +345,9 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
             # zoom in one chart: all of them follow, in the browser; Python sees the window
             second = page.locator(".ppviz-gantt canvas").nth(1).bounding_box()
             page.mouse.move(second["x"] + second["width"] * 0.6, second["y"] + 30)
+            page.keyboard.down("Control")  # a plain wheel scrolls the notebook
             page.mouse.wheel(0, -700)
+            page.keyboard.up("Control")
             wait_for(page, lambda: len({json.dumps(s["view"]) for s in gantt_states(page)}) == 1
                      and gantt_states(page)[0]["view"]["t1"] - gantt_states(page)[0]["view"]["t0"] < extent / 2,
                      "every chart zoomed alike")
@@ -335,6 +355,12 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
             wait_for(page, lambda: (root / "time_window.txt").exists() and np.allclose(
                 json.loads((root / "time_window.txt").read_text()), [view["t0"], view["t1"]]), "the window in Python")
             output.screenshot(path=str(SHOTS / "compare-light-zoomed.png"))
+
+            # narrower than the charts: they shrink to fit, no title, subtitle, label or legend cut
+            page.set_viewport_size({"width": 1000, "height": 2600})
+            page.wait_for_timeout(500)
+            assert_charts_unclipped(page)
+            output.screenshot(path=str(SHOTS / "compare-light-narrow.png"))
             assert external == [], f"the page tried to reach the network: {external}"
             assert errors == []
         except Exception:

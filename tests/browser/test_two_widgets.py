@@ -38,7 +38,9 @@ def test_interacting_with_one_chart_leaves_the_other_alone(page, tmp_path):
     page.mouse.move(x, y)
     page.locator(".ppviz-tooltip").first.wait_for(state="visible")
     page.mouse.click(x, y)
+    page.keyboard.down("Control")  # a plain wheel scrolls the page; Ctrl + wheel zooms
     page.mouse.wheel(0, -240)
+    page.keyboard.up("Control")
     page.wait_for_timeout(300)
 
     mb = int(a.ops.microbatch[5])

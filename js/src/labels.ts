@@ -1,0 +1,92 @@
+// What the gutter left of the plot says, in the fonts it is drawn with: each device row's label
+// and each memory lane's, and how wide the gutter must be to show them whole. Labels come from
+// Python (meta.rows, e.g. "stages 3, 67, 131"), so at large p the gutter widens rather than
+// cutting them; only a chart too narrow for them ends a label with "…".
+
+import style from "../../ppviz/style.json";
+import { num } from "./format";
+import { HEAT_ABOVE, memoryLaneHeight, rowHeightFor } from "./layout";
+import type { Meta } from "./meta";
+
+export const FONT = style.font.family;
+/** gap between a label's right end and the plot */
+export const LABEL_GAP = 10;
+const LEFT_PAD = 4;
+
+export interface GutterFonts {
+  /** roomy rows: "device d" (bold), then "N% idle" and the row's stages on a second line */
+  roomy: boolean;
+  head: string;
+  small: string;
+  /** a one-line row label */
+  row: string;
+  memory: string;
+}
+
+export function gutterFonts(rowHeight: number, memHeight: number): GutterFonts {
+  return {
+    roomy: rowHeight >= 24,
+    head: `600 12px ${FONT}`,
+    small: `10.5px ${FONT}`,
+    row: `${rowHeight >= 14 ? 11 : 9}px ${FONT}`,
+    memory: `${memHeight >= 16 ? 11 : 9}px ${FONT}`,
+  };
+}
+
+export function idleShare(meta: Meta, d: number): string {
+  const idle = meta.makespan > 0 ? (meta.idle[d] ?? 0) / meta.makespan : 0;
+  return ` ${Math.round(idle * 100)}% idle`;
+}
+
+/** A one-line row label: "3 · stages 3, 11". */
+export function rowLine(meta: Meta, d: number): string {
+  const stages = meta.rows[d] ?? "";
+  return stages ? `${d} · ${stages}` : String(d);
+}
+
+/** A memory lane's label: its peak, or its value at the replay's time. */
+export function memoryLine(meta: Meta, d: number, roomy: boolean, value: number | null): string {
+  const peak = num(meta.peak_activation[d] ?? 0, 4);
+  const text = value === null ? `peak ${peak}` : `${num(value, 4)} of ${peak}`;
+  return `${roomy ? "device " : ""}${d}  ${text}`;
+}
+
+/** The gutter's width in CSS pixels for these labels, before the chart's width caps it. */
+export function gutterWidth(ctx: CanvasRenderingContext2D, meta: Meta, devices: number, memory: boolean,
+  compact: boolean): number {
+  const rowHeight = rowHeightFor(devices, compact);
+  const fonts = gutterFonts(rowHeight, memoryLaneHeight(rowHeight, devices));
+  let widest = 0;
+  const measure = (font: string, text: string) => {
+    ctx.font = font;
+    return ctx.measureText(text).width;
+  };
+  for (let d = 0; d < devices; d++) {
+    if (fonts.roomy) {
+      widest = Math.max(widest, measure(fonts.head, `device ${d}`) + 2 + measure(fonts.small, idleShare(meta, d)),
+        measure(fonts.small, meta.rows[d] ?? ""));
+    } else {
+      widest = Math.max(widest, measure(fonts.row, rowLine(meta, d)));
+    }
+    if (memory && !compact && devices <= HEAT_ABOVE) {
+      // the widest a lane's label gets: during a replay it shows "value of peak"
+      const peak = meta.peak_activation[d] ?? 0;
+      widest = Math.max(widest, measure(fonts.memory, memoryLine(meta, d, fonts.roomy, peak)));
+    }
+  }
+  return Math.ceil(widest) + LABEL_GAP + LEFT_PAD;
+}
+
+/** `text` cut with "…" to fit `width` in the context's font; `cut` counts the labels cut. */
+export function fit(ctx: CanvasRenderingContext2D, text: string, width: number, cut: { count: number }): string {
+  if (ctx.measureText(text).width <= width) return text;
+  cut.count++;
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (ctx.measureText(text.slice(0, mid) + "…").width <= width) lo = mid;
+    else hi = mid - 1;
+  }
+  return text.slice(0, lo) + "…";
+}

@@ -1,0 +1,138 @@
+"""Reading the chart (Debian's Chromium, the standalone page): model chunks patterned and
+listed, DualPipe's two directions marked, the memory lanes' scale and hover values, the heat
+strip above 16 devices, times with their unit, and gutter labels whole at any width. Saves the
+screenshots artifacts/reading/*.png to look at."""
+
+import re
+
+import numpy as np
+import pytest
+
+import ppviz
+
+from .conftest import ARTIFACTS, op_centre, open_chart
+
+SHOTS = ARTIFACTS / "reading"
+
+PIXELS = """([x0, x1, y]) => {
+  const c = document.querySelector('.ppviz-gantt canvas');
+  const r = c.getBoundingClientRect();
+  const data = c.getContext('2d').getImageData(Math.round(x0 - r.left), Math.round(y - r.top), Math.round(x1 - x0), 1).data;
+  const colours = new Set();
+  for (let i = 0; i < data.length; i += 4) colours.add(`${data[i]},${data[i + 1]},${data[i + 2]}`);
+  return colours.size;
+}"""
+
+
+def colours_across(page, k) -> int:
+    """Distinct colours along a line through op k's bar, above its label."""
+    b = page.evaluate(f"document.querySelector('.ppviz-gantt').ppviz.opBox({k})")
+    return page.evaluate(PIXELS, [b["x"] + 4, b["x"] + b["width"] - 5, b["y"] + 3])
+
+
+def tooltip_of(page, k) -> str:
+    page.mouse.move(*op_centre(page, k))
+    tip = page.locator(".ppviz-tooltip")
+    tip.wait_for(state="visible")
+    return " ".join(tip.inner_text().split())
+
+
+def test_later_model_chunks_are_patterned_and_listed(page, tmp_path):
+    res = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2))
+    root = open_chart(page, res, tmp_path)
+    legend = root.locator(".ppviz-legend").inner_text()
+    assert "chunk 0" in legend and "chunk 1" in legend
+    ops = res.ops
+    # microbatch 0's forward on device 0: stage 0 (its first chunk) and stage 4 (its second)
+    first = int(np.flatnonzero((ops.stage == 0) & (ops.microbatch == 0) & (ops.kind == "F"))[0])
+    second = int(np.flatnonzero((ops.stage == 4) & (ops.microbatch == 0) & (ops.kind == "F"))[0])
+    assert colours_across(page, first) == 1
+    assert colours_across(page, second) >= 2  # stripes
+    assert "chunk 1 of 2" in tooltip_of(page, second)
+
+
+def test_dualpipes_two_directions_are_marked(page, tmp_path):
+    res = ppviz.simulate(ppviz.Config(schedule="dualpipe", devices=4, microbatches=10))
+    root = open_chart(page, res, tmp_path)
+    legend = " ".join(root.locator(".ppviz-legend").inner_text().split())
+    assert "▼ down: device 0 → 3 (first replica)" in legend and "▲ up: device 3 → 0 (second replica)" in legend
+    assert "F&B overlapped pair" in legend
+    ops = res.ops
+    up = int(np.flatnonzero((ops.microbatch == 7) & (ops.kind == "F") & ~res.program.pair)[0])
+    down = int(np.flatnonzero((ops.microbatch == 1) & (ops.kind == "F") & ~res.program.pair)[0])
+    assert "▲ up (second replica)" in tooltip_of(page, up)
+    assert "▼ down (first replica)" in tooltip_of(page, down)
+    # one way only: no direction marks
+    one_way = open_chart(page, ppviz.Config(schedule="zb-v", devices=4, microbatches=8), tmp_path, name="zbv")
+    assert "▼" not in one_way.locator(".ppviz-legend").inner_text()
+
+
+def test_memory_lanes_show_their_scale_and_the_value_under_the_pointer(page, tmp_path):
+    res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8, time_unit="ms"))
+    root = open_chart(page, res, tmp_path)
+    assert root.get_attribute("data-memory") == "lanes"
+    assert root.locator(".ppviz-metric-value").first.inner_text() == f"{res.makespan:g} ms"
+    assert "start 0 ms" in tooltip_of(page, 0)
+    canvas = root.locator("canvas").bounding_box()
+    # device 2's lane: below the Gantt rows, found by walking down until the tooltip names it
+    x = canvas["x"] + canvas["width"] * 0.45
+    for y in range(int(canvas["y"] + canvas["height"] * 0.45), int(canvas["y"] + canvas["height"])):
+        page.mouse.move(x, y)
+        tip = page.locator(".ppviz-tooltip")
+        if tip.is_visible() and "device 2 · activation memory" in tip.inner_text():
+            break
+    else:
+        pytest.fail("no memory lane of device 2 under the pointer")
+    text = " ".join(tip.inner_text().split())
+    t = float(re.search(r"time ([\d.]+) ms", text).group(1))
+    shown = float(re.search(r"memory ([\d.]+)", text).group(1))
+    times, values = res.memory.curve(2)
+    expected = values[np.searchsorted(times, t, side="right") - 1]
+    assert shown == pytest.approx(expected, abs=5e-4 * max(1, expected))
+    peak = float(re.search(r"device's peak ([\d.]+)", text).group(1))
+    assert peak == pytest.approx(res.peak_activation[2], rel=5e-4)
+
+
+def test_many_devices_collapse_the_memory_lanes_into_a_heat_strip(page, tmp_path):
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=32, microbatches=64))
+    root = open_chart(page, res, tmp_path)
+    assert root.get_attribute("data-memory") == "heat"
+    canvas = root.locator("canvas").bounding_box()
+    page.mouse.move(canvas["x"] + canvas["width"] * 0.5, canvas["y"] + canvas["height"] - 14)
+    tip = page.locator(".ppviz-tooltip")
+    tip.wait_for(state="visible")
+    assert re.search(r"device \d+ · activation memory", tip.inner_text())
+
+
+@pytest.mark.parametrize("width", [360, 700, 1400])
+@pytest.mark.parametrize("config", [
+    ppviz.Config(schedule="1f1b", devices=4, microbatches=8),
+    ppviz.Config(schedule="interleaved-1f1b", devices=64, microbatches=64, stages_per_device=4),
+    ppviz.Config(schedule="dualpipe-v", devices=8, microbatches=16),
+], ids=["p4", "p64-v4", "dualpipe-v"])
+def test_gutter_labels_are_whole_at_every_width(page, tmp_path, width, config):
+    page.set_viewport_size({"width": width + 48, "height": 900})
+    root = open_chart(page, config, tmp_path)
+    assert root.get_attribute("data-clipped") == "0"
+    # nothing in the HTML around the canvas runs past the chart either
+    overflow = root.evaluate("""e => [...e.querySelectorAll('.ppviz-header *, .ppviz-legend *')]
+        .filter(x => x.scrollWidth > x.clientWidth + 1 && getComputedStyle(x).overflow !== 'visible').length""")
+    assert overflow == 0
+    assert root.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+
+
+SCREENSHOTS = {
+    "p4": ppviz.Config(schedule="zb-h1", devices=4, microbatches=8, time_unit="ms"),
+    "p64": ppviz.Config(schedule="interleaved-1f1b", devices=64, microbatches=128, stages_per_device=2),
+    "dualpipe": ppviz.Config(schedule="dualpipe", devices=8, microbatches=20, fb=2.2),
+    "interleaved-v2": ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2),
+}
+
+
+@pytest.mark.parametrize("name", list(SCREENSHOTS))
+def test_screenshots_for_reading(page, tmp_path, name):
+    page.set_viewport_size({"width": 1300, "height": 1000})
+    root = open_chart(page, SCREENSHOTS[name], tmp_path)
+    assert root.get_attribute("data-clipped") == "0"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root.screenshot(path=str(SHOTS / f"{name}.png"))
