@@ -255,7 +255,9 @@ def test_overlapped_transfers_that_never_queue_are_a_bare_latency(config):
     config = config.replace(topology=link, p2p="overlapped")
     res = simulate(config)
     assume(not res.transfers.queued.any() and len(res.transfers))
-    bare = simulate(config.replace(topology=None, comm_bytes=None, p2p=None, comm=link.duration(config.comm_bytes)))
+    # a sequence segment moves 1/k of the bytes
+    latency = link.duration(config.comm_bytes / config.segments)
+    bare = simulate(config.replace(topology=None, comm_bytes=None, p2p=None, comm=latency))
     assert np.array_equal(res.ops.start, bare.ops.start) and np.array_equal(res.ops.end, bare.ops.end)
 
 
