@@ -36,7 +36,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 WIDTH = 8  # the emulated model's tensors: tiny, so the sleeps are the time
-MATMUL_WIDTH = 192
+MATMUL_WIDTH = 512
+
+#: the emulated model: 8 layers, (f, b, w) milliseconds each; on 4 ranks the stages cost
+#: (10, 10, 5), (15, 15, 7.5), (12.5, 12.5, 5), (20, 20, 10) — the last one twice the first.
+#: Long enough that a loaded host's scheduling delays (a few ms) stay a small share.
+EMULATED_LAYERS = [(5, 5, 2.5), (5, 5, 2.5), (7.5, 7.5, 3.75), (7.5, 7.5, 3.75), (6.25, 6.25, 2.5),
+                   (6.25, 6.25, 2.5), (10, 10, 5), (10, 10, 5)]
+#: the real-compute model: 8 layers of that many Linear(512, 512) + ReLU blocks (microbatches of 128 rows)
+MATMUL_LAYERS = [1, 1, 2, 2, 1, 1, 2, 2]
 
 
 def run_pipeline(plans: list[dict], ranks: int, out_dir, *, timeout: float = 120.0) -> dict[str, list[Path]]:
@@ -176,7 +184,7 @@ def _worker(rank: int, ranks: int, store: str, plan_file: str, out: str) -> None
             m = plan["microbatches"]
             width = WIDTH if plan["model"] == "emulated" else MATMUL_WIDTH
             torch.manual_seed(0)
-            x = torch.randn(m * plan.get("microbatch_size", 2 if plan["model"] == "emulated" else 32), width)
+            x = torch.randn(m * plan.get("microbatch_size", 2 if plan["model"] == "emulated" else 128), width)
             target = torch.randn_like(x)
             has_first = any(s.is_first for s in stages)
             has_last = any(s.is_last for s in stages)

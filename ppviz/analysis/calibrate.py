@@ -1,16 +1,21 @@
 """``ppviz.calibrate(measured)``: the costs a measured run implies, as a :class:`ppviz.Config`.
 
-The fit is robust by construction — medians, never means, over every op of every complete step
-the trace holds:
+Op durations are fitted robustly, delays by their expectation, over every op of every complete
+step the trace holds:
 
 * **Per stage and kind**: the median duration of F, B, I and W of each stage (overlapped F&B
-  slots are left out of these and fitted as a ratio, ``fb``). Each op's host overhead — the gap
-  before it on its device when it was not waiting for an input (posting sends and receives,
-  the loss, Python) — is real time the simulator has no other place for, so its median per
-  stage and kind is added to the op's cost (reported separately as ``overhead``).
-* **Communication**: the median gap between a producer's end and its consumer's start on another
+  slots are left out of these and fitted as a ratio, ``fb``), so that a descheduled op or a
+  garbage collection does not move the fit.
+* **Host overhead**: the gap before an op on its device when it was not waiting for an input
+  (posting sends and receives, the loss, Python) is time the simulator has no other place
+  for; its mean per stage and kind is added to the op's cost (reported as ``overhead``).
+* **Communication**: the mean gap between a producer's end and its consumer's start on another
   device, over the dependencies the consumer was waiting for (its device had nothing else to
   do), so that busy consumers do not inflate it.
+
+Delays are means, not medians: they add up along the pipeline's critical path, and on a busy
+host a few transfers stall for milliseconds (a send that takes 4 ms to post) — the median
+drops exactly the stalls that lengthen the step, and re-simulating with it comes out short.
 * A run with full backwards (B) cannot tell I from W: ``w_fraction`` of each B (default ½, the
   zero-bubble paper's T_W ≈ T_B, arXiv 2401.10241 §2) is given to W so that split schedules can
   be predicted; it does not change any schedule with full backwards.
@@ -41,7 +46,7 @@ _KINDS = "FBIW"
 @dataclass(frozen=True)
 class StageFit:
     """Per stage (rows) and kind (columns F, B, I, W): the ``median`` duration, the ``spread``
-    (median absolute deviation), the number of samples ``count`` and the median host
+    (median absolute deviation), the number of samples ``count`` and the mean host
     ``overhead`` before such ops; NaN where the run has no such op."""
 
     median: np.ndarray
@@ -122,7 +127,7 @@ class Calibration:
                      for j, k in enumerate(_KINDS) if st.count[s, j]]
             lines.append(f"  stage {s}: " + ", ".join(cells))
         lines.append(f"  (+x) is the host overhead before such ops, added to their cost")
-        lines.append(f"  comm {self.comm:.3g} ms (median of {self.comm_samples} waited-for transfers)")
+        lines.append(f"  comm {self.comm:.3g} ms (mean of {self.comm_samples} waited-for transfers)")
         if self.fb_ratio is not None:
             lines.append(f"  overlapped F&B: {self.fb_ratio:.3f} × (F + B)")
         if np.all(st.count[:, 2] == 0) and np.any(st.count[:, 1]):
@@ -244,6 +249,7 @@ def _fb_ratio(samples, fit: StageFit, kind_index, w_fraction) -> float | None:
         return None
     f, b, w = _effective(fit, w_fraction)
     back = firsts + 1
-    parts = f[samples.stage[firsts]] + np.where(kind_index[back] == 1, b + w, b)[samples.stage[back]]
+    back_stage = samples.stage[back]
+    parts = f[samples.stage[firsts]] + np.where(kind_index[back] == 1, b[back_stage] + w[back_stage], b[back_stage])
     ok = parts > 0
     return float(np.median(samples.duration[firsts][ok] / parts[ok])) if ok.any() else None

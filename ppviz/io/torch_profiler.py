@@ -9,7 +9,8 @@ What torch 2.13 records (``torch/distributed/pipelining/schedules.py``):
   only posts the receive; the compute span that needs it waits for it first, so the wait is
   inside the compute span.
 * ``ScheduleGPipe`` records ``Forward i`` / ``Backward i`` (no stage: it is the rank's), each
-  holding its receive, its wait, its computation and its send.
+  holding its receive, its wait, its computation and the posting of its send; the computation
+  ends where the send is posted (the start of the backend's send span inside it).
 * ``Schedule1F1B`` records nothing per op: :func:`ppviz.annotate` adds ``PP:{action}`` spans
   around the stage's own computation.
 
@@ -218,13 +219,15 @@ def _fill(records: RankRecords, proc: _Process, origin_us: int, source: str) -> 
             kind = F if verb == "Forward" else B
             step = step_of(start)
             direction = "F" if kind == F else "B"
-            compute.append(((kind, None, int(mb)), start, end, step))
             done = completion(start, end)
             if done is not None:
                 received[(step, direction, None, int(mb))] = done
-            k = bisect_right(sends, start - 1e-9)
+            # the send is posted after the computation, inside the span: the computation ends there
+            k = bisect_right(sends, start if done is None else done)
             if k < len(sends) and sends[k] <= end:
                 records.sends.append((step, direction, None, int(mb), ms(sends[k])))
+                end = sends[k]
+            compute.append(((kind, None, int(mb)), start, end, step))
     def begin(key, start, end, step):
         kind, stage, mb = key
         done = received.get((step, "F" if kind == F else "B", stage, mb)) if kind != W else None
@@ -236,8 +239,10 @@ def _fill(records: RankRecords, proc: _Process, origin_us: int, source: str) -> 
     for key, start, end, step in _innermost(compute):
         records.ops.append((step, *key, False, ms(start), ms(begin(key, start, end, step)), ms(end)))
     for f_key, b_key, start, end, step in pairs:
-        # one slot: it computes once both inputs are in
-        t = ms(max(begin(f_key, start, end, step), begin(b_key, start, end, step)))
+        # torch runs the pair's forward, then its backward: the slot computes once the forward's
+        # input is in (a wait for the backward's input, between the two, stays inside the slot)
+        t = ms(begin(f_key, start, end, step))
+        begin(b_key, start, end, step)
         records.ops.append((step, *f_key, True, ms(start), t, ms(end)))
         records.ops.append((step, *b_key, True, ms(start), t, ms(end)))
 

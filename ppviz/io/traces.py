@@ -371,35 +371,43 @@ def _cross_edges(program: Program, dep: np.ndarray):
 
 
 def _clock_offsets(programs, start, end, p) -> np.ndarray:
-    """Per device, the time to add to its clock (device 0's is 0): between neighbours, midway
-    between the bounds the smallest gaps in each direction give (module docstring)."""
+    """Per device, the time to add to its clock (device 0's is 0). Each pair of devices with
+    messages both ways gives the offset between them midway between its bounds (module
+    docstring), a pair with messages one way the offset that makes its fastest one instant;
+    the offsets fit all pairs at once (least squares), so that one pair's error is spread thin."""
     low = np.full((p, p), np.inf)  # low[a, b]: smallest consumer-start-on-b minus producer-end-on-a
     for program, order in programs.values():
         producer, consumer = _cross_edges(program, dependencies(program))
-        a, b = program.device[producer], program.device[consumer]
         gap = start[order][consumer] - end[order][producer]
-        np.minimum.at(low, (a, b), gap)
-    offsets = np.full(p, np.nan)
-    offsets[0] = 0.0
-    frontier = [0]
-    while frontier:
-        a = frontier.pop()
-        for b in range(p):
-            if not np.isnan(offsets[b]) or (np.isinf(low[a, b]) and np.isinf(low[b, a])):
+        np.minimum.at(low, (program.device[producer], program.device[consumer]), gap)
+    rows, targets = [], []
+    for a in range(p):
+        for b in range(a + 1, p):
+            if np.isinf(low[a, b]) and np.isinf(low[b, a]):
                 continue
-            if np.isinf(low[b, a]):  # one direction only: assume no latency
+            if np.isinf(low[b, a]):
                 delta = -low[a, b]
             elif np.isinf(low[a, b]):
                 delta = low[b, a]
             else:
                 delta = (low[b, a] - low[a, b]) / 2
-            offsets[b] = offsets[a] + delta
-            frontier.append(b)
-    if np.isnan(offsets).any():
-        lonely = int(np.flatnonzero(np.isnan(offsets))[0])
+            row = np.zeros(p)
+            row[b], row[a] = 1.0, -1.0
+            rows.append(row)
+            targets.append(delta)
+    anchor = np.zeros(p)
+    anchor[0] = 1.0
+    system = np.array(rows + [anchor])
+    if np.linalg.matrix_rank(system) < p:
+        connected = {0}
+        for row in rows:
+            a, b = int(np.flatnonzero(row < 0)[0]), int(np.flatnonzero(row > 0)[0])
+            connected |= {a, b} if a in connected or b in connected else set()
+        lonely = min(set(range(p)) - connected)
         raise ParseError(f"cannot align device {lonely}'s clock: no op on it depends on, or feeds, another "
                          f"device's; pass align=False if the traces share one clock")
-    return offsets
+    offsets, *_ = np.linalg.lstsq(system, np.array(targets + [0.0]), rcond=None)
+    return offsets - offsets[0]
 
 
 def _comm_events(devices, origin, offsets, t0):
