@@ -169,21 +169,33 @@ def _devices(records: list[RankRecords]) -> list[RankRecords]:
     return sorted(records, key=lowest_stage)
 
 
-def _check_ranks(devices: list[RankRecords], stage: np.ndarray, device: np.ndarray) -> None:
+def _peer_stages(devices: list[RankRecords]) -> set[int]:
+    """Stages the ranks' sends and receives name as their peers (an activation sent from stage s
+    goes to s + 1, a gradient to s − 1)."""
+    peers = set()
+    for d, r in enumerate(devices):
+        for _, direction, stage, _, _ in r.sends:
+            peers.add((d if stage is None else stage) + (1 if direction == "F" else -1))
+        for _, direction, stage, _, _ in r.recvs:
+            peers.add((d if stage is None else stage) + (-1 if direction == "F" else 1))
+    return {s for s in peers if s >= 0}
+
+
+def _check_ranks(devices: list[RankRecords], stage: np.ndarray) -> None:
     present = np.unique(stage)
-    S = int(present.max()) + 1
+    S = max(int(present.max()), max(_peer_stages(devices), default=0)) + 1
     missing = np.setdiff1d(np.arange(S), present)
+    if not len(missing):
+        return
     world = max((r.world_size for r in devices if r.world_size is not None), default=None)
     ranks = [r.rank for r in devices]
-    if len(missing) or (world is not None and len(devices) < world and S > len(devices)):
-        lacking = [k for k in range(world) if k not in ranks] if world is not None and None not in ranks else []
-        found = ", ".join(str(r) for r in ranks) if None not in ranks else f"{len(devices)} process(es)"
-        expect = (f"; the traces report a world size of {world}, so rank(s) {', '.join(map(str, lacking))} "
-                  f"are missing" if lacking else "")
-        stages_missing = f"stage(s) {', '.join(map(str, missing[:10].tolist()))} never run" if len(missing) else \
-            "fewer ranks than the world size"
-        raise ParseError(f"the traces hold ranks {found} and stages 0..{S - 1} with {stages_missing}{expect}; "
-                         f"give the trace of every pipeline rank")
+    lacking = [k for k in range(world) if k not in ranks] if world is not None and None not in ranks else []
+    found = ", ".join(str(r) for r in ranks) if None not in ranks else f"{len(devices)} process(es)"
+    expect = (f"; the traces report a world size of {world}, so rank(s) {', '.join(map(str, lacking[:10]))} "
+              f"are missing" if lacking else "")
+    raise ParseError(f"the traces hold ranks {found}, and stage(s) {', '.join(map(str, missing[:10].tolist()))} "
+                     f"of stages 0..{S - 1} run on none of them{expect}; "
+                     f"give the trace of every pipeline rank")
 
 
 def _assemble(records: list[RankRecords], files: list[str], step, align) -> Measured:
@@ -211,7 +223,7 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
     stage, mb = stage.astype(np.int32), mb.astype(np.int32)
     pair = table[:, 4].astype(bool)
     span_start, start, end = table[:, 5], table[:, 6], table[:, 7]
-    _check_ranks(devices, stage, device)
+    _check_ranks(devices, stage)
     if not use_labels:
         step_label = _occurrence(device, kind, stage, mb, start)
 
