@@ -320,3 +320,25 @@ def test_the_shipped_trace():
     assert m.program.to_torch() == ppviz.from_torch("1F1B", devices=4, microbatches=8).to_torch()
     assert len(m.steps) == 2
     assert abs(ppviz.calibrate(m).error) < 0.10
+
+
+def test_fast_reader_reads_what_a_full_parse_reads(runs):
+    """Kineto's layout lets the reader parse only the annotations; on every real trace it finds
+    exactly the events a full parse keeps."""
+    import orjson
+
+    from ppviz.io import torch_profiler
+
+    for files in runs.values():
+        for path in files:
+            data = path.read_bytes()
+            fast = torch_profiler.kineto_events(data)
+            assert fast is not None
+            full = orjson.loads(data)
+            kept = [e for e in full["traceEvents"] if isinstance(e.get("name"), str) and (
+                e["name"].startswith(("PP:", "Forward ", "Backward ", "ProfilerStep#"))
+                or e["name"] in ("process_name", "process_labels")
+                or torch_profiler._BACKEND_RE.fullmatch(e["name"]))]
+            assert fast["traceEvents"] == kept
+            assert {k: v for k, v in fast.items() if k != "traceEvents"} == \
+                {k: v for k, v in full.items() if k not in ("traceEvents", "traceName")}

@@ -336,3 +336,11 @@ def test_any_json_gives_a_parse_error_or_a_run(doc):
         except ppviz.PpvizError:
             return
         assert m.makespan >= 0 and len(m.ops) == len(m.program)
+
+
+def test_kineto_layout_with_a_broken_event_falls_back_to_a_full_parse(tmp_path):
+    """The fast reader gives up on anything unexpected; the full parse then names the error."""
+    good = json.dumps(_edge_fixture()[0], indent=2).replace("\n", "\n  ")
+    assert "\n  {" in good
+    broken = good.replace('"name": "PP:0F0"', '"name": "PP:0F0" "oops"', 1)
+    _refused(tmp_path, broken, "not JSON")

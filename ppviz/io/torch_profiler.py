@@ -29,6 +29,7 @@ by the stages they run.
 
 from __future__ import annotations
 
+import math
 import re
 from bisect import bisect_right
 from collections import defaultdict
@@ -45,7 +46,54 @@ _OTHER_RE = re.compile(r"\d{1,7}(UNSHARD|RESHARD|REDUCE_GRAD)")
 _SINGLE_RE = re.compile(r"(Forward|Backward) (\d{1,10})")
 _STEP_RE = re.compile(r"ProfilerStep#(\d{1,12})")
 _BACKEND_RE = re.compile(r"[A-Za-z_]+:(send|recv)")
+#: Kineto's categories of operator, kernel and flow events: never an annotation (most of a trace)
+_BULK = frozenset({"cpu_op", "kernel", "python_function", "cuda_runtime", "cuda_driver", "gpu_memcpy", "gpu_memset",
+                   "ac2g", "fwdbwd", "cpu_instant_event", "gpu_user_annotation", "Trace"})
 _RANK_LABEL_RE = re.compile(r"\brank\s*[:=#]?\s*(\d{1,7})\b", re.IGNORECASE)
+
+
+# Kineto writes one event per block, "\n  {" to "\n  }", nested objects indented deeper; the
+# annotations are a few percent of the events, so reading only theirs skips most of the work
+_KINETO_HEAD = re.compile(rb'"(?:schemaVersion|baseTimeNanoseconds|distributedInfo)"')
+_EVENTS_KEY = b'"traceEvents": ['
+_WANTED = re.compile(rb'"name": "(?:PP:|Forward |Backward |ProfilerStep#|process_name"|process_labels"|'
+                     rb'[A-Za-z_]+:(?:send|recv)")')
+_EVENT_START, _EVENT_END = b"\n  {", b"\n  }"
+
+
+def kineto_events(data: bytes):
+    """A Kineto trace's metadata and its annotation events, parsed without the operator events
+    around them; None when the bytes are not laid out as Kineto writes them (parse it all then)."""
+    import orjson
+
+    key = data.find(_EVENTS_KEY, 0, 1 << 16)
+    if key < 0 or not _KINETO_HEAD.search(data, 0, key):
+        return None
+    try:
+        meta = orjson.loads(data[:key] + b'"traceEvents": []}')
+        slices, names = [], []
+        done = key
+        for hit in _WANTED.finditer(data, key):
+            if hit.start() < done:
+                continue  # a second match inside an event already taken
+            start = data.rfind(_EVENT_START, done, hit.start())
+            end = data.find(_EVENT_END, hit.end())
+            if start < 0 or end < 0:
+                return None
+            slices.append(data[start + 1:end + 4])
+            names.append(hit.group(0)[9:].rstrip(b'"').decode())
+            done = end + 4
+        events = orjson.loads(b"[" + b",".join(slices) + b"]")
+        for event, name in zip(events, names):
+            if not isinstance(event, dict) or not isinstance(event.get("name"), str) or \
+                    not event["name"].startswith(name):
+                return None
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(meta, dict):
+        return None
+    meta["traceEvents"] = events
+    return meta
 
 
 def looks_like(trace) -> bool:
@@ -63,10 +111,20 @@ def looks_like(trace) -> bool:
     return False
 
 
-def _number(value, what: str, source: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or abs(value) > 1e300:
-        raise ParseError(f"{source}: {what} must be a finite number; found {_shown(value)}")
-    return float(value)
+def _bad_time(name, ts, dur, source):
+    for what, x in (("ts", ts), ("dur", dur)):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not -1e300 < x < 1e300:
+            raise ParseError(f"{source}: event {_shown(name)}'s {what} must be a finite number; found {_shown(x)}")
+    raise ParseError(f"{source}: event {_shown(name)} at ts={ts:g} has a negative duration {dur:g}")
+
+
+def _label(event: dict, labels: dict) -> None:
+    """A merged trace's process named "rank N" (process_name / process_labels metadata)."""
+    args = event.get("args")
+    text = args.get("name", args.get("labels")) if isinstance(args, dict) else None
+    match = _RANK_LABEL_RE.search(text) if isinstance(text, str) else None
+    if match:
+        labels[_key(event.get("pid"))] = int(match.group(1))
 
 
 class _Process:
@@ -102,48 +160,49 @@ def read_torch_trace(trace, source: str) -> list[RankRecords]:
 
     processes: dict = defaultdict(_Process)
     labels: dict = {}
-    origin = None
+    origin = math.inf
+    dict_, float_, int_ = dict, float, int
+    # the hot loop: a real trace holds ~10 operator events per annotation, skipped on their name
     for e in events:
-        if type(e) is not dict:
+        if type(e) is not dict_:
             raise ParseError(f"{source}: every trace event must be a JSON object; found {_shown(e)}")
-        ph = e.get("ph")
+        if e.get("cat") in _BULK:
+            continue
         name = e.get("name")
-        if ph == "M":
-            if name in ("process_name", "process_labels") and isinstance(e.get("args"), dict):
-                text = e["args"].get("name", e["args"].get("labels"))
-                match = _RANK_LABEL_RE.search(text) if isinstance(text, str) else None
-                if match:
-                    labels[_key(e.get("pid"))] = int(match.group(1))
+        if type(name) is not str:
             continue
-        if ph != "X" or not isinstance(name, str):
-            continue
-        if name.startswith("PP:"):
-            target = "pp"
-        elif name.startswith(("Forward ", "Backward ")):
-            target = "single"
-        elif name.startswith("ProfilerStep#"):
-            target = "steps"
-        elif ":" in name and _BACKEND_RE.fullmatch(name):
-            target = "backend"
+        head = name[:3]
+        if head == "PP:":
+            target = 0
+        elif head in ("For", "Bac") and _SINGLE_RE.fullmatch(name):
+            target = 1
+        elif head == "Pro" and name.startswith("ProfilerStep#"):
+            target = 2
+        elif name.endswith((":send", ":recv")) and _BACKEND_RE.fullmatch(name):
+            target = 3
         else:
+            if e.get("ph") == "M" and name in ("process_name", "process_labels"):
+                _label(e, labels)
             continue
-        ts = _number(e.get("ts"), f"event {_shown(name)}'s ts", source)
-        dur = _number(e.get("dur", 0.0), f"event {_shown(name)}'s dur", source)
-        if dur < 0:
-            raise ParseError(f"{source}: event {_shown(name)} at ts={ts:g} has a negative duration {dur:g}")
-        if origin is None or ts < origin:
+        if e.get("ph") != "X":
+            continue
+        ts, dur = e.get("ts"), e.get("dur", 0.0)
+        if type(ts) is not float_ and type(ts) is not int_ or type(dur) is not float_ and type(dur) is not int_ \
+                or not (-1e300 < ts < 1e300 and 0 <= dur < 1e300):
+            _bad_time(name, ts, dur, source)
+        if ts < origin:
             origin = ts
         proc = processes[_key(e.get("pid"))]
-        if target == "pp":
+        if target == 0:
             proc.pp.append((name[3:], ts, ts + dur))
-        elif target == "single":
+        elif target == 1:
             proc.single.append((name, ts, ts + dur))
-        elif target == "steps":
+        elif target == 2:
             match = _STEP_RE.fullmatch(name)
             if match:
                 proc.steps.append((int(match.group(1)), ts, ts + dur))
         else:
-            proc.backend.append((name.rsplit(":", 1)[1], ts, ts + dur))
+            proc.backend.append((name[-4:], ts, ts + dur))
     processes = {pid: p for pid, p in processes.items() if p.pp or p.single}
     if not processes:
         raise ParseError(
@@ -151,7 +210,7 @@ def read_torch_trace(trace, source: str) -> list[RankRecords]:
             f"(torch.distributed.pipelining's multi-stage schedules), 'Forward i' / 'Backward i' spans "
             f"(ScheduleGPipe), or spans added by ppviz.annotate(stage) (Schedule1F1B and custom loops)")
     # times in ms from a whole microsecond, so that the origin is exact in nanoseconds
-    whole_us = int(origin // 1)
+    whole_us = int(origin // 1) if math.isfinite(origin) else 0
     origin_ns = base_ns + whole_us * 1000
     out = []
     for pid, proc in processes.items():
@@ -172,13 +231,13 @@ def _fill(records: RankRecords, proc: _Process, origin_us: int, source: str) -> 
     step_of = _step_finder(proc.steps)
     recv = sorted((s, e) for kind, s, e in proc.backend if kind == "recv")
     recv_starts = [s for s, _ in recv]
-    recv_ends = np.array([e for _, e in recv])
+    recv_ends = [e for _, e in recv]
     sends = sorted(s for kind, s, _ in proc.backend if kind == "send")
 
     def completion(start, end):
         lo = bisect_right(recv_starts, start - 1e-9)
         hi = bisect_right(recv_starts, end)
-        return float(recv_ends[lo:hi].max()) if hi > lo else None
+        return max(recv_ends[lo:hi]) if hi > lo else None
 
     def ms(t):
         return (t - origin_us) / 1000.0

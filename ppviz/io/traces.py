@@ -20,7 +20,9 @@ is the timeline.
 
 from __future__ import annotations
 
+import gc
 import os
+from bisect import bisect_left
 from collections import defaultdict
 from pathlib import Path
 
@@ -66,8 +68,16 @@ def load_trace(paths, *, step="median", align="auto", progress=None, max_bytes: 
     if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
         raise ConfigError("max_bytes", max_bytes, "give a whole number of bytes >= 1")
     files = _files(paths)
-    records = _read_all(files, progress, max_bytes)
-    return _assemble(records, files, step, align)
+    # a profiler trace is millions of small dicts, alive until the end: the cyclic garbage
+    # collector would traverse them again and again while they are built (2-3x the time)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        records = _read_all(files, progress, max_bytes)
+        return _assemble(records, files, step, align)
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def example_trace() -> str:
@@ -127,7 +137,11 @@ def _read_all(files: list[str], progress, max_bytes: int) -> list[RankRecords]:
 
 
 def _read_file(name: str, max_bytes: int) -> list[RankRecords]:
-    trace = _parse_json(read_bytes(name, max_bytes), name)
+    data = read_bytes(name, max_bytes)
+    trace = torch_profiler.kineto_events(data)
+    if trace is not None:
+        return torch_profiler.read_torch_trace(trace, name)
+    trace = _parse_json(data, name)
     if measured_json.looks_like(trace):
         return measured_json.read_measured_json(trace, name)
     if chrome_trace.looks_like(trace):
@@ -423,7 +437,7 @@ def _clock_offsets(programs, start, end, p) -> np.ndarray:
 
 
 def _comm_events(devices, origin, offsets, t0):
-    """Per device, {(direction, stage, microbatch): sorted times} of sends posted and receives
+    """Per (device, direction, stage, microbatch), the sorted times of sends posted and receives
     completed, on the chosen step's clock."""
     sends, recvs = defaultdict(list), defaultdict(list)
     for d, r in enumerate(devices):
@@ -432,7 +446,16 @@ def _comm_events(devices, origin, offsets, t0):
             sends[(d, direction, d if stage is None else stage, mb)].append(t + shift)
         for _, direction, stage, mb, t in r.recvs:
             recvs[(d, direction, d if stage is None else stage, mb)].append(t + shift)
+    for table in (sends, recvs):
+        for times in table.values():
+            times.sort()
     return sends, recvs
+
+
+def _first_within(times, lo, hi):
+    """The first of sorted ``times`` in [lo, hi], or None."""
+    k = bisect_left(times, lo)
+    return times[k] if k < len(times) and times[k] <= hi else None
 
 
 def _transfers(program: Program, dep, start, end, comm) -> Transfers:
@@ -440,19 +463,20 @@ def _transfers(program: Program, dep, start, end, comm) -> Transfers:
     end), complete at the consumer's receive (else at its compute start)."""
     sends, recvs = comm
     producer, consumer = _cross_edges(program, dep)
-    rows = []
-    for i, j in zip(producer.tolist(), consumer.tolist()):
-        src, dst = int(program.device[i]), int(program.device[j])
-        direction = "F" if program.kind[j] == F else "B"
-        mb = int(program.microbatch[j])
-        posted = [t for t in sends.get((src, direction, int(program.stage[i]), mb), ()) if start[i] <= t <= end[j]]
-        done = [t for t in recvs.get((dst, direction, int(program.stage[j]), mb), ()) if start[i] <= t <= end[j]]
-        t_start = posted[0] if posted else end[i]
-        rows.append((src, dst, int(program.stage[j]), mb, direction, t_start, max(done[0] if done else start[j], t_start)))
-    if not rows:
-        empty = np.zeros(0)
-        return Transfers(empty.astype(np.int32), empty.astype(np.int32), empty.astype(np.int32),
-                         empty.astype(np.int32), empty.astype(str), empty, empty.copy())
-    src, dst, stage, mb, kind, t_start, t_end = zip(*rows)
-    return Transfers(np.array(src, np.int32), np.array(dst, np.int32), np.array(stage, np.int32),
-                     np.array(mb, np.int32), np.array(kind), np.array(t_start), np.array(t_end))
+    src, dst = program.device[producer], program.device[consumer]
+    kind = np.where(program.kind[consumer] == F, "F", "B")
+    mb = program.microbatch[consumer]
+    stage_from, stage_to = program.stage[producer], program.stage[consumer]
+    t_start, t_end = end[producer].copy(), start[consumer].copy()
+    none = ()
+    for k, (i, j, a, b, direction, micro, s_from, s_to) in enumerate(zip(
+            producer.tolist(), consumer.tolist(), src.tolist(), dst.tolist(), kind.tolist(), mb.tolist(),
+            stage_from.tolist(), stage_to.tolist())):
+        posted = _first_within(sends.get((a, direction, s_from, micro), none), start[i], end[j])
+        if posted is not None:
+            t_start[k] = posted
+        done = _first_within(recvs.get((b, direction, s_to, micro), none), start[i], end[j])
+        if done is not None:
+            t_end[k] = done
+    return Transfers(src.astype(np.int32), dst.astype(np.int32), stage_to.astype(np.int32), mb.astype(np.int32),
+                     kind, t_start, np.maximum(t_end, t_start))
