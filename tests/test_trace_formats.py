@@ -340,7 +340,13 @@ def test_any_json_gives_a_parse_error_or_a_run(doc):
 
 def test_kineto_layout_with_a_broken_event_falls_back_to_a_full_parse(tmp_path):
     """The fast reader gives up on anything unexpected; the full parse then names the error."""
-    good = json.dumps(_edge_fixture()[0], indent=2).replace("\n", "\n  ")
-    assert "\n  {" in good
+    trace = dict(_edge_fixture()[0])
+    events = trace.pop("traceEvents")
+    head = json.dumps(trace, indent=2)[:-2]
+    good = head + ',\n  "traceEvents": [' + ",".join(
+        "\n  " + json.dumps(e, indent=2).replace("\n", "\n  ") for e in events) + "\n  ]\n}"
+    from ppviz.io.torch_profiler import kineto_events
+
+    assert kineto_events(good.encode()) is not None  # the layout is Kineto's
     broken = good.replace('"name": "PP:0F0"', '"name": "PP:0F0" "oops"', 1)
     _refused(tmp_path, broken, "not JSON")

@@ -59,6 +59,7 @@ _EVENTS_KEY = b'"traceEvents": ['
 _WANTED = re.compile(rb'"name": "(?:PP:|Forward |Backward |ProfilerStep#|process_name"|process_labels"|'
                      rb'[A-Za-z_]+:(?:send|recv)")')
 _EVENT_START, _EVENT_END = b"\n  {", b"\n  }"
+_KINETO_FIRST = re.compile(rb"[ \n]*\n  \{")
 
 
 def kineto_events(data: bytes):
@@ -67,7 +68,8 @@ def kineto_events(data: bytes):
     import orjson
 
     key = data.find(_EVENTS_KEY, 0, 1 << 16)
-    if key < 0 or not _KINETO_HEAD.search(data, 0, key):
+    if key < 0 or not _KINETO_HEAD.search(data, 0, key) or \
+            not _KINETO_FIRST.match(data, key + len(_EVENTS_KEY), key + len(_EVENTS_KEY) + 64):
         return None
     try:
         meta = orjson.loads(data[:key] + b'"traceEvents": []}')
@@ -90,7 +92,7 @@ def kineto_events(data: bytes):
                 return None
     except orjson.JSONDecodeError:
         return None
-    if not isinstance(meta, dict):
+    if not isinstance(meta, dict) or not events:
         return None
     meta["traceEvents"] = events
     return meta
