@@ -25,7 +25,7 @@ EMULATED = {
     "interleaved": ("Interleaved1F1B", 8, 2, None, {"steps": 3}),
     "zbv": ("ZBVZeroBubble", 8, 2, "v", {"steps": 3}),
     "interleaved_zb": ("InterleavedZeroBubble", 8, 2, None, {"steps": 3}),
-    "dualpipev": ("DualPipeV", 8, 2, "v", {"steps": 1}),
+    "dualpipev": ("DualPipeV", 8, 2, "v", {"steps": 3}),
     "gpipe_annotated": ("GPipe", 4, 1, None, {"steps": 1, "annotate": True}),
     "1f1b_plain": ("1F1B", 4, 1, None, {"steps": 1}),
 }
@@ -53,9 +53,27 @@ def _plans():
     return plans
 
 
+#: a run whose steps differ by more than this was disturbed by the machine (another job took the
+#: cores for a while): it is measured again, at most twice, rather than calibrated on noise
+NOISY = 0.15
+
+
+def _spread(files) -> float:
+    t = ppviz.load_trace(files).steps.pipeline_time
+    return float(t.max() / t.min() - 1)
+
+
 @pytest.fixture(scope="module")
 def runs(torch_pipelining, tmp_path_factory):
-    return run_pipeline(_plans(), P, tmp_path_factory.mktemp("runs"), timeout=240)
+    plans = _plans()
+    out = run_pipeline(plans, P, tmp_path_factory.mktemp("runs"), timeout=240)
+    for _ in range(2):
+        noisy = [p for p in plans if p["steps"] > 1 and p["name"] != "1f1b_plain" and _spread(out[p["name"]]) > NOISY]
+        if not noisy:
+            break
+        print(f"\nmeasuring again (steps differ by more than {NOISY:.0%}): {', '.join(p['name'] for p in noisy)}")
+        out.update(run_pipeline(noisy, P, tmp_path_factory.mktemp("again"), timeout=240))
+    return out
 
 
 @pytest.fixture(scope="module")

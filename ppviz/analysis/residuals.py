@@ -11,9 +11,8 @@ exactly to the difference:
 
 1. **compute variance**: every op takes its measured duration instead of its stage's fitted
    cost (run-to-run and microbatch-to-microbatch variation, contention);
-2. **communication**: every transfer between devices takes its measured time (receive
-   completion − producer end, or the consumer's start where it waited and the receive is not
-   in the trace) instead of ``comm``;
+2. **communication**: every transfer a device waited for takes its measured time (the
+   consumer's start − the producer's end) instead of ``comm``;
 3. **host overhead**: what is left — gaps on a device while its next op was ready (posting sends
    and receives, the loss, Python, a rank descheduled by the OS).
 
@@ -159,19 +158,10 @@ def _attribute(measured: Measured, simulated: Result) -> Attribution:
     _, with_durations, _ = execute(program, cost, config.comm)
     dep = measured.dependencies
     latency = np.full(len(program), float(config.comm))
-    has = dep >= 0
+    # a transfer the consumer waited for took (its start − the producer's end); the others did
+    # not hold anything up, and keep the model's latency
     waited = measured.ops.waited_for >= 0
     latency[waited] = measured.ops.start[waited] - measured.ops.end[dep[waited]]
-    t = measured.transfers
-    if len(t):
-        # the receive's completion, where the trace has it, is when the input was there
-        index = {(int(d), int(s), int(mb), k): i for i, (d, s, mb, k) in
-                 enumerate(zip(program.device, program.stage, program.microbatch, np.array(list("FBIW"))[program.kind]))}
-        for dst, stage, mb, kind, end in zip(t.dst, t.stage, t.microbatch, t.kind, t.end):
-            for k in (("F",) if kind == "F" else ("B", "I")):
-                j = index.get((int(dst), int(stage), int(mb), k))
-                if j is not None and has[j]:
-                    latency[j] = end - measured.ops.end[dep[j]]
     _, with_transfers, _ = execute(program, cost, np.maximum(latency, 0.0))
     t_sim, t_durations, t_transfers = simulated.makespan, float(with_durations.max()), float(with_transfers.max())
     return Attribution(t_durations - t_sim, t_transfers - t_durations, measured.makespan - t_transfers)
