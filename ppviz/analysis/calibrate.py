@@ -10,8 +10,10 @@ step the trace holds:
   (posting sends and receives, the loss, Python) is time the simulator has no other place
   for; its mean per stage and kind is added to the op's cost (reported as ``overhead``).
 * **Communication**: the mean gap between a producer's end and its consumer's start on another
-  device, over the dependencies the consumer was waiting for (its device had nothing else to
-  do), so that busy consumers do not inflate it.
+  device, over the dependencies the consumer was waiting for — its device had nothing else to
+  do, or its span waited longer than a transfer's typical latency for the receive (on gloo,
+  transfers between two ranks that send both ways queue behind each other) — so that busy
+  consumers do not inflate it.
 
 Delays are means, not medians: they add up along the pipeline's critical path, and on a busy
 host a few transfers stall for milliseconds (a send that takes 4 ms to post) — the median
@@ -29,7 +31,7 @@ layers: a stage of a different size takes its share of the measured stages it sp
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -57,9 +59,9 @@ class StageFit:
 
 @dataclass(frozen=True)
 class Calibration:
-    """What :func:`calibrate` returns (see the module docstring)."""
+    """What :func:`calibrate` returns (see the module docstring); ``config`` is the fitted
+    costs on the measured schedule and sizes (``config_for()``)."""
 
-    config: Config
     program: Program
     measured: Measured
     stages: StageFit
@@ -67,6 +69,15 @@ class Calibration:
     comm_samples: int
     fb_ratio: float | None
     w_fraction: float
+    config: Config = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "config", self.config_for())
+
+    @property
+    def schedule(self) -> str:
+        """The measured schedule's registry name, or "custom" (then ``program`` is it)."""
+        return self.program.name if self.program.name != "measured" else "custom"
 
     def simulate(self) -> Result:
         """The measured schedule simulated with the fitted costs."""
@@ -103,11 +114,13 @@ class Calibration:
         """The calibrated costs for another schedule (a registry name), device, microbatch or
         stage count; ``options`` replace other Config fields. The stage count is the target
         schedule's (p·v, or the V schedules' 2p); costs are redistributed when it differs."""
-        base = self.config
-        p = base.devices if devices is None else devices
-        name = base.schedule if schedule is None else schedule
-        probe = Config(schedule=name, devices=p, microbatches=base.microbatches if microbatches is None else microbatches,
-                       stages_per_device=stages_per_device, comm=base.comm, time_unit=base.time_unit)
+        p = self.program.devices if devices is None else devices
+        name = self.schedule if schedule is None else schedule
+        if schedule is None and stages_per_device is None and name != "custom":
+            stages_per_device = self.program.stages // self.program.devices
+        probe = Config(schedule=name, devices=p,
+                       microbatches=self.program.microbatches if microbatches is None else microbatches,
+                       stages_per_device=stages_per_device, comm=self.comm, time_unit="ms")
         stages = probe.stages if probe.stages is not None else self.program.stages
         costs = self.stage_costs(stages)
         uniform = {k: float(np.mean([c[k] for c in costs.values()])) * stages / p for k in ("f", "b", "w")}
@@ -116,6 +129,10 @@ class Calibration:
                       label=options.pop("label", f"{probe.schedule} (calibrated)"))
         fields.update(options)
         return probe.replace(**fields)
+
+    def __repr__(self) -> str:
+        return (f"<Calibration of {self.schedule}: {self.program.stages} stages, comm {self.comm:.3g} ms, "
+                f"re-simulated {self.error:+.1%}>")
 
     def report(self) -> str:
         """The fit in a few lines: per-stage medians and spreads, overheads, comm, the error."""
@@ -167,7 +184,9 @@ def calibrate(measured: Measured, *, w_fraction: float = 0.5) -> Calibration:
     program = measured.program
     S, p = program.stages, program.devices
     samples = measured.samples
-    gaps, waited, cross_gaps = _gaps(measured)
+    prev_end, ready = _gaps(measured)
+    comm, waited, comm_samples = _comm_fit(samples, prev_end, ready)
+    gaps = samples.start - prev_end
     kind_index = _kind_codes(samples.kind)
     median = np.full((S, 4), np.nan)
     spread = np.full((S, 4), np.nan)
@@ -189,31 +208,17 @@ def calibrate(measured: Measured, *, w_fraction: float = 0.5) -> Calibration:
             overhead[s, j] = float(np.mean(g)) if len(g) else fallback
     fit = StageFit(median, spread, count, overhead)
     fb_ratio = _fb_ratio(samples, fit, kind_index, w_fraction)
-    comm = max(0.0, float(np.mean(cross_gaps))) if len(cross_gaps) else 0.0
-    calibration = Calibration(config=None, program=program, measured=measured, stages=fit, comm=comm,
-                              comm_samples=len(cross_gaps), fb_ratio=fb_ratio, w_fraction=float(w_fraction))
-    name = program.name if program.name != "measured" else "custom"
-    v = measured.config.stages_per_device
-    base = Config(schedule=name, devices=p, microbatches=program.microbatches,
-                  stages_per_device=v if name != "custom" else None, comm=comm, time_unit="ms")
-    config = Calibration.config_for(_with(calibration, base), label=f"{name} (calibrated)")
-    return _with(calibration, config)
-
-
-def _with(calibration: Calibration, config: Config) -> Calibration:
-    return Calibration(config, calibration.program, calibration.measured, calibration.stages, calibration.comm,
-                       calibration.comm_samples, calibration.fb_ratio, calibration.w_fraction)
+    return Calibration(program=program, measured=measured, stages=fit, comm=comm, comm_samples=comm_samples,
+                       fb_ratio=fb_ratio, w_fraction=float(w_fraction))
 
 
 def _gaps(measured: Measured):
-    """Per sample: the idle gap before it on its device (NaN for a device's first op), whether
-    it waited for an input from another device, and the producer-to-consumer gaps of the
-    cross-device dependencies that were waited for."""
+    """Per sample: when its device's previous op ended (NaN for a device's first op), and when
+    its input from another device was produced (NaN if it has none)."""
     samples = measured.samples
     n = len(samples)
-    gaps = np.full(n, np.nan)
-    waited = np.zeros(n, bool)
-    cross = []
+    prev_end = np.full(n, np.nan)
+    ready = np.full(n, np.nan)
     program = measured.program
     for k in range(len(measured.steps)):
         rows = np.flatnonzero(samples.step == k)
@@ -224,21 +229,40 @@ def _gaps(measured: Measured):
                                np.r_[0, np.cumsum(np.bincount(samples.device[rows], minlength=program.devices))],
                                stages=program.stages, microbatches=program.microbatches)
         dep = dependencies(step_program)
-        start, end, device = samples.start[rows], samples.end[rows], samples.device[rows]
-        prev_end = np.r_[np.nan, end[:-1]]
-        prev_end[step_program.offsets[:-1][step_program.offsets[:-1] < len(rows)]] = np.nan
+        end, device = samples.end[rows], samples.device[rows]
+        before = np.r_[np.nan, end[:-1]]
+        before[step_program.offsets[:-1][step_program.offsets[:-1] < len(rows)]] = np.nan
         second = np.flatnonzero(step_program.pair) + 1
-        prev_end[second] = prev_end[second - 1]
-        ready = np.full(len(rows), -np.inf)
-        has = dep >= 0
-        ready[has] = end[dep[has]]
-        other = has.copy()
-        other[has] = device[dep[has]] != device[has]
-        wait = other & (ready > np.nan_to_num(prev_end, nan=-np.inf))
-        gaps[rows] = start - prev_end
-        waited[rows] = wait
-        cross.append(start[wait] - ready[wait])
-    return gaps, waited, np.concatenate(cross) if cross else np.zeros(0)
+        before[second] = before[second - 1]
+        prev_end[rows] = before
+        cross = dep >= 0
+        cross[cross] = device[dep[cross]] != device[cross]
+        step_ready = np.full(len(rows), np.nan)
+        step_ready[cross] = end[dep[cross]]
+        ready[rows] = step_ready
+    return prev_end, ready
+
+
+def _waited(prev_end, ready, wait, latency: float) -> np.ndarray:
+    """Ops that waited for their input from another device: produced ``latency`` earlier, it
+    came after their device was free, or their span waited longer than ``latency`` for its
+    receive (a transfer held up behind others on the link, not just the receive's posting)."""
+    held_up = (wait > latency) if latency > 0 else np.zeros(len(wait), bool)
+    return ~np.isnan(ready) & (~(ready + latency <= prev_end) | held_up)
+
+
+def _comm_fit(samples, prev_end, ready):
+    """The mean latency of the transfers ops waited for, and which ops waited. First the ops
+    whose input was produced after their device was free; then, with that latency, also those
+    whose input was produced before but arrived after (one refinement)."""
+    start = samples.start
+    comm = 0.0
+    waited = _waited(prev_end, ready, samples.wait, comm)
+    for _ in range(2):
+        gaps = start[waited] - ready[waited]
+        comm = max(0.0, float(np.mean(gaps))) if len(gaps) else 0.0
+        waited = _waited(prev_end, ready, samples.wait, comm)
+    return comm, waited, int(waited.sum())
 
 
 def _fb_ratio(samples, fit: StageFit, kind_index, w_fraction) -> float | None:

@@ -11,10 +11,12 @@ exactly to the difference:
 
 1. **compute variance**: every op takes its measured duration instead of its stage's fitted
    cost (run-to-run and microbatch-to-microbatch variation, contention);
-2. **communication**: every transfer a device waited for takes its measured time (the
-   consumer's start − the producer's end) instead of ``comm``;
-3. **host overhead**: what is left — gaps on a device while its next op was ready (posting sends
-   and receives, the loss, Python, a rank descheduled by the OS).
+2. **communication**: every transfer a device waited for — its input came after the device was
+   free, or its span waited for the receive — takes its measured time (the consumer's start −
+   the producer's end) instead of ``comm``; on gloo, transfers between two ranks that send both
+   ways queue behind each other, and some take many times the fitted latency;
+3. **host overhead**: what is left — gaps on a device while its next op's input was there
+   (posting sends and receives, the loss, Python, a rank descheduled by the OS).
 
 Per device, ``compute_excess`` (measured − simulated busy time) and ``host_gaps`` name the
 stragglers: the device whose excess holds up everyone after it.
@@ -138,16 +140,26 @@ def residuals(measured: Measured, against) -> Residuals:
     return Residuals(measured, simulated)
 
 
+def _waited_for_transfer(measured: Measured) -> np.ndarray:
+    """Ops that waited for an input from another device: it came after their device was free,
+    or their span waited for its receive (a transfer held up behind others on the link)."""
+    program, dep = measured.program, measured.dependencies
+    has = dep >= 0
+    cross = has.copy()
+    cross[has] = program.device[dep[has]] != program.device[has]
+    return cross & ((measured.ops.waited_for >= 0) | (measured.wait > 0))
+
+
 def _host_gaps(measured: Measured) -> np.ndarray:
-    """Per op, the time its device sat idle before it although the op's input was there."""
+    """Per op, the time its device sat idle before it although its input was there."""
     program, ops = measured.program, measured.ops
     n = len(ops)
     prev_end = np.r_[np.nan, ops.end[:-1]]
     prev_end[program.offsets[:-1][program.offsets[:-1] < n]] = np.nan
     second = np.flatnonzero(program.pair) + 1
     prev_end[second] = ops.start[second]
-    gaps = np.nan_to_num(ops.start - prev_end)
-    return np.where(ops.waited_for >= 0, 0.0, np.maximum(gaps, 0.0))
+    gaps = np.maximum(np.nan_to_num(ops.start - measured.wait - prev_end), 0.0)
+    return np.where(ops.waited_for >= 0, 0.0, gaps)
 
 
 def _attribute(measured: Measured, simulated: Result) -> Attribution:
@@ -160,7 +172,7 @@ def _attribute(measured: Measured, simulated: Result) -> Attribution:
     latency = np.full(len(program), float(config.comm))
     # a transfer the consumer waited for took (its start − the producer's end); the others did
     # not hold anything up, and keep the model's latency
-    waited = measured.ops.waited_for >= 0
+    waited = _waited_for_transfer(measured)
     latency[waited] = measured.ops.start[waited] - measured.ops.end[dep[waited]]
     _, with_transfers, _ = execute(program, cost, np.maximum(latency, 0.0))
     t_sim, t_durations, t_transfers = simulated.makespan, float(with_durations.max()), float(with_transfers.max())
