@@ -14,7 +14,10 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
 - Stage s costs f·p/S, b·p/S (I), w·p/S (W) unless ``stage_costs[s]`` gives absolute values;
   B costs I + W; a pair costs (F + B) scaled by fb / (f + b + w) when ``fb`` is given.
 - F allocates the stage's activation (activation·p/S unless overridden) at its start; I frees
-  all but ``w_share`` of it at its end, W the rest, B all of it.
+  all but ``w_share`` of it at its end, W the rest, B all of it. In a forward-only program an F
+  frees at its own end what it took at its start.
+- A program of k sequence segments (``segments``) numbers m·k microbatch indices; each op of one
+  costs 1/k of its stage's time and holds 1/k of its activation.
 """
 
 from __future__ import annotations
@@ -74,6 +77,8 @@ def run(program, config) -> Run:
     rows = program_rows(program)
     p, S = len(rows), program.stages
     costs = stage_costs(config, p, S)
+    k_segments = program.segments
+    costs = [{key: value / k_segments for key, value in c.items()} for c in costs]
     ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
 
     # each (kind, stage, mb) → (device, flat index); the program is validated by ppviz, so unique
@@ -151,6 +156,8 @@ def run(program, config) -> Run:
             a = costs[s]["act"]
             if k == "F":
                 events.append((start[j], 1, a))
+                if program.forward_only:
+                    events.append((end[j], 0, -a))
             elif k == "B":
                 events.append((end[j], 0, -a))
             elif k == "I":

@@ -38,6 +38,8 @@ def configs(draw):
         options["w_share"] = draw(st.sampled_from([0.0, 0.25, 0.5, 1.0]))
     if draw(st.booleans()):
         options["fb"] = draw(st.sampled_from([0.5, 1.7, 2.4, 5.0]))
+    if spec.segmented:
+        options["segments"] = draw(st.integers(1, 4))
     try:
         stages = Config(schedule=name, devices=p, microbatches=m, stages_per_device=v).stages
     except ScheduleConstraintError:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError
+from .errors import ConfigError, ScheduleConstraintError
 from .budget import check_size
 from .registry import lookup
 
@@ -121,6 +121,9 @@ class Config:
     time_unit : the unit of ``f``, ``b``, ``w``, ``comm`` and ``fb`` (``"ms"``, ``"us"``, ``"s"`` …),
         shown beside times in summaries, charts and the widget; ``None`` (the default) leaves
         times unitless.
+    segments : k, the sequence segments each microbatch is split into (Seq1F1B); each segment's
+        passes cost 1/k of the microbatch's and hold 1/k of its activation. Only schedules that
+        split sequences accept k > 1.
     """
 
     schedule: str = "1f1b"
@@ -140,6 +143,7 @@ class Config:
     activation_bytes: float | None = None
     label: str | None = None
     time_unit: str | None = None
+    segments: int = 1
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -151,7 +155,11 @@ class Config:
         set_(self, "microbatches", positive_int("microbatches", self.microbatches))
         v = positive_int("stages_per_device", self.stages_per_device, allow_none=True)
         set_(self, "stages_per_device", spec.default_v if v is None else v)
-        check_size(spec, self.devices, self.stages_per_device, self.microbatches)
+        set_(self, "segments", positive_int("segments", self.segments))
+        if self.segments > 1 and not spec.segmented:
+            raise ScheduleConstraintError("segments", self.segments, "use 1, or the seq1f1b schedule to split sequences",
+                                          reason=f"{spec.name} does not split microbatches into sequence segments")
+        check_size(spec, self.devices, self.stages_per_device, self.microbatches * self.segments)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
         if self.f + self.b + self.w <= 0:

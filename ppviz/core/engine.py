@@ -47,8 +47,9 @@ def dependencies(program: Program) -> np.ndarray:
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
-    """Duration of each op; the first op of an F&B pair carries the pair's duration."""
-    table = stage_table(config, program.devices, program.stages)
+    """Duration of each op; the first op of an F&B pair carries the pair's duration. A segment of
+    a microbatch split into k sequence segments costs 1/k of the microbatch's pass."""
+    table = stage_table(config, program.devices, program.stages) / program.segments
     cost = table[program.kind.astype(np.intp), program.stage]
     if program.pair.any():
         first = np.flatnonzero(program.pair)
@@ -270,14 +271,14 @@ def simulate(x, config: Config | None = None, *, engine: str = "auto", **options
     elif isinstance(x, Program):
         program = x
         if config is None:
-            base = {"schedule": "custom", "devices": program.devices, "microbatches": program.microbatches}
+            base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
             base.update(options)
             cfg = Config(**base)
         else:
             cfg = config.replace(**options) if options else config
     else:
         raise ConfigError("x", type(x).__name__, "simulate takes a ppviz.Config or a ppviz.Program")
-    for field, wanted in (("devices", program.devices), ("microbatches", program.microbatches)):
+    for field, wanted in (("devices", program.devices), ("microbatches", program.whole_microbatches)):
         if getattr(cfg, field) != wanted:
             raise ConfigError(field, getattr(cfg, field),
                               f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")

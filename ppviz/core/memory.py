@@ -2,7 +2,10 @@
 
 F of (s, mb) allocates that stage's activation when it starts. I frees the part the weight
 gradient does not need when it ends (1 − ``w_share`` of it), W frees the rest, and B frees
-all of it. An F&B pair allocates at its start and frees at its end. Static memory
+all of it. An F&B pair allocates at its start and frees at its end. In a forward-only
+(inference) program nothing is kept for a backward: each F holds its stage's activation, the
+working set of its pass, from its start to its end. A segment of a microbatch split into k
+sequence segments (Seq1F1B) holds 1/k of the microbatch's activation. Static memory
 (parameters, gradients, optimizer state) is ``params`` per 1/p of the model, counted once
 per stage a device holds, so DualPipe's two replicas count twice.
 """
@@ -55,12 +58,14 @@ def stage_activation(config, devices: int, stages: int) -> np.ndarray:
 
 def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> MemoryCurves:
     p = program.devices
-    act = stage_activation(config, p, program.stages)[program.stage]
+    act = stage_activation(config, p, program.stages)[program.stage] / program.segments
     kind = program.kind
     share = config.w_share
     release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
     is_alloc = kind == F
     is_free = ~is_alloc & (release != 0)
+    if program.forward_only:
+        release, is_free = act, act != 0  # each F frees at its own end what it took at its start
     times, values, offsets = [], [], [0]
     bounds = program.offsets.tolist()
     for d in range(p):

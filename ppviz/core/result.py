@@ -52,6 +52,13 @@ class Result:
     value per device in activation units, ``memory`` (curves over time) and ``closed_form``
     (the published figures for this schedule, or None). ``dependencies`` gives, per op, the
     index of the op it waits for (−1 for none), as the simulator computed it.
+
+    A forward-only (inference) program also has ``time_to_first_output`` (when the last stage
+    finishes its first microbatch) and ``throughput`` (steady-state microbatches per unit of
+    time: m − 1 outputs over the time from the first output to the last; None for m = 1); both
+    are None for training programs. Its bubble is the fill and drain of this one batch: the
+    idle time a stream of batches through a full pipeline would not pay, which is why latency
+    and throughput, not the bubble, describe inference.
     """
 
     def __init__(self, config, program, start, end, dep, cost):
@@ -81,6 +88,7 @@ class Result:
         self.peak_activation = self.memory.peaks()
         self.static_memory = static_memory(program, config)
         self.peak_memory = self.peak_activation + self.static_memory
+        self.time_to_first_output, self.throughput = _output_times(program, end)
         spec = config.spec
         self.closed_form = spec.closed_form(config) if spec.closed_form is not None and spec.name == program.name else None
         # a result is a record: its arrays (and the program's, shared by every result of it) are read-only
@@ -119,8 +127,10 @@ class Result:
         cf = self.closed_form
         name = c.display_name
         v = self.program.stages_per_device
-        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None else "1 (2 replicas)"
-        lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={v_text} "
+        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None \
+            else f"{v:g} (2 replicas)"
+        k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
+        lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
         unit = f" {c.time_unit}" if c.time_unit else ""
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
@@ -134,6 +144,13 @@ class Result:
             lines.append("    closed form    " + " ".join(f"{x:.3g}" for x in cf.peak_activation) + f"  [{cf.memory_formula}]")
         if self.static_memory.any():
             lines.append("  peak memory      " + " ".join(f"{x:.3g}" for x in self.peak_memory))
+        if self.time_to_first_output is not None:
+            lines.append(f"  first output     {self.time_to_first_output:.6g}{unit}" +
+                         (f"   closed form {cf.first_output:.6g}{unit}" if cf and cf.first_output is not None else ""))
+        if self.throughput is not None:
+            per = f" microbatches per{unit}" if unit else " microbatches per unit of time"
+            lines.append(f"  throughput       {self.throughput:.6g}{per}" +
+                         (f"   closed form {cf.throughput:.6g}" if cf and cf.throughput is not None else ""))
         if cf and not cf.applies:
             lines.append(f"  (closed form assumes {cf.assumptions}; this config does not meet all of it)")
         return "\n".join(lines)
@@ -180,6 +197,16 @@ class Result:
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
                 f"bubble {self.bubble_fraction:.1%}, peak activation {self.peak_activation.max():.3g}>")
+
+
+def _output_times(program, end) -> tuple[float | None, float | None]:
+    """Time to first output and steady-state throughput of a forward-only program (else None, None)."""
+    if not program.forward_only:
+        return None, None
+    outputs = np.sort(end[(program.stage == program.stages - 1) & (program.kind == 0)])
+    first = float(outputs[0])
+    span = float(outputs[-1]) - first
+    return first, ((len(outputs) - 1) / span if len(outputs) > 1 and span > 0 else None)
 
 
 def _binding_dependency(program, start, end, dep, comm) -> np.ndarray:
