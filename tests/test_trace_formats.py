@@ -26,6 +26,7 @@ ROUND_TRIP = [
     ppviz.Config(schedule="zb-v", devices=4, microbatches=8, f=1.0, b=1.0, w=1.0, comm=0.1),
     ppviz.Config(schedule="dualpipe-v", devices=4, microbatches=10, f=1.0, b=1.5, w=0.5, fb=2.0),
     ppviz.Config(schedule="gpipe", devices=3, microbatches=5, stage_costs={2: {"f": 3.0}}),
+    ppviz.Config(schedule="inference", devices=4, microbatches=6, f=1.5, comm=0.5),
 ]
 
 

@@ -227,7 +227,8 @@ def _gaps(measured: Measured):
                                samples.stage[rows], samples.microbatch[rows],
                                samples.pair[rows] & (samples.kind[rows] == "F"),
                                np.r_[0, np.cumsum(np.bincount(samples.device[rows], minlength=program.devices))],
-                               stages=program.stages, microbatches=program.microbatches)
+                               stages=program.stages, microbatches=program.microbatches,
+                               forward_only=program.forward_only)
         dep = dependencies(step_program)
         end, device = samples.end[rows], samples.device[rows]
         before = np.r_[np.nan, end[:-1]]

@@ -265,7 +265,7 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
     program, order = programs[labels[chosen]]
     t0 = start[order].min()
     program = Program(program.kind, program.stage, program.microbatch, program.pair, program.offsets,
-                      stages=S, microbatches=m, name=_recognise(program, p, S, m))
+                      stages=S, microbatches=m, name=_recognise(program, p, S, m), forward_only=program.forward_only)
     dep = dependencies(program)
     op_start, op_end = start[order] - t0, end[order] - t0
     comm = _comm_events(devices, origin, offsets, t0)
@@ -294,8 +294,9 @@ def _program(sel, device, kind, stage, mb, pair, start, p, S, m):
     counts = np.bincount(device[order], minlength=p)
     offsets = np.r_[0, np.cumsum(counts)]
     first_of_pair = pair[order] & (kind[order] == F)
+    # a step of forwards alone is an inference pipeline (torch's forward-only schedule)
     program = Program(kind[order], stage[order], mb[order], first_of_pair, offsets, stages=S, microbatches=m,
-                      name="measured")
+                      name="measured", forward_only=bool((kind[order] == F).all()))
     program.validate()
     return program, order
 
