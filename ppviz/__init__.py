@@ -10,6 +10,7 @@ from .core.measured import Measured
 from .core.errors import (
     ConfigError,
     DeadlockError,
+    LayoutError,
     ParseError,
     PpvizError,
     ProgramError,
@@ -23,6 +24,7 @@ from .core.result import Result
 from .io.torch_annotate import annotate
 from .io.torch_schedules import from_torch
 from .io.traces import example_trace, load_trace
+from .model import Hardware, Layout, Transformer
 
 __version__ = "0.1.0"
 
@@ -32,6 +34,9 @@ __all__ = [
     "ConfigError",
     "DeadlockError",
     "Measured",
+    "Hardware",
+    "Layout",
+    "LayoutError",
     "ParseError",
     "Placement",
     "PpvizError",
@@ -40,6 +45,7 @@ __all__ = [
     "Residuals",
     "Result",
     "ScheduleConstraintError",
+    "Transformer",
     "UnknownScheduleError",
     "annotate",
     "calibrate",

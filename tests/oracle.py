@@ -18,6 +18,13 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
   frees at its own end what it took at its start.
 - A program of k sequence segments (``segments``) numbers m·k microbatch indices; each op of one
   costs 1/k of its stage's time and holds 1/k of its activation.
+  all but ``w_share`` of it at its end, W the rest, B all of it.
+- Recompute (``Config.recompute``): every I and B of a stage first runs the recompute, whose
+  time is ``stage_costs[s]["recompute"]``, else recompute_cost·p/S, else (full recompute) the
+  stage's own F time, else 0; F then stores recompute_activation·p/S, by default 2/34 of the
+  activation under full recompute and all of it under selective recompute.
+- Static memory: each distinct stage in a device's rows adds ``stage_costs[s]["params"]``,
+  else params·p/S.
 """
 
 from __future__ import annotations
@@ -62,14 +69,29 @@ def program_rows(program) -> list[list[tuple[str, int, int, bool]]]:
 
 def stage_costs(config, p: int, S: int):
     frac = p / S
+    mode = config.recompute
+    kept = config.activation
+    if mode == "full":
+        kept = config.activation * 2 / 34 if config.recompute_activation is None else config.recompute_activation
+    elif mode == "selective" and config.recompute_activation is not None:
+        kept = config.recompute_activation
     out = []
     for s in range(S):
         over = dict(config.stage_costs.get(s, {}))
         f = over.get("f", config.f * frac)
         i = over.get("b", config.b * frac)
         w = over.get("w", config.w * frac)
-        act = over.get("activation", config.activation * frac)
-        out.append({"F": f, "I": i, "W": w, "B": i + w, "act": act})
+        act = over.get("activation", kept * frac)
+        again = 0.0
+        if mode is not None:
+            if "recompute" in over:
+                again = over["recompute"]
+            elif config.recompute_cost is not None:
+                again = config.recompute_cost * frac
+            elif mode == "full":
+                again = f
+        params = over.get("params", config.params * frac)
+        out.append({"F": f, "I": again + i, "W": w, "B": again + i + w, "act": act, "params": params})
     return out
 
 
@@ -169,7 +191,7 @@ def run(program, config) -> Run:
             level += delta
             peak = max(peak, level)
         peaks.append(peak)
-        static.append(config.params * p / S * len({s for _, s, _, _ in row}))
+        static.append(sum(costs[s]["params"] for s in {s for _, s, _, _ in row}))
     return Run(start=start, end=end, makespan=makespan, busy=busy, idle=idle,
                bubble_fraction=sum(idle) / (p * makespan) if makespan else 0.0,
                bubble_rate=(makespan - ideal) / ideal if ideal else 0.0,

@@ -147,6 +147,16 @@ def _custom(out):
         assert "torch is not installed; skipping" in out
 
 
+def _will_it_fit(out):
+    for claim in ("slowest stage: 7", "gpipe             step    5212 ms", "OUT OF MEMORY by 28.2 GiB",
+                  "fastest that fits: zb-v", "out of memory: gpipe", "6 of 8 fit",
+                  "zb-h2 recompute=selective  step   9632 ms   peak  109.8 GiB   OUT OF MEMORY",
+                  "zb-h2 recompute=full       step  12002 ms   peak   36.0 GiB   fits",
+                  "full recompute costs zb-h2 35% more time than zb-v", "balanced saves 12.9% of the step",
+                  "balanced: Et*7|(t*8|)*14t*7L", "OUT OF MEMORY on device 0"):
+        assert claim in out, claim
+
+
 def _measured(out):
     assert "recognised schedule: 1f1b" in out
     # the fitted simulation reproduces the shipped step within 10 %, as the prose says
@@ -161,9 +171,10 @@ def _measured(out):
 
 
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
-          "real_model": _real_model, "custom_schedules": _custom, "measured_to_better_schedule": _measured}
+          "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
+          "measured_to_better_schedule": _measured}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
-               "measured_to_better_schedule": 2}
+               "will_it_fit": 1, "measured_to_better_schedule": 2}
 
 
 @pytest.fixture(scope="module")

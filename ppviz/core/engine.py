@@ -60,11 +60,16 @@ def op_costs(program: Program, config: Config) -> np.ndarray:
 
 
 def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
-    """Per-stage times, rows F, B (= I + W), I, W; a stage of 1/S of the model costs p/S of f, b, w."""
+    """Per-stage times, rows F, B (= I + W), I, W; a stage of 1/S of the model costs p/S of f, b, w.
+
+    Under recompute, each stage's I (and B) starts with the recompute of its forward
+    (``recompute_cost``, by default the stage's f under full recompute; see ``Config.recompute``).
+    """
     frac = devices / stages
     f = np.full(stages, config.f * frac)
     i = np.full(stages, config.b * frac)
     w = np.full(stages, config.w * frac)
+    again = np.zeros(stages)
     for s, over in config.stage_costs.items():
         if s >= stages:
             raise ConfigError("stage_costs", dict(config.stage_costs),
@@ -72,6 +77,12 @@ def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
         f[s] = over.get("f", f[s])
         i[s] = over.get("b", i[s])
         w[s] = over.get("w", w[s])
+    if config.recompute is not None:
+        default = config.recompute_cost
+        again = f.copy() if default is None and config.recompute == "full" else np.full(stages, (default or 0.0) * frac)
+        for s, over in config.stage_costs.items():
+            again[s] = over.get("recompute", again[s])
+    i = i + again
     return np.stack([f, i + w, i, w])
 
 
@@ -255,7 +266,7 @@ def _deadlock(program: Program, pos, stop, dep, end) -> DeadlockError:
     return DeadlockError(message, blocked)
 
 
-def simulate(x, config: Config | None = None, *, engine: str = "auto", **options):
+def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
     """Simulate a config (its schedule is built first) or a program.
 
     ``simulate(cfg)``; ``simulate(cfg, comm=0.1)`` (options replace config fields);

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import FULL_RECOMPUTE_SHARE
 from .program import B, F, I, W
 
 
@@ -49,7 +50,14 @@ class MemoryCurves:
 
 
 def stage_activation(config, devices: int, stages: int) -> np.ndarray:
-    act = np.full(stages, config.activation * devices / stages)
+    """What each stage's F stores: ``activation`` per 1/p of the model, or under recompute
+    ``recompute_activation`` (default: 2/34 of it for full recompute, all of it for selective;
+    see ``Config.recompute``); ``stage_costs[s]["activation"]`` overrides a stage."""
+    unit = config.activation
+    if config.recompute is not None:
+        unit = config.recompute_activation if config.recompute_activation is not None else \
+            unit * FULL_RECOMPUTE_SHARE if config.recompute == "full" else unit
+    act = np.full(stages, unit * devices / stages)
     for s, over in config.stage_costs.items():
         if "activation" in over and s < stages:
             act[s] = over["activation"]
@@ -103,10 +111,19 @@ def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> Me
 
 
 def static_memory(program, config) -> np.ndarray:
-    """Parameters + gradients + optimizer state per device, in activation units."""
-    per_stage = config.params * program.devices / program.stages
+    """Parameters + gradients + optimizer state per device, in activation units: each
+    (replica, stage) a device holds adds ``params`` · p/S, or ``stage_costs[s]["params"]``."""
+    per_stage = np.full(program.stages, config.params * program.devices / program.stages)
+    for s, over in config.stage_costs.items():
+        if "params" in over and s < program.stages:
+            per_stage[s] = over["params"]
+    out = np.zeros(program.devices)
     if program.placement is None:
-        counts = np.array([len(np.unique(program.stage[program.device == d])) for d in range(program.devices)])
-    else:
-        counts = np.array([program.placement.replicas_on(d) for d in range(program.devices)])
-    return per_stage * counts
+        for d in range(program.devices):
+            out[d] = per_stage[np.unique(program.stage[program.device == d])].sum()
+        return out
+    placement = program.placement
+    np.add.at(out, np.asarray(placement.stage_device), per_stage)
+    if placement.reverse_device is not None:
+        np.add.at(out, np.asarray(placement.reverse_device), per_stage)
+    return out

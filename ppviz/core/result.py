@@ -59,6 +59,10 @@ class Result:
     are None for training programs. Its bubble is the fill and drain of this one batch: the
     idle time a stream of batches through a full pipeline would not pay, which is why latency
     and throughput, not the bubble, describe inference.
+    With ``Config.memory_capacity``: ``fits`` (per device, peak memory <= capacity), ``excess``
+    (per device, how far the peak exceeds the capacity, 0 where it fits; activation units,
+    ``excess_bytes`` in bytes) and ``out_of_memory`` (some device does not fit); without a
+    capacity ``fits`` and ``excess`` are None and ``out_of_memory`` is False.
     """
 
     def __init__(self, config, program, start, end, dep, cost):
@@ -89,11 +93,15 @@ class Result:
         self.static_memory = static_memory(program, config)
         self.peak_memory = self.peak_activation + self.static_memory
         self.time_to_first_output, self.throughput = _output_times(program, end)
+        capacity = config.memory_capacity
+        self.fits = None if capacity is None else self.peak_memory <= capacity
+        self.excess = None if capacity is None else np.maximum(self.peak_memory - capacity, 0.0)
         spec = config.spec
         self.closed_form = spec.closed_form(config) if spec.closed_form is not None and spec.name == program.name else None
         # a result is a record: its arrays (and the program's, shared by every result of it) are read-only
         for array in (*(getattr(self.ops, f.name) for f in dataclasses.fields(self.ops)), self.dependencies, self.busy,
                       self.idle, self.peak_activation, self.static_memory, self.peak_memory, self.memory.times,
+                      *((self.fits, self.excess) if capacity is not None else ()),
                       self.memory.values, self.memory.offsets, program.kind, program.stage, program.microbatch,
                       program.pair, program.offsets, program.device):
             array.flags.writeable = False
@@ -106,6 +114,16 @@ class Result:
     def peak_memory_bytes(self) -> np.ndarray | None:
         b = self.config.activation_bytes
         return None if b is None else self.peak_memory * b
+
+    @property
+    def out_of_memory(self) -> bool:
+        """True when some device's peak memory exceeds ``Config.memory_capacity``."""
+        return self.fits is not None and not bool(self.fits.all())
+
+    @property
+    def excess_bytes(self) -> np.ndarray | None:
+        b = self.config.activation_bytes
+        return None if b is None or self.excess is None else self.excess * b
 
     def memory_at(self, t: float) -> np.ndarray:
         """Activation + static memory of each device at time t."""
@@ -151,9 +169,33 @@ class Result:
             per = f" microbatches per{unit}" if unit else " microbatches per unit of time"
             lines.append(f"  throughput       {self.throughput:.6g}{per}" +
                          (f"   closed form {cf.throughput:.6g}" if cf and cf.throughput is not None else ""))
+        if c.activation_bytes is not None:
+            lines.append("  peak memory GiB  " + " ".join(f"{x / 2**30:.3g}" for x in self.peak_memory_bytes))
+        if self.fits is not None:
+            lines.append("  " + self.fit_summary())
         if cf and not cf.applies:
             lines.append(f"  (closed form assumes {cf.assumptions}; this config does not meet all of it)")
         return "\n".join(lines)
+
+    def fit_summary(self) -> str:
+        """One line: whether every device's peak memory fits ``Config.memory_capacity`` (None: no capacity)."""
+        if self.fits is None:
+            return "memory capacity  none given"
+        b = self.config.activation_bytes
+
+        def amount(x: float) -> str:
+            return f"{x * b / 2**30:.3g} GiB" if b is not None else f"{x:.3g}"
+
+        capacity = self.config.memory_capacity
+        head = f"memory capacity  {amount(capacity)} per device: "
+        if not self.out_of_memory:
+            worst = int(np.argmax(self.peak_memory))
+            return head + f"fits (highest peak {amount(self.peak_memory[worst])} on device {worst})"
+        over = np.flatnonzero(~self.fits)
+        worst = int(over[np.argmax(self.excess[over])])
+        devices = ", ".join(map(str, over.tolist()))
+        return head + (f"OUT OF MEMORY on device{'s' if len(over) > 1 else ''} {devices} "
+                       f"(up to {amount(self.excess[worst])} over, on device {worst})")
 
     def to_text(self, width: int = 80) -> str:
         """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
