@@ -242,11 +242,14 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
         step_label = _occurrence(device, kind, stage, mb, start)
 
     S, m, p = int(stage.max()) + 1, int(mb.max()) + 1, len(devices)
+    # a trace of forwards alone is an inference pipeline (torch's forward-only schedule); one
+    # backward anywhere makes it training, and steps without theirs incomplete
+    forward_only = bool((kind == F).all())
     programs, failures = {}, []
     for label in np.unique(step_label).tolist():
         try:
             programs[label] = _program(np.flatnonzero(step_label == label), device, kind, stage, mb, pair, start,
-                                       p, S, m)
+                                       p, S, m, forward_only)
         except ProgramError as exc:
             failures.append((label, exc))
     if not programs:
@@ -287,16 +290,15 @@ def _occurrence(device, kind, stage, mb, start) -> np.ndarray:
     return occurrence
 
 
-def _program(sel, device, kind, stage, mb, pair, start, p, S, m):
+def _program(sel, device, kind, stage, mb, pair, start, p, S, m, forward_only):
     """The step's program (each device's ops in the order they started) and its rows, in program order."""
     # an overlapped pair's ops start together: F first, then its backward
     order = sel[np.lexsort((~(pair[sel] & (kind[sel] == F)), start[sel], device[sel]))]
     counts = np.bincount(device[order], minlength=p)
     offsets = np.r_[0, np.cumsum(counts)]
     first_of_pair = pair[order] & (kind[order] == F)
-    # a step of forwards alone is an inference pipeline (torch's forward-only schedule)
     program = Program(kind[order], stage[order], mb[order], first_of_pair, offsets, stages=S, microbatches=m,
-                      name="measured", forward_only=bool((kind[order] == F).all()))
+                      name="measured", forward_only=forward_only)
     program.validate()
     return program, order
 
