@@ -1,9 +1,12 @@
 """ppviz: simulate and visualise pipeline-parallel training schedules."""
 
 from . import schedules  # noqa: F401  (importing the families registers them)
+from .analysis.calibrate import Calibration, calibrate
+from .analysis.residuals import Residuals, residuals
 from .core.budget import set_budget
 from .core.config import Config
 from .core.engine import simulate
+from .core.measured import Measured
 from .core.errors import (
     ConfigError,
     DeadlockError,
@@ -20,15 +23,19 @@ from .core.registry import list_schedules
 from .core.result import Result
 from .core.topology import Link, Topology
 from .core.transfers import Transfers
+from .io.torch_annotate import annotate
 from .io.torch_schedules import from_torch
+from .io.traces import example_trace, load_trace
 from .model import Hardware, Layout, Transformer
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Calibration",
     "Config",
     "ConfigError",
     "DeadlockError",
+    "Measured",
     "Hardware",
     "Layout",
     "LayoutError",
@@ -38,16 +45,22 @@ __all__ = [
     "PpvizError",
     "Program",
     "ProgramError",
+    "Residuals",
     "Result",
     "ScheduleConstraintError",
     "Transformer",
     "Topology",
     "Transfers",
     "UnknownScheduleError",
+    "annotate",
+    "calibrate",
     "charts",
     "compare",
+    "example_trace",
     "from_torch",
     "list_schedules",
+    "load_trace",
+    "residuals",
     "schedules",
     "set_budget",
     "show",

@@ -165,11 +165,24 @@ def _where_communication_hurts(out):
         assert claim in out, claim
 
 
+def _measured(out):
+    assert "recognised schedule: 1f1b" in out
+    # the fitted simulation reproduces the shipped step within 10 %, as the prose says
+    measured, simulated = map(float, re.search(r"^measured ([\d.]+) ms, simulated ([\d.]+) ms", out, re.M).groups())
+    assert abs(simulated / measured - 1) < 0.10 and "reproduces the measured step within 10%: True" in out
+    # the three parts of the difference are a small share of the step
+    assert float(re.search(r"([\d.]+)% of the step", out).group(1)) < 10
+    # the prediction table is sorted by time per microbatch and names the fastest at m = 8
+    per_mb = [float(x) for x in re.findall(r"per microbatch +([\d.]+) ms", out)]
+    assert len(per_mb) == 6 and per_mb == sorted(per_mb)
+    assert "fastest at m=8: zb-v" in out
+
+
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
           "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
-          "where_communication_hurts": _where_communication_hurts}
+          "where_communication_hurts": _where_communication_hurts, "measured_to_better_schedule": _measured}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
-               "will_it_fit": 1, "where_communication_hurts": 1}
+               "will_it_fit": 1, "where_communication_hurts": 1, "measured_to_better_schedule": 2}
 
 
 @pytest.fixture(scope="module")

@@ -71,6 +71,9 @@ def test_wheel_built_from_the_sdist_without_node_ships_the_bundle(dist, tmp_path
     with zipfile.ZipFile(wheel) as z:
         assert z.read("ppviz/static/widget.js") == BUNDLE.read_bytes()
         assert {"ppviz/widgets/gantt.py", "ppviz/style.json"} <= set(z.namelist())
+        # the measured run the notebook loads (ppviz.example_trace())
+        shipped = {f"ppviz/data/traces/1f1b_emulated/rank{r}.json.gz" for r in range(4)}
+        assert shipped <= set(z.namelist())
 
 
 # Run inside the fresh environment, in a network namespace of its own (no route anywhere) and

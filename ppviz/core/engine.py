@@ -69,14 +69,17 @@ def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "a
     Two exact engines give bit-identical times: ``"events"`` walks each device until it must
     wait (cost ∝ ops) and ``"lockstep"`` advances every device by one op per vectorised round
     (cost ∝ ops per device), which wins once there are about eight devices' worth of work.
+    ``comm`` is the latency added to every dependency between devices, or an array giving each
+    op's own (a measured run's transfers; ignored where the dependency stays on one device).
     Raises DeadlockError when the per-device orders cannot all finish.
     """
     device = program.device
     dep = dependencies(program)
     has_dep = dep >= 0
     cross = np.zeros(len(program))
-    if comm:
-        cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], comm, 0.0)
+    if np.ndim(comm) or comm:
+        latency = comm[has_dep] if np.ndim(comm) else comm
+        cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], latency, 0.0)
     if engine == "auto":
         longest = int(np.diff(program.offsets).max(initial=0))
         engine = "lockstep" if len(program) >= 8 * longest and not program.pair.any() else "events"

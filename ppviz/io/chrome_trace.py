@@ -1,4 +1,4 @@
-"""The Chrome trace of a simulated result.
+"""The Chrome trace of a simulated result, and reading it back.
 
 Chrome trace (Trace Event Format, loadable in Perfetto and chrome://tracing): one process for the
 run, one thread per device, each op slot a complete ("X") event, and each device's activation
@@ -7,6 +7,10 @@ memory a counter ("C") track. With transfers (``Config.topology``) each device a
 link), and a flow arrow from each transfer to the op that consumes it. Simulated time has no
 unit; ``time_unit_us`` says how many microseconds one unit is (default 1000: one unit displays
 as a millisecond).
+
+:func:`read_chrome_trace` reads such a file back for :func:`ppviz.load_trace`: each device's
+op slots, in milliseconds (``ts / 1000``), so a trace written with the default unit loads with
+the times it was written with.
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ import os
 
 import numpy as np
 
-from ..core.errors import ConfigError
-from ..core.program import F, action
+from ..core.errors import ConfigError, ParseError
+from ..core.program import F, KINDS, _shown, action
 from .files import checked_path
+from .trace_records import COMPUTE_RE, PAIR_RE, RankRecords
 
 _PID = 1
 
@@ -105,3 +110,48 @@ def _transfer_events(result, scale: float) -> list[dict]:
         events.append({"ph": "f", "bp": "e", "name": "transfer", "cat": "transfer", "id": k, "pid": _PID,
                        "tid": int(program.device[consumer]), "ts": float(result.ops.start[consumer]) * scale})
     return events
+
+
+def looks_like(trace) -> bool:
+    """True for a trace :func:`chrome_trace` wrote (its ``otherData`` and process name)."""
+    if not isinstance(trace, dict) or not isinstance(trace.get("otherData"), dict):
+        return False
+    events = trace.get("traceEvents")
+    return "time_unit_us" in trace["otherData"] and isinstance(events, list) and any(
+        isinstance(e, dict) and e.get("name") == "process_name" and isinstance(e.get("args"), dict)
+        and str(e["args"].get("name", "")).startswith("ppviz:") for e in events[:4])
+
+
+def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
+    """One :class:`RankRecords` per device (thread) of a trace :func:`chrome_trace` wrote."""
+    devices: dict[int, RankRecords] = {}
+    for e in trace["traceEvents"]:
+        if not isinstance(e, dict) or e.get("ph") != "X" or e.get("pid") != _PID or e.get("cat") == "transfer":
+            continue  # transfers are read back from their ops' times, not as ops
+        name, tid, ts, dur = e.get("name"), e.get("tid"), e.get("ts"), e.get("dur")
+        if isinstance(tid, bool) or not isinstance(tid, int) or not 0 <= tid < 1 << 20:
+            raise ParseError(f"{source}: op {_shown(name)} has tid {_shown(tid)}; ppviz traces give each device "
+                             f"a thread numbered from 0")
+        for what, x in (("ts", ts), ("dur", dur)):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or abs(x) > 1e300:
+                raise ParseError(f"{source}: op {_shown(name)}'s {what} must be a finite number; found {_shown(x)}")
+        if dur < 0:
+            raise ParseError(f"{source}: op {_shown(name)} has a negative duration {dur:g}")
+        records = devices.setdefault(tid, RankRecords(source=f"{source} (device {tid})", rank=tid, host=None,
+                                                      origin_ns=0))
+        start, end = ts / 1000.0, (ts + dur) / 1000.0
+        match = COMPUTE_RE.fullmatch(name) if isinstance(name, str) else None
+        if match:
+            stage, kind, mb = match.groups()
+            records.ops.append((None, KINDS.index(kind), int(stage), int(mb), False, start, start, end))
+            continue
+        match = PAIR_RE.fullmatch(name) if isinstance(name, str) else None
+        if not match:
+            raise ParseError(f"{source}: op {_shown(name)} is not an action; ppviz traces name each op slot with "
+                             f"torch's action string, e.g. '0F1' or '(0F7;7B3)OVERLAP_F_B'")
+        fs, fm, bs, bk, bm = match.groups()
+        records.ops.append((None, F, int(fs), int(fm), True, start, start, end))
+        records.ops.append((None, KINDS.index(bk), int(bs), int(bm), True, start, start, end))
+    if not devices:
+        raise ParseError(f"{source}: a ppviz Chrome trace without ops; expected complete ('X') events, one per op")
+    return [devices[d] for d in sorted(devices)]

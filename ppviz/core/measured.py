@@ -1,0 +1,165 @@
+"""``ppviz.Measured``: a measured pipeline step, shaped like a simulated :class:`Result`.
+
+A measured run is a Result whose program is the per-device op order that was observed and whose
+start and end times were measured (in milliseconds, from the step's first op start), so
+everything that takes a Result — ``ppviz.show``, ``ppviz.compare``, the charts, the exports —
+takes it unchanged. On top of a Result it carries what only a measurement has:
+
+* ``wait``: per op, how long its annotated span waited for its input before computing (torch's
+  schedules wait for the receive inside the compute span; the loaders split it off, so ``start``
+  is when the computation began);
+* ``transfers``: the communication found in the trace (:class:`Transfers`);
+* ``steps``: every complete step the trace holds (:class:`Steps`), of which this object is one
+  (``step``), and ``samples``: every op of every complete step, for calibration;
+* ``clock_offsets``: what was added to each device's clock to align hosts (ms).
+
+Build one with :func:`ppviz.load_trace`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from .program import Program
+from .result import Result
+
+MS = "ms"
+
+
+@dataclass(frozen=True)
+class Transfers:
+    """Point-to-point transfers, one row each: ``src`` → ``dst`` device carrying the activation
+    (``kind`` "F") or gradient ("B") of (``stage``, ``microbatch``) into ``stage``; ``start`` is
+    when the sender posted it and ``end`` when the receiver had it (ms, on the step's clock).
+    Rows where the trace shows no receive completion end at the consumer's compute start."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    kind: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @property
+    def duration(self) -> np.ndarray:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class Steps:
+    """One row per complete step in the trace: its ``label`` (the profiler's step number, or
+    0, 1, … in order), ``pipeline_time`` (first op start to last op end, ms), ``busy`` (summed op
+    time over devices, ms) and ``bubble_fraction`` (1 − busy / (p × pipeline_time))."""
+
+    label: np.ndarray
+    pipeline_time: np.ndarray
+    busy: np.ndarray
+    bubble_fraction: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.label)
+
+    def summary(self) -> str:
+        t = self.pipeline_time
+        lines = [f"{len(self)} complete step(s): pipeline time median {np.median(t):.4g} ms, "
+                 f"min {t.min():.4g}, max {t.max():.4g}"]
+        lines += [f"  step {int(k)}: {x:.4g} ms, bubble {b:.1%}"
+                  for k, x, b in zip(self.label, t, self.bubble_fraction)]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Samples:
+    """Every op of every complete step (for calibration): ``step`` (index into ``Steps``),
+    ``device``, ``stage``, ``microbatch``, ``kind`` ("F", "B", "I", "W"), ``pair`` (True on both
+    ops of an overlapped F&B), ``start``, ``end`` (ms from that step's first op) and ``wait``."""
+
+    step: np.ndarray
+    device: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    kind: np.ndarray
+    pair: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    wait: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.step)
+
+    @property
+    def duration(self) -> np.ndarray:
+        return self.end - self.start
+
+
+class Measured(Result):
+    """A measured step (see the module docstring); everything a :class:`Result` has, and
+    ``wait``, ``transfers``, ``steps``, ``step``, ``samples``, ``clock_offsets``, ``sources``
+    (the files read) and ``pipeline_time`` (first op start to last op end, = ``makespan``)."""
+
+    def __init__(self, config, program: Program, start: np.ndarray, end: np.ndarray, *, wait: np.ndarray,
+                 transfers: Transfers, steps: Steps, step: int, samples: Samples, clock_offsets: np.ndarray,
+                 sources: tuple[str, ...], dependencies: np.ndarray):
+        cost = end - start
+        second = np.r_[False, program.pair[:-1]]
+        cost[second] = 0.0  # a pair is one slot: its first op carries the time
+        super().__init__(config, program, start, end, dependencies, cost)
+        self.ops = dataclasses.replace(self.ops, waited_for=_measured_waits(program, start, end, dependencies))
+        self.ops.waited_for.flags.writeable = False
+        self.wait = wait
+        self.transfers = transfers
+        self.steps = steps
+        self.step = step
+        self.samples = samples
+        self.clock_offsets = clock_offsets
+        self.sources = sources
+        for array in (wait, clock_offsets, *(getattr(x, f.name) for x in (transfers, steps, samples)
+                                             for f in dataclasses.fields(x))):
+            array.flags.writeable = False
+
+    @property
+    def pipeline_time(self) -> float:
+        """First op start to last op end, in ms (the step's ``makespan``)."""
+        return self.makespan
+
+    def summary(self) -> str:
+        p = self.devices
+        lines = [f"measured {self.program.name}: p={p} m={self.program.microbatches} stages={self.program.stages} "
+                 f"({len(self.ops)} ops, step {int(self.steps.label[self.step])} of {len(self.steps)})",
+                 f"  pipeline time    {self.makespan:.6g} ms",
+                 f"  bubble fraction  {self.bubble_fraction:.4f}",
+                 f"  busy per device  " + " ".join(f"{x:.4g}" for x in self.busy) + " ms",
+                 f"  waits in spans   " + " ".join(f"{x:.4g}" for x in np.bincount(
+                     self.ops.device, weights=self.wait, minlength=p)) + " ms",
+                 f"  transfers        {len(self.transfers)}"
+                 + (f", median {np.median(self.transfers.duration):.4g} ms" if len(self.transfers) else "")]
+        if len(self.steps) > 1:
+            lines.append("  " + self.steps.summary().replace("\n", "\n  "))
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<Measured {self.program.name}: {self.devices} devices, pipeline time {self.makespan:.6g} ms, "
+                f"bubble {self.bubble_fraction:.1%}, {len(self.steps)} step(s)>")
+
+
+def _measured_waits(program: Program, start, end, dep) -> np.ndarray:
+    """For each op, the dependency it waited for (−1 if none): its input arrived after the
+    device's previous op had ended, and the op started after that input was produced."""
+    n = len(start)
+    prev_end = np.full(n, -np.inf)
+    prev_end[1:] = end[:-1]
+    prev_end[program.offsets[:-1][program.offsets[:-1] < n]] = -np.inf
+    second = np.flatnonzero(program.pair) + 1
+    prev_end[second] = prev_end[second - 1]
+    has = dep >= 0
+    ready = np.full(n, -np.inf)
+    ready[has] = end[dep[has]]
+    binding = has & (ready > prev_end) & (ready <= start + 1e-9)
+    return np.where(binding, dep, -1)

@@ -1,0 +1,74 @@
+"""What every trace reader returns: one :class:`RankRecords` per process (pipeline rank) found.
+
+Readers turn their format into these records and nothing more; :mod:`ppviz.io.traces` merges
+them (ranks to devices, clocks, steps) into a :class:`ppviz.Measured`. Times are milliseconds
+on the process's own clock, counted from ``origin_ns`` (nanoseconds since the Unix epoch, or
+any origin shared by the records of one file), so that clocks of different files and hosts can
+be compared without float64 losing sub-microsecond precision on 10^18-ns epoch times.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from dataclasses import dataclass, field
+
+import re
+
+from ..core.errors import ParseError
+
+#: torch's action strings (``0F1``; ``(0F7;7B3)OVERLAP_F_B``), their indices bounded so that a
+#: hostile name cannot carry a thousand-digit number
+COMPUTE_RE = re.compile(r"(\d{1,7})([FBIW])(\d{1,10})")
+PAIR_RE = re.compile(r"\((\d{1,7})F(\d{1,10});(\d{1,7})([BI])(\d{1,10})\)OVERLAP_F_B")
+
+#: The largest trace file read (decompressed), in bytes; larger files are refused before parsing.
+MAX_TRACE_BYTES = 1 << 30
+
+
+@dataclass
+class RankRecords:
+    """The annotations of one rank.
+
+    ``ops``: (step, kind, stage, microbatch, pair, span_start, start, end) — ``kind`` is 0..3
+    (F, B, I, W), ``stage`` is None where the trace does not name it (single-stage schedules:
+    the stage is the device), ``pair`` is True on both ops of an overlapped F&B, ``span_start``
+    is where the annotated span began and ``start`` where its computation began (after the wait
+    for its input), ``step`` is the profiler's step number or None.
+    ``sends``: (step, direction "F"/"B", sending stage, microbatch, post time).
+    ``recvs``: (step, direction, receiving stage, microbatch, completion time).
+    """
+
+    source: str
+    rank: int | None
+    host: str | None
+    origin_ns: int
+    world_size: int | None = None
+    ops: list = field(default_factory=list)
+    sends: list = field(default_factory=list)
+    recvs: list = field(default_factory=list)
+
+
+def read_bytes(path: str, max_bytes: int = MAX_TRACE_BYTES) -> bytes:
+    """A file's bytes, gunzipped when it is gzip (by its magic number, whatever its name);
+    more than ``max_bytes`` (decompressed) is refused without reading it all."""
+    too_big = ParseError(f"{path}: more than {max_bytes:,} bytes of JSON; ppviz reads traces up to that size "
+                         f"(pass max_bytes=... to load_trace to read larger ones)")
+    try:
+        with open(path, "rb") as fh:
+            if fh.read(2) == b"\x1f\x8b":
+                fh.seek(0)
+                with gzip.GzipFile(fileobj=fh) as gz:
+                    data = gz.read(max_bytes + 1)  # a gzip bomb stops here
+            elif os.fstat(fh.fileno()).st_size > max_bytes:
+                raise too_big
+            else:
+                fh.seek(0)
+                data = fh.read()
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
+        raise ParseError(f"{path}: cannot be read ({type(exc).__name__}: {exc}); give a trace file "
+                         f"(.json or .json.gz)") from None
+    if len(data) > max_bytes:
+        raise too_big
+    return data

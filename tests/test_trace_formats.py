@@ -1,0 +1,354 @@
+"""Every input format of ppviz.load_trace, its edge cases, and hostile files.
+
+Real profiler traces are made by tests/test_measured_runs.py; here a small hand-written
+PyTorch-profiler fixture pins the parser's edge cases (a nested annotation, a receive inside a
+compute span, ops outside any profiler step, UNSHARD), ppviz's own Chrome traces round-trip,
+the minimal JSON format reads as documented, and bad files get a ParseError that says what was
+found and what was expected.
+"""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import ppviz
+from ppviz.io.measured_json import measured_json
+
+# ppviz's own Chrome traces --------------------------------------------------------------------
+
+ROUND_TRIP = [
+    ppviz.Config(schedule="1f1b", devices=4, microbatches=8, f=1.0, b=2.0, w=0.5, comm=0.25),
+    ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2, f=1.5, b=1.0, w=1.0),
+    ppviz.Config(schedule="zb-v", devices=4, microbatches=8, f=1.0, b=1.0, w=1.0, comm=0.1),
+    ppviz.Config(schedule="dualpipe-v", devices=4, microbatches=10, f=1.0, b=1.5, w=0.5, fb=2.0),
+    ppviz.Config(schedule="gpipe", devices=3, microbatches=5, stage_costs={2: {"f": 3.0}}),
+    ppviz.Config(schedule="inference", devices=4, microbatches=6, f=1.5, comm=0.5),
+]
+
+
+@pytest.mark.parametrize("config", ROUND_TRIP, ids=lambda c: c.schedule)
+def test_ppviz_chrome_trace_round_trip(config, tmp_path):
+    result = ppviz.simulate(config)
+    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json"))
+    assert back.program == result.program
+    np.testing.assert_allclose(back.ops.start, result.ops.start, atol=1e-9)
+    np.testing.assert_allclose(back.ops.end, result.ops.end, atol=1e-9)
+    assert back.makespan == pytest.approx(result.makespan)
+    assert back.program.name == config.schedule  # recognised: the registry builds the same program
+
+
+def test_ppviz_chrome_trace_units(tmp_path):
+    """A trace written with 250 µs per unit loads in milliseconds: a quarter of the units."""
+    result = ppviz.simulate(ROUND_TRIP[0])
+    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json", time_unit_us=250.0))
+    np.testing.assert_allclose(back.ops.end, result.ops.end / 4, atol=1e-9)
+
+
+@given(st.floats(0.01, 50), st.floats(0.01, 50), st.floats(0, 50), st.floats(0, 5), st.sampled_from(["1f1b", "zb-h1"]))
+def test_chrome_round_trip_any_costs(f, b, w, comm, schedule):
+    import tempfile
+
+    result = ppviz.simulate(ppviz.Config(schedule=schedule, devices=3, microbatches=4, f=f, b=b, w=w, comm=comm))
+    with tempfile.TemporaryDirectory() as tmp:
+        back = ppviz.load_trace(result.to_chrome_trace(f"{tmp}/run.json"))
+    assert back.program == result.program
+    np.testing.assert_allclose(back.ops.start, result.ops.start, rtol=1e-12, atol=1e-9)
+
+
+# The minimal JSON format ------------------------------------------------------------------------
+
+README_EXAMPLE = {
+    "ppviz_measured": 1, "time_unit": "us",
+    "ops": [{"rank": 0, "action": "0F0", "start": 0, "end": 1000},
+            {"rank": 1, "action": "1F0", "start": 1200, "end": 2200},
+            {"rank": 1, "action": "1B0", "start": 2200, "end": 4200},
+            {"rank": 0, "action": "0B0", "start": 4400, "end": 6400, "wait_start": 1000}],
+}
+
+
+def _write(tmp_path, obj, name="trace.json"):
+    path = tmp_path / name
+    path.write_text(json.dumps(obj) if not isinstance(obj, str) else obj)
+    return path
+
+
+def test_minimal_json(tmp_path):
+    m = ppviz.load_trace(_write(tmp_path, README_EXAMPLE))
+    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    np.testing.assert_allclose(m.ops.start, [0.0, 4.4, 1.2, 2.2])  # µs → ms, program order
+    np.testing.assert_allclose(m.wait, [0.0, 3.4, 0.0, 0.0])
+    assert m.makespan == pytest.approx(6.4)
+    assert m.busy.tolist() == pytest.approx([3.0, 3.0])
+
+
+@pytest.mark.parametrize("config", ROUND_TRIP, ids=lambda c: c.schedule)
+def test_minimal_json_round_trip(config, tmp_path):
+    result = ppviz.simulate(config)
+    back = ppviz.load_trace(_write(tmp_path, measured_json(result)))
+    assert back.program == result.program
+    np.testing.assert_allclose(back.ops.end, result.ops.end)
+
+
+def test_minimal_json_steps_and_split_files(tmp_path):
+    """Two steps, each rank in its own file; the faster step is not the median of two."""
+    ops = README_EXAMPLE["ops"]
+    second = [dict(op, step=1, start=op["start"] + 10_000, end=op["end"] + 12_000,
+                   **({"wait_start": op["wait_start"] + 10_000} if "wait_start" in op else {})) for op in ops]
+    first = [dict(op, step=0) for op in ops]
+    files = []
+    for rank in (0, 1):
+        doc = {"ppviz_measured": 1, "time_unit": "us", "ops": [op for op in first + second if op["rank"] == rank]}
+        files.append(_write(tmp_path, doc, f"rank{rank}.json"))
+    m = ppviz.load_trace(files)
+    assert m.steps.label.tolist() == [0, 1]
+    assert m.steps.pipeline_time == pytest.approx([6.4, 8.4])
+    assert m.step == 0 and ppviz.load_trace(files, step="last").makespan == pytest.approx(8.4)
+    assert len(m.samples) == 8
+
+
+def test_measured_json_of_a_measured_run_keeps_waits(tmp_path):
+    m = ppviz.load_trace(_write(tmp_path, README_EXAMPLE))
+    again = ppviz.load_trace(_write(tmp_path, measured_json(m), "again.json"))
+    np.testing.assert_allclose(again.wait, m.wait)
+    np.testing.assert_allclose(again.ops.start, m.ops.start)
+
+
+# A hand-written PyTorch profiler fixture for the parser's edge cases --------------------------
+
+
+def _x(name, ts, dur, pid=1, cat="user_annotation"):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": pid, "ts": ts, "dur": dur}
+
+
+def _torch_trace(rank, events, base=1_700_000_000_000_000_000, host="h"):
+    return {"schemaVersion": 1, "distributedInfo": {"backend": "gloo", "rank": rank, "world_size": 2},
+            "host_name": host, "baseTimeNanoseconds": base, "traceEvents": events}
+
+
+def _edge_fixture():
+    """Two ranks, one stage each, m = 1, torch's runtime names: rank 1's 1F0 waits 300 µs for its
+    receive inside the span; rank 0's 0B0 has ppviz.annotate's span inside the runtime's."""
+    r0 = [_x("ProfilerStep#4", 0, 2000), _x("PP:0UNSHARD", 1, 1), _x("PP:0F0", 10, 100), _x("PP:0SEND_F0", 111, 5),
+          _x("gloo:send", 112, 900), _x("PP:0RECV_B0", 120, 5), _x("gloo:recv", 121, 779),
+          _x("PP:0B0", 130, 900), _x("PP:0B0", 900, 100), _x("aten::mm", 910, 50, cat="cpu_op"),
+          _x("PP:0F0", 5000, 100)]  # outside every profiler step: dropped
+    r1 = [_x("ProfilerStep#4", 0, 2000, pid=2), _x("PP:1RECV_F0", 20, 5, pid=2), _x("gloo:recv", 21, 399, pid=2),
+          _x("PP:1F0", 120, 400, pid=2), _x("PP:1B0", 520, 300, pid=2), _x("PP:1SEND_B0", 821, 5, pid=2),
+          _x("gloo:send", 822, 10, pid=2)]
+    return _torch_trace(0, r0), _torch_trace(1, r1)
+
+
+def test_torch_profiler_edge_cases(tmp_path):
+    files = [_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate(_edge_fixture())]
+    m = ppviz.load_trace(files)
+    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert m.steps.label.tolist() == [4]
+    # rank 1's F computes from its receive's completion (420 µs), not its span's start (120)
+    np.testing.assert_allclose(m.ops.start, [0.0, 0.89, 0.41, 0.51])
+    np.testing.assert_allclose(m.ops.end, [0.1, 0.99, 0.51, 0.81])
+    np.testing.assert_allclose(m.wait, [0.0, 0.0, 0.3, 0.0])  # 0B0's outer span is replaced by the inner one
+    t = m.transfers
+    assert sorted(zip(t.src.tolist(), t.dst.tolist(), t.kind.tolist())) == [(0, 1, "F"), (1, 0, "B")]
+    forward = int(np.flatnonzero(t.kind == "F")[0])
+    assert (t.start[forward], t.end[forward]) == pytest.approx((0.101, 0.41))  # posted → received
+
+
+def test_gzip_and_directory(tmp_path):
+    for i, t in enumerate(_edge_fixture()):
+        with gzip.open(tmp_path / f"rank{i}.json.gz", "wt") as fh:
+            json.dump(t, fh)
+    (tmp_path / "notes.txt").write_text("not a trace")
+    m = ppviz.load_trace(tmp_path)
+    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert len(m.sources) == 2
+
+
+def test_progress_bar(tmp_path, capsys):
+    files = [_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate(_edge_fixture())]
+    ppviz.load_trace(files, progress=True)
+    assert "reading traces" in capsys.readouterr().err
+    ppviz.load_trace(files)
+    assert capsys.readouterr().err == ""  # small loads stay quiet
+
+
+# Hostile and wrong files ------------------------------------------------------------------------
+
+
+def _refused(tmp_path, content, *needles, error=ppviz.ParseError, **options):
+    path = tmp_path / "bad.json"
+    path.write_bytes(content if isinstance(content, bytes) else
+                     (content if isinstance(content, str) else json.dumps(content)).encode())
+    with pytest.raises(error) as info:
+        ppviz.load_trace(path, **options)
+    for needle in needles:
+        assert needle in str(info.value), str(info.value)
+    return str(info.value)
+
+
+def _one_rank(events, **meta):
+    return {"schemaVersion": 1, "baseTimeNanoseconds": 0, "traceEvents": events, **meta}
+
+
+@pytest.mark.parametrize("content, needles", [
+    (b"\x00\x01garbage", ["not JSON"]),
+    ("", ["not JSON"]),
+    ('{"traceEvents": [', ["not JSON"]),
+    ("[1, 2, 3]", ["unknown trace format", "a JSON list", "ppviz_measured"]),
+    ({"hello": 1}, ["unknown trace format", "'hello'", "PyTorch profiler"]),
+    ("3", ["unknown trace format", "a JSON int"]),
+    (_one_rank("nope"), ["'traceEvents' must be a list", "str"]),
+    (_one_rank([1]), ["every trace event must be a JSON object", "1"]),
+    (_one_rank([_x("aten::mm", 0, 1)]), ["without pipeline annotations", "PP:<action>", "ppviz.annotate"]),
+    (_one_rank([_x("PP:0F0", "soon", 1)]), ["ts must be a finite number", "'soon'"]),
+    (_one_rank([_x("PP:0F0", 0, -5)]), ["negative duration"]),
+    (_one_rank([_x("PP:0X0", 0, 1)]), ["'PP:0X0' is not one of torch's pipeline actions", "PP:5F2"]),
+    (_one_rank([_x("PP:" + "9" * 5000 + "F0", 0, 1)]), ["is not one of torch's pipeline actions", "…"]),
+    (_one_rank([_x("PP:0F0", 0, 1)], baseTimeNanoseconds=-3), ["baseTimeNanoseconds", "-3"]),
+    (_one_rank([_x("PP:0F0", 0, 1)], distributedInfo={"rank": "zero"}), ["distributedInfo.rank", "'zero'"]),
+    (_one_rank([_x("PP:0F0", 0, 1), _x("PP:0F1", 1, 1), _x("PP:0B1", 2, 1)]),
+     ["no complete pipeline step", "never backwarded", "0B0"]),
+    (_one_rank([_x("PP:0F0", 0, 1), _x("PP:0B0", 1, 1), _x("PP:0W0", 2, 1)]), ["no complete pipeline step"]),
+    (_one_rank([_x("PP:1F0", 0, 1), _x("PP:1B0", 1, 1)]), ["stage(s) 0 of stages 0..1 run on none of them"]),
+    (_one_rank([_x("PP:1048577F0", 0, 1), _x("PP:1048577B0", 1, 1)]), ["stage index above"]),
+    ({"ppviz_measured": 2, "ops": []}, ["ppviz_measured is 2", "version 1"]),
+    ({"ppviz_measured": 1, "ops": []}, ["'ops' must be a non-empty list"]),
+    ({"ppviz_measured": 1, "time_unit": "fortnight", "ops": [{}]}, ["time_unit 'fortnight'", "ms"]),
+    ({"ppviz_measured": 1, "ops": [{"rank": 0, "action": "0F0", "start": 0, "end": 1, "colour": "red"}]},
+     ["unknown field 'colour'"]),
+    ({"ppviz_measured": 1, "ops": [{"rank": -1, "action": "0F0", "start": 0, "end": 1}]}, ["'rank' must be", "-1"]),
+    ({"ppviz_measured": 1, "ops": [{"rank": 0, "action": "0F0", "start": 2, "end": 1}]},
+     ["wait_start <= start <= end", "start 2"]),
+    ({"ppviz_measured": 1, "ops": [{"rank": 0, "action": "F", "start": 0, "end": 1}]}, ["action 'F'", "'0F1'"]),
+    ({"ppviz_measured": 1, "ops": [{"rank": 0, "action": "0F0", "start": "1.5", "end": 1}]},
+     ["'start' must be a finite number", "'1.5'"]),
+    ('{"ppviz_measured": 1, "ops": [{"rank": 0, "action": "0F0", "start": 1e999, "end": 1}]}', ["not JSON"]),
+    ({"ppviz_measured": 1, "ops": ["0F0"]}, ["ops[0] must be an object"]),
+])
+def test_hostile_files(tmp_path, content, needles):
+    _refused(tmp_path, content, *needles)
+
+
+def test_ppviz_trace_with_a_bad_op(tmp_path):
+    result = ppviz.simulate(ROUND_TRIP[0])
+    trace = json.loads(open(result.to_chrome_trace(tmp_path / "ok.json")).read())
+    trace["traceEvents"].append({"ph": "X", "name": "<script>", "pid": 1, "tid": 0, "ts": 0, "dur": 1})
+    _refused(tmp_path, trace, "'<script>' is not an action")
+    trace["traceEvents"][-1] = {"ph": "X", "name": "0F0", "pid": 1, "tid": -2, "ts": 0, "dur": 1}
+    _refused(tmp_path, trace, "tid -2")
+
+
+def test_gzip_bomb_and_broken_gzip(tmp_path):
+    bomb = tmp_path / "bomb.json.gz"
+    with gzip.open(bomb, "wb") as fh:
+        fh.write(b" " * 5_000_000)
+    with pytest.raises(ppviz.ParseError, match="more than 1,000,000 bytes"):
+        ppviz.load_trace(bomb, max_bytes=1_000_000)
+    _refused(tmp_path, gzip.compress(b'{"a": 1}')[:12], "cannot be read")
+    big = _write(tmp_path, {"x": "y" * 2000}, "big.json")
+    with pytest.raises(ppviz.ParseError, match="more than 1,000 bytes"):
+        ppviz.load_trace(big, max_bytes=1000)
+
+
+def test_ranks_missing_twice_or_unnamed(tmp_path):
+    r0, r1 = _edge_fixture()
+    a = _write(tmp_path, r0, "a.json")
+    with pytest.raises(ppviz.ParseError, match=r"world size of 2, so rank\(s\) 1 are missing"):
+        ppviz.load_trace(a)
+    b = _write(tmp_path, r0, "b.json")
+    with pytest.raises(ppviz.ParseError, match="rank 0 appears twice"):
+        ppviz.load_trace([a, b])
+    unnamed = dict(r1)
+    del unnamed["distributedInfo"]
+    with pytest.raises(ppviz.ParseError, match="does not say its rank"):
+        ppviz.load_trace([a, _write(tmp_path, unnamed, "c.json")])
+    with pytest.raises(ppviz.ParseError, match="is given twice"):
+        ppviz.load_trace([a, a])
+
+
+def test_bad_arguments(tmp_path):
+    good = _write(tmp_path, README_EXAMPLE)
+    for kwargs, field in ((dict(align="sometimes"), "align"), (dict(progress="yes"), "progress"),
+                          (dict(max_bytes=0), "max_bytes"), (dict(step="best"), "step"), (dict(step=True), "step")):
+        with pytest.raises(ppviz.ConfigError, match=field):
+            ppviz.load_trace(good, **kwargs)
+    for paths in (42, None, [good, 3], b"x.json"):
+        with pytest.raises(ppviz.ConfigError, match="paths"):
+            ppviz.load_trace(paths)
+    with pytest.raises(ppviz.ParseError, match="no such file"):
+        ppviz.load_trace(tmp_path / "missing.json")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ppviz.ParseError, match="no .json or .json.gz files"):
+        ppviz.load_trace(empty)
+    with pytest.raises(ppviz.ConfigError, match="paths"):
+        ppviz.load_trace([])
+
+
+def test_clock_alignment_needs_messages(tmp_path):
+    """Two ranks that never exchange anything cannot be aligned: say so."""
+    doc = {"ppviz_measured": 1, "ops": [{"rank": r, "action": f"0{k}0" if r == 0 else f"0{k}1",
+                                        "start": i, "end": i + 1} for r in (0, 1)
+                                       for i, k in enumerate("FB")]}
+    with pytest.raises(ppviz.ParseError):
+        ppviz.load_trace(_write(tmp_path, doc), align=True)
+
+
+@given(st.binary(max_size=300))
+def test_any_bytes_give_a_parse_error_or_a_run(data):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/x.json"
+        with open(path, "wb") as fh:
+            fh.write(data)
+        try:
+            ppviz.load_trace(path)
+        except ppviz.PpvizError:
+            pass
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+                     max_leaves=20)
+_event = st.fixed_dictionaries({"ph": st.sampled_from(["X", "M", "i"]),
+                                "name": st.sampled_from(["PP:0F0", "PP:0B0", "PP:1F0", "PP:1B0", "Forward 0",
+                                                         "Backward 0", "gloo:recv", "ProfilerStep#1", "PP:0SEND_F0",
+                                                         "PP:1RECV_F0", "PP:(0F0;1B0)OVERLAP_F_B", "x"]),
+                                "ts": st.one_of(st.floats(-10, 1e6, allow_nan=False), st.text(max_size=3)),
+                                "dur": st.one_of(st.floats(0, 1e4), st.integers(-5, 5), st.none()),
+                                "pid": st.integers(0, 3)})
+
+
+@given(st.one_of(_json, st.builds(lambda ev, rank: {"schemaVersion": 1, "traceEvents": ev,
+                                                    "distributedInfo": {"rank": rank}},
+                                  st.lists(_event, max_size=25), st.one_of(st.none(), st.integers(-1, 3)))))
+def test_any_json_gives_a_parse_error_or_a_run(doc):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = f"{tmp}/x.json"
+        with open(path, "w") as fh:
+            json.dump(doc, fh)
+        try:
+            m = ppviz.load_trace(path)
+        except ppviz.PpvizError:
+            return
+        assert m.makespan >= 0 and len(m.ops) == len(m.program)
+
+
+def test_kineto_layout_with_a_broken_event_falls_back_to_a_full_parse(tmp_path):
+    """The fast reader gives up on anything unexpected; the full parse then names the error."""
+    trace = dict(_edge_fixture()[0])
+    events = trace.pop("traceEvents")
+    head = json.dumps(trace, indent=2)[:-2]
+    good = head + ',\n  "traceEvents": [' + ",".join(
+        "\n  " + json.dumps(e, indent=2).replace("\n", "\n  ") for e in events) + "\n  ]\n}"
+    from ppviz.io.torch_profiler import kineto_events
+
+    assert kineto_events(good.encode()) is not None  # the layout is Kineto's
+    broken = good.replace('"name": "PP:0F0"', '"name": "PP:0F0" "oops"', 1)
+    _refused(tmp_path, broken, "not JSON")
