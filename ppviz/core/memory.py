@@ -100,8 +100,11 @@ def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> Me
 def static_memory(program, config) -> np.ndarray:
     """Parameters + gradients + optimizer state per device, in activation units."""
     per_stage = config.params * program.devices / program.stages
+    p = program.devices
     if program.placement is None:
-        counts = np.array([len(np.unique(program.stage[program.device == d])) for d in range(program.devices)])
+        # the distinct stages whose ops run on each device
+        held = np.unique(program.device.astype(np.int64) * program.stages + program.stage)
+        counts = np.bincount(held // program.stages, minlength=p)
     else:
-        counts = np.array([program.placement.replicas_on(d) for d in range(program.devices)])
+        counts = program.placement.replica_counts()
     return per_stage * counts
