@@ -33,7 +33,7 @@ CASES = [
     ("Program == ignores pairing", "ppviz/core/program.py",
      "\n                and np.array_equal(self.pair, other.pair))", ")"),
     ("Chrome trace memory counters not scaled", "ppviz/io/chrome_trace.py",
-     '"ts": t * scale, "args": {"activation": v}', '"ts": t, "args": {"activation": v}'),
+     "map(repr, (times[lo:lo + _BLOCK] * scale).tolist())", "map(repr, times[lo:lo + _BLOCK].tolist())"),
     ("CLI ignores --fb", "ppviz/cli.py", '("fb", args.fb),', ""),
 ]
 

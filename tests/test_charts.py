@@ -535,3 +535,68 @@ def test_communication_chart_rows_are_the_results_idle_split_and_volume():
     root = ET.fromstring(charts.to_svg(charts.communication_chart(runs)))
     text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
     assert "Exposed communication per schedule" in text and "112 transfers" in text
+
+
+# Every chart ppviz returns shows offline, as a cell's last expression too ------------------------------
+
+def every_chart(trio):
+    """(name, the chart as ppviz.charts returns it, the chart its undecorated function builds)"""
+    from ppviz.charts import comparison, gantt
+
+    calls = [("bubble_chart", (trio,)), ("memory_chart", (trio,)), ("pareto_chart", (trio,)),
+             ("comparison_charts", (trio,)), ("memory_curve_chart", (trio[1],)),
+             ("sweep_chart", (["1f1b", "zb-h1"], [4, 8]), {"devices": 4}), ("gantt_chart", (trio[2],)),
+             ("gantt_chart", (trio[0],), {"memory": False})]
+    for name, args, *kw in calls:
+        kwargs = kw[0] if kw else {}
+        plain = getattr(comparison, name, None) or getattr(gantt, name)
+        yield name, getattr(charts, name)(*args, **kwargs), plain.__wrapped__(*args, **kwargs)
+
+
+def test_charts_are_altairs_own_classes_with_unchanged_specs(trio):
+    for name, chart, plain in every_chart(trio):
+        assert type(chart) is not type(plain) and isinstance(chart, type(plain)), name
+        assert type(plain).__module__.startswith("altair.")
+        assert chart.to_dict() == plain.to_dict(), name
+        assert repr(chart) == repr(plain)
+
+
+def test_a_chart_as_a_cells_last_expression_is_the_offline_widget(trio, monkeypatch):
+    from ppviz.charts import offline
+
+    made, real = [], offline.widget
+
+    def recording(*args, **kwargs):  # the real widget, kept to look at
+        made.append(real(*args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(offline, "widget", recording)
+    user_renderer, user_esm = alt.renderers.active, alt.JupyterChart._esm
+    assert user_renderer == "default"
+    for name, chart, _ in every_chart(trio):
+        bundle, _metadata = chart._repr_mimebundle_(include=None, exclude=None)
+        shown = made[-1]
+        assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == shown.model_id
+        assert isinstance(shown, charts.OfflineChart) and shown.spec == chart.to_dict(), name
+        assert not URL_IMPORT.search(shown._esm) and shown.embed_options == {"renderer": "svg"}
+    # nothing global changed: the user's own charts still go through the user's renderer
+    assert alt.renderers.active == user_renderer and alt.JupyterChart._esm is user_esm
+    assert "text/html" in alt.Chart(alt.Data(values=[{"a": 1}])).mark_point()._repr_mimebundle_()
+
+
+
+def test_a_renderer_the_user_chose_that_works_offline_is_kept(trio):
+    chart = charts.bubble_chart(trio)
+    with alt.renderers.enable("svg"):
+        bundle = chart._repr_mimebundle_()
+    assert set(bundle) == {"image/svg+xml"} and bundle["image/svg+xml"].startswith("<svg")
+
+
+def test_altairs_methods_and_operators_keep_the_offline_display(trio):
+    bubble, memory = charts.bubble_chart(trio), charts.memory_chart(trio)
+    for derived, base in [(bubble.properties(width=300), alt.LayerChart), (bubble | memory, alt.HConcatChart),
+                          (bubble & memory, alt.VConcatChart), (bubble + bubble, alt.LayerChart),
+                          (bubble.configure_axis(grid=False), alt.LayerChart)]:
+        assert isinstance(derived, base) and type(derived).__module__ == "ppviz.charts.offline"
+        assert "application/vnd.jupyter.widget-view+json" in derived._repr_mimebundle_()[0]
+    assert (bubble | memory).to_dict() == alt.hconcat(bubble, memory).to_dict()

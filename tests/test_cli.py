@@ -1,10 +1,19 @@
 import json
+import os
 import struct
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
-from ppviz import Config, simulate
+import pytest
+
+import ppviz
+from ppviz import Config, Program, simulate
 from ppviz.cli import main
 from ppviz.widgets import standalone_html
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(capsys, *argv):
@@ -88,3 +97,90 @@ def test_run_with_transfers_over_a_preset_writes_the_sends_and_receives(tmp_path
     assert first[:3] == ["0F0", "0SEND_F0", "0F1"]
     code, _, err = run(capsys, "run", "1f1b", "--topology", "dgx-h100", "--comm-bytes", "1")
     assert code == 2 and "set time_unit" in err
+
+
+def ppviz_process(*argv, **kw):
+    """``ppviz ...`` as a real process (``python -m ppviz``) on this checkout."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.Popen([sys.executable, "-m", "ppviz", *argv], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, **kw)
+
+
+@pytest.mark.parametrize("argv", [("run", "1f1b", "-p", "64", "-m", "512"), ("list",)])
+def test_a_closed_pipe_ends_quietly_with_success(argv):
+    # `ppviz run 1f1b -p 64 -m 512 | head -1`: the reader closes the pipe after one line
+    proc = ppviz_process(*argv)
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 0
+    assert first and err == b""
+
+
+def test_list_fits_100_columns_and_names_every_schedule(capsys):
+    code, out, err = run(capsys, "list")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].split() == ["name", "v", "aliases", "what", "it", "is"]
+    names = [line.split()[0] for line in lines[1:] if not line.startswith(" ")]
+    assert names == [s.name for s in ppviz.list_schedules()]
+    # a wrapped description reads back whole, its continuation lines under its column
+    column = lines[0].index("what it is")
+    zb_h2 = next(i for i, line in enumerate(lines) if line.startswith("zb-h2 "))
+    text = [lines[zb_h2][column:]] + [line[column:] for line in lines[zb_h2 + 1:] if line.startswith(" " * column)]
+    assert " ".join(text).startswith(ppviz.list_schedules()[5].summary)
+
+
+def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
+    for argv in (("--help",), ("run", "--help")):
+        with pytest.raises(SystemExit) as info:
+            main(list(argv))
+        assert info.value.code == 0
+        out = capsys.readouterr().out
+        examples = [line.strip() for line in out[out.index("examples:"):].splitlines()[1:]]
+        assert len(examples) >= 4
+    # each example is a command, then (after two spaces or more) what it shows; each one runs
+    monkeypatch.chdir(tmp_path)
+    Program.from_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1").to_torch_csv("my_schedule.csv")
+    for example in examples:
+        command = example.split("  ")[0].split()
+        assert command[0] == "ppviz"
+        code, out, err = run(capsys, *command[1:])
+        assert code == 0 and err == "" and out, example
+
+
+def test_the_text_gantt_keeps_the_labels_that_fit(capsys):
+    # f = 1.5: at whole columns per time unit a forward is 1.5 columns (half the labels lost);
+    # filling the width gives it about three, and every op keeps its label
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "8", "--f", "1.5")
+    rows = [line for line in out.splitlines() if line.startswith("dev ")]
+    for d, row in enumerate(rows):
+        assert [f"F{mb}" in row for mb in range(8)] == [True] * 8, row
+        assert [f"B{mb}" in row for mb in range(8)] == [True] * 8, row
+        assert len(row) <= 80
+    # one row per device however many there are, each labelled, within the width at every width
+    res = simulate(Config(schedule="zb-h1", devices=12, microbatches=3, f=1234567.5))
+    for width in (20, 21, 33, 80):
+        lines = res.to_text(width).splitlines()
+        assert [line.split()[:2] for line in lines[:12]] == [["dev", str(d)] for d in range(12)]
+        assert max(len(line) for line in lines) <= width
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (("run", "1f1b", "-p", "1e9"), "give a whole number of devices"),
+    (("run", "1f1b", "--f", "1e308"), "f=1e+308"),
+    (("run", "1f1b", "--width", "100000"), "width=100000"),
+    (("run", "1f1b", "-m", "99999999999"), "microbatches=99999999999"),
+    (("run", "1f1b", "-m", "100000000"), "budget"),
+    (("run", "--program", "{latin1}"), "not UTF-8 text"),
+    (("run", "1f1b", "--bogus"), "unrecognized arguments: --bogus"),
+    (("nope",), "invalid choice"),
+])
+def test_hostile_arguments_get_one_line_and_exit_code_2(tmp_path, argv, fragment):
+    latin1 = tmp_path / "prog.txt"
+    latin1.write_bytes("0F0 0B0 # café\n".encode("latin-1"))
+    proc = ppviz_process(*(a.format(latin1=latin1) for a in argv))
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 2 and out == b""
+    assert err.count(b"\n") == 1 and b"error: " in err and fragment.encode() in err, err

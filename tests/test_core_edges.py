@@ -71,3 +71,19 @@ def test_program_with_a_custom_placement_simulates_with_its_stage_sizes():
     assert prog.placement.style == "custom" and prog.placement.stage_device == (0, 1, 0)
     # three stages of 1/3 of the model on 2 devices: each op costs 2/3 of f or of b + w
     assert simulate(prog).makespan == pytest.approx(3 * 2 / 3 + 3 * 4 / 3)
+
+
+def test_static_memory_without_a_placement_counts_the_stages_each_device_runs():
+    from ppviz.core.memory import static_memory
+
+    for cfg in (Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=3, params=2.0),
+                Config(schedule="dualpipe", devices=4, microbatches=8, params=2.0),
+                Config(schedule="zb-v", devices=5, microbatches=9, params=2.0)):
+        program = cfg.build()
+        bare = Program(program.kind, program.stage, program.microbatch, program.pair, program.offsets,
+                       stages=program.stages, microbatches=program.microbatches)
+        held = [len(set(program.stage[program.device == d].tolist())) for d in range(program.devices)]
+        assert static_memory(bare, cfg).tolist() == [2.0 * program.devices / program.stages * h for h in held]
+        # with the placement: (replica, stage) slices, so DualPipe's device 0 holds stages 0 and p−1 twice over
+        replicas = [program.placement.replicas_on(d) for d in range(program.devices)]
+        assert static_memory(program, cfg).tolist() == [2.0 * program.devices / program.stages * r for r in replicas]

@@ -2,9 +2,12 @@
 error attributes (device, position) that tools read from a refusal."""
 
 import importlib
+import io
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppviz import Config, ParseError, Program, ProgramError, simulate
 from ppviz.core.program import MAX_STAGE
@@ -207,3 +210,44 @@ def test_registration_helpers_called_at_run_time(monkeypatch):
     with pytest.raises(ConfigError, match="positional values"):
         config_module.Config(*range(30))
     assert config_module.Config("zb-h1", 4, 8).schedule == "zb-h1"
+
+
+# Plain rows are read all at once; everything else action by action, with the same result ----------
+
+_TOKENS = ["0F0", "1B2", "007F3", "3I1", "3W1", "1048575F0", "1048576F0", "0F2147483647", "0F2147483648",
+           "00000001F0", "0F00000000001", "(0F1;1B0)OVERLAP_F_B", "2SEND_F1", "0X1", "٣F0", "0f1", "F1", "0F",
+           "", " ", "\t0F4", "0F5\n0F6", "#", ";", "ﾠ", "0F1\u00a0"]
+
+
+def outcome(call):
+    try:
+        program = call()
+    except (ParseError, ProgramError) as exc:
+        return type(exc).__name__, str(exc), exc.device, exc.position
+    return program.kind.tolist(), program.stage.tolist(), program.microbatch.tolist(), program.pair.tolist(), \
+        program.offsets.tolist(), program.stages, program.microbatches
+
+
+def both_ways(call):
+    """(outcome read with plain rows at once, outcome read action by action)"""
+    from ppviz.core import program as program_module
+
+    fast = outcome(call)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(program_module, "_plain_actions", lambda text: None)
+        slow = outcome(call)
+    return fast, slow
+
+
+@settings(max_examples=300)
+@given(st.lists(st.lists(st.sampled_from(_TOKENS) | st.from_regex(r"[0-9]{1,3}[FBIW][0-9]{1,3}", fullmatch=True),
+                         max_size=6), min_size=1, max_size=4),
+       st.sampled_from([" ", ",", ", ", "\t", "  ,\t"]), st.booleans())
+def test_plain_rows_read_at_once_as_they_read_one_by_one(rows, separator, prefixed):
+    text = "\n".join((f"device {d}: " if prefixed else "") + separator.join(row) for d, row in enumerate(rows))
+    for call in (lambda: Program.from_text(text), lambda: Program.from_torch(rows),
+                 lambda: Program.from_torch({d: separator.join(row) for d, row in enumerate(rows)}),
+                 lambda: Program.from_torch_csv(io.StringIO("\n".join(",".join(row) for row in rows)))):
+        fast, slow = both_ways(call)
+        assert fast == slow
+

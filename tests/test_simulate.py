@@ -194,3 +194,47 @@ def test_to_pandas_has_the_timeline_columns():
 def test_simulate_rejects_other_types():
     with pytest.raises(ppviz.ConfigError, match="simulate takes a ppviz.Config or a ppviz.Program"):
         simulate("1f1b")
+
+
+# The automatic engine choice ----------------------------------------------------------------------
+
+def lockstep_rounds(program):
+    # with unit costs and no latency an op ends at its lockstep round: one more than the later of
+    # its device's previous op and its dependency
+    from ppviz.core.engine import execute
+
+    return int(execute(program, np.ones(len(program)), 0.0, engine="events")[1].max())
+
+
+@pytest.mark.parametrize("schedule", [s.name for s in ppviz.list_schedules() if s.name != "custom"])
+def test_the_cost_model_never_underestimates_lockstep_rounds(schedule):
+    from ppviz.core.engine import estimated_rounds
+
+    for p in (1, 2, 3, 5, 8):
+        for m in (1, 2, 5, 16):
+            for v in (1, 2, 3):
+                try:
+                    program = Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build()
+                except ppviz.PpvizError:
+                    continue
+                if not program.pair.any():
+                    assert estimated_rounds(program) >= lockstep_rounds(program), (p, m, v)
+
+
+def test_auto_runs_the_event_engine_when_devices_wait_on_each_other():
+    from ppviz.core.engine import choose_engine
+
+    # looped BFS at m = 1: one chain of 2S ops, so lockstep runs one op per round (the issue's
+    # p = 1024, v = 200 took 10.7 s on lockstep against 0.42 s on events); the old rule (ops >= 8
+    # ops per device) took lockstep here
+    looped = Config(schedule="looped-bfs", devices=256, microbatches=1, stages_per_device=50).build()
+    assert lockstep_rounds(looped) == len(looped) == 2 * looped.stages
+    assert choose_engine(looped) == "events"
+    # 1F1B at m >> p: every device moves in nearly every round
+    long_1f1b = Config(schedule="1f1b", devices=64, microbatches=2048).build()
+    assert lockstep_rounds(long_1f1b) == 2 * 2048 + 2 * 63
+    assert choose_engine(long_1f1b) == "lockstep"
+    # few devices and long ones: a round costs more than the ops it moves
+    assert choose_engine(Config(schedule="1f1b", devices=2, microbatches=4096).build()) == "events"
+    # F&B pairs only run on the event engine
+    assert choose_engine(Config(schedule="dualpipe", devices=8, microbatches=64).build()) == "events"

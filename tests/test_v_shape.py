@@ -6,6 +6,8 @@ an activation unit (a "chunk"). Device d holds stages d and 2p−1−d.
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppviz import Config, ScheduleConstraintError, simulate
 
@@ -261,3 +263,36 @@ def test_two_stages_per_device_only(schedule, v):
     with pytest.raises(ScheduleConstraintError, match=rf"stages_per_device={v}: {schedule} places exactly two "
                                                       r"stages per device in a V; use 2"):
         Config(schedule=schedule, devices=4, microbatches=8, stages_per_device=v)
+
+
+# The builder against the construction visited pass by pass ------------------------------------------
+
+def pass_by_pass(p, m, schedule):
+    """Each device's (kind, microbatch) order from the authors' greedy visited pass by pass."""
+    from . import v_shape_reference as reference
+
+    block = {"v-half": reference._block_v_half, "v-min": reference._block_v_min}[schedule]
+    return reference.v_schedule_order(p, m, block)
+
+
+def built(p, m, schedule):
+    from ppviz.schedules import v_shape
+
+    block = {"v-half": v_shape._block_v_half, "v-min": v_shape._block_v_min}[schedule]
+    kinds, microbatches = v_shape.v_schedule_order(p, m, block)
+    return tuple(tuple(zip(kinds[d].tolist(), microbatches[d].tolist())) for d in range(p))
+
+
+@pytest.mark.parametrize("schedule", ["v-half", "v-min"])
+def test_the_builder_orders_as_the_greedy_pass_by_pass_on_a_grid(schedule):
+    # every p up to 12 against the microbatch counts where the phases change shape: fewer than
+    # p (no steady phase), p to p+2 (the closed forms' bounds), and a long steady phase
+    for p in range(1, 13):
+        for m in sorted({1, 2, 3, 5, p, p + 1, p + 2, 2 * p + 1, 3 * p + 4}):
+            assert built(p, m, schedule) == pass_by_pass(p, m, schedule), (p, m)
+
+
+@settings(max_examples=25)
+@given(st.integers(13, 40), st.integers(1, 90), st.sampled_from(["v-half", "v-min"]))
+def test_the_builder_orders_as_the_greedy_pass_by_pass_on_random_sizes(p, m, schedule):
+    assert built(p, m, schedule) == pass_by_pass(p, m, schedule)

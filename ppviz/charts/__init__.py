@@ -19,9 +19,10 @@ colour-blind-safe palette. Memory is in activation units (one microbatch's activ
 through 1/p of the model), in bytes when every config gives ``activation_bytes``, and
 includes static memory (parameters, gradients, optimizer state) when ``params > 0``.
 
-Offline: :func:`widget` / :func:`display` show a chart through a JupyterChart subclass whose
-JavaScript is bundled by vl-convert, so nothing is fetched from a CDN and the user's own
-``alt.JupyterChart`` stays as it was. :func:`to_svg` and :func:`to_png` export without a
+Offline: every chart returned here shows in a notebook (as a cell's last expression too) through
+a JupyterChart subclass whose JavaScript is bundled by vl-convert, so nothing is fetched from a
+CDN; the user's own charts and renderer stay as they were (``alt.renderers.enable("jupyter",
+offline=True)`` opts them in). :func:`widget` / :func:`display` show any chart that way. :func:`to_svg` and :func:`to_png` export without a
 browser or network (``chart.save("x.svg")`` / ``"x.png"`` also works offline: Altair uses
 vl-convert for it).
 """
@@ -38,7 +39,8 @@ from .comparison import (
 )
 from .gantt import GANTT_THEMES, gantt_chart
 from .inputs import BUBBLE_METRICS, MAX_ROWS, PALETTE, SWEEP_METRICS, pareto_front, schedule_colors, summarize_steps
-from .render import OfflineChart, display, to_png, to_svg, widget
+from .offline import OfflineChart, display, widget
+from .render import to_png, to_svg
 
 __all__ = [
     "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",

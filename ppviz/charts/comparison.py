@@ -18,6 +18,7 @@ from .inputs import (
     BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
+from .offline import shown_offline
 from .style import CHART
 
 # Charts ---------------------------------------------------------------------------------------
@@ -86,6 +87,7 @@ def _bubble(runs: Runs, metric: str, legend: bool = False, height: int | None = 
                      "black tick: published closed form (faded where its assumptions do not hold)"))
 
 
+@shown_offline
 def bubble_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     """Simulated bubble per run as bars, with the published closed form as a black tick.
 
@@ -141,6 +143,7 @@ def _memory(runs: Runs) -> alt.LayerChart:
                      "black tick: published closed form (faded where its assumptions do not hold)"))
 
 
+@shown_offline
 def memory_chart(items) -> alt.LayerChart:
     """Peak memory of every device, bars grouped by device, one colour per run.
 
@@ -254,6 +257,7 @@ def _place_labels(xs, ys, names, rank, width, height) -> tuple[list[str], list[i
     return texts, place
 
 
+@shown_offline
 def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak memory (y) for each run.
 
@@ -264,6 +268,7 @@ def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     return _pareto(Runs.of(items), metric)
 
 
+@shown_offline
 def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below,
     with one shared colour per run. Every run is simulated once."""
@@ -274,6 +279,7 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     return alt.vconcat(top, _memory(runs).properties(width=800), spacing=30).resolve_scale(color="shared")
 
 
+@shown_offline
 def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     """Memory over time of one run: a row per device, step lines on a shared scale, each
     device's peak marked with a dot (at the first time it is reached) and given in its label.
@@ -334,6 +340,7 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
                      f"same scale on every row; black dot: the device's peak", unit.note, note))
 
 
+@shown_offline
 def sweep_chart(items, microbatches, *, devices: int | None = None, metric: str = "makespan",
                 **options) -> alt.LayerChart:
     """Makespan (or bubble, with ``metric="fraction"|"rate"``) against the number of microbatches.

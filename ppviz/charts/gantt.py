@@ -14,6 +14,7 @@ from ..core.errors import ConfigError
 from ..core.program import Program
 from ..core.result import Result
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
+from .offline import shown_offline
 from .style import INK_DARK, INK_LIGHT, SHADE_ORDER, THEMES
 
 # Gantt chart ----------------------------------------------------------------------------------
@@ -225,6 +226,7 @@ def as_result(item) -> Result:
                       reason=f"a {type(item).__name__} is not one run")
 
 
+@shown_offline
 def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 900,
                 row_height: int | None = None, theme: str = "light",
                 merge_above: int = 3000) -> alt.LayerChart | alt.VConcatChart:

@@ -1,5 +1,5 @@
-"""Showing and exporting charts offline: a JupyterChart whose JavaScript is bundled by
-vl-convert, and SVG/PNG rendered in this process with no browser and no network."""
+"""Exporting charts offline: SVG and PNG rendered in this process by vl-convert, with no
+browser and no network (showing them in a notebook offline is ``offline``'s)."""
 
 from __future__ import annotations
 
@@ -15,32 +15,6 @@ from ..core.errors import ConfigError
 from ..io.files import write_file
 
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
-
-
-class OfflineChart(alt.JupyterChart):
-    """A JupyterChart whose vega / vega-lite / vega-embed come bundled from vl-convert.
-
-    Altair's ``enable_offline`` is a classmethod that stores the bundle on the class it is
-    called on; calling it on this subclass keeps ``alt.JupyterChart`` (and the user's other
-    charts) exactly as they were. The class attribute below is this class's own, so its state
-    never follows ``alt.JupyterChart.enable_offline(...)`` either.
-    """
-
-    _is_offline = False
-
-
-def widget(chart, **options) -> OfflineChart:
-    """A JupyterChart widget of ``chart`` that renders with no internet (selections and params
-    sync to Python as with ``alt.JupyterChart``). The JavaScript is bundled once per process."""
-    OfflineChart.enable_offline()
-    return OfflineChart(chart, **options)
-
-
-def display(chart, **options) -> None:
-    """Show ``chart`` in the notebook offline (see :func:`widget`)."""
-    from IPython.display import display as show
-
-    show(widget(chart, **options))
 
 
 def _spec(chart) -> dict:

@@ -68,7 +68,7 @@ def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "a
 
     Two exact engines give bit-identical times: ``"events"`` walks each device until it must
     wait (cost ∝ ops) and ``"lockstep"`` advances every device by one op per vectorised round
-    (cost ∝ ops per device), which wins once there are about eight devices' worth of work.
+    (cost ∝ rounds × devices); ``"auto"`` runs the cheaper by :func:`choose_engine`'s cost model.
     ``comm`` is the latency added to every dependency between devices, or an array giving each
     op's own (a measured run's transfers; ignored where the dependency stays on one device).
     Raises DeadlockError when the per-device orders cannot all finish.
@@ -81,8 +81,7 @@ def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "a
         latency = comm[has_dep] if np.ndim(comm) else comm
         cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], latency, 0.0)
     if engine == "auto":
-        longest = int(np.diff(program.offsets).max(initial=0))
-        engine = "lockstep" if len(program) >= 8 * longest and not program.pair.any() else "events"
+        engine = choose_engine(program)
     if engine == "lockstep":
         if program.pair.any():
             raise ConfigError("engine", engine, "use 'events' or 'auto': the lockstep engine does not run F&B pairs")
@@ -92,6 +91,34 @@ def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "a
     else:
         raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
     return start, end, dep
+
+
+# Costs of the two engines, in microseconds, measured on a 2-core machine (benchmarks/hardening.py
+# prints both engines' times beside the choice): a lockstep round costs a fixed overhead plus a
+# little per device, whether or not the device moves; the events engine costs about one
+# microsecond per op (less when devices run long stretches without waiting, more when each op
+# waits for another device).
+_ROUND_US = 10.0
+_ROUND_US_PER_DEVICE = 0.03
+_EVENT_US = 1.0
+
+
+def estimated_rounds(program: Program) -> int:
+    """About how many rounds the lockstep engine needs: its longest device, plus the chain of
+    one microbatch's forwards and backwards through every stage (2S ops in a row), which is what
+    devices wait for at the fill and the drain. An upper estimate for the library's schedules;
+    far more than the longest device when devices wait on each other (looped BFS at m = 1 runs
+    one op per round)."""
+    longest = int(np.diff(program.offsets).max(initial=0))
+    return longest + 2 * program.stages
+
+
+def choose_engine(program: Program) -> str:
+    """The engine ``engine="auto"`` runs: the cheaper of the two by the cost model above."""
+    if program.pair.any():
+        return "events"  # the lockstep engine does not run F&B pairs
+    lockstep = estimated_rounds(program) * (_ROUND_US + _ROUND_US_PER_DEVICE * program.devices)
+    return "lockstep" if lockstep < _EVENT_US * len(program) else "events"
 
 
 def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarray):

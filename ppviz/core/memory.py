@@ -117,11 +117,12 @@ def static_memory(program, config) -> np.ndarray:
     for s, over in config.stage_costs.items():
         if "params" in over and s < program.stages:
             per_stage[s] = over["params"]
-    out = np.zeros(program.devices)
+    p, S = program.devices, program.stages
     if program.placement is None:
-        for d in range(program.devices):
-            out[d] = per_stage[np.unique(program.stage[program.device == d])].sum()
-        return out
+        # the distinct stages whose ops run on each device
+        held = np.unique(program.device.astype(np.int64) * S + program.stage)
+        return np.bincount(held // S, weights=per_stage[held % S], minlength=p).astype(np.float64)
+    out = np.zeros(p)
     placement = program.placement
     np.add.at(out, np.asarray(placement.stage_device), per_stage)
     if placement.reverse_device is not None:

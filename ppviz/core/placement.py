@@ -98,10 +98,14 @@ class Placement:
 
     def replicas_on(self, device: int) -> int:
         """Number of (replica, stage) slices the device holds: its static memory multiplier."""
-        count = sum(1 for d in self.stage_device if d == device)
+        return int(self.replica_counts()[device])
+
+    def replica_counts(self) -> np.ndarray:
+        """:meth:`replicas_on` of every device, as one array."""
+        counts = np.bincount(self.stage_device, minlength=self.devices)
         if self.reverse_device is not None:
-            count += sum(1 for d in self.reverse_device if d == device)
-        return count
+            counts = counts + np.bincount(self.reverse_device, minlength=self.devices)
+        return counts
 
     def describe(self, device: int) -> str:
         """Short row label, e.g. ``"stages 0, 4"`` or ``"stages 0↓ 3↑"`` for DualPipe."""

@@ -266,7 +266,7 @@ class Program:
         ``{device: "0F0 0F1 ..." or ["0F0", "0F1", ...]}``.
         """
         if isinstance(text, str):
-            return cls._from_located(_rows_from_text(text), microbatches, stages, placement, name)
+            return cls._from_rows(_rows_from_text(text), microbatches, stages, placement, name)
         if isinstance(text, Mapping):
             return cls.from_torch(_rows_from_mapping(text), microbatches=microbatches, stages=stages,
                                   placement=placement, name=name)
@@ -297,28 +297,35 @@ class Program:
             rows = [actions[d] for d in range(len(keys))]
         else:
             rows = list(actions)
-        located = []
+        parsed = []
         for d, row in enumerate(rows):
             if isinstance(row, str):
                 row = _split_actions(row)
             elif not isinstance(row, Sequence):
                 raise ParseError(f"device {d}: expected a list of actions or a string of them; "
                                  f"got {type(row).__name__} {row!r}", device=d)
-            located.append([(item, f"device {d}, position {i}") for i, item in enumerate(row)])
-        return cls._from_located(located, microbatches, stages, placement, name)
+            parsed.append(_Row.of_items(row, lambda i, d=d: f"device {d}, position {i}"))
+        return cls._from_rows(parsed, microbatches, stages, placement, name)
 
     @classmethod
-    def _from_located(cls, rows, microbatches, stages, placement, name) -> "Program":
-        """From rows of (action, where it was written), ``where`` naming it for error messages."""
+    def _from_rows(cls, rows: list["_Row"], microbatches, stages, placement, name) -> "Program":
+        """From one :class:`_Row` per device: plain rows in one vectorised pass, the others (and any
+        error, with where it was written) action by action."""
         if not rows:
             raise ParseError("the program has no devices; give at least one row of actions")
-        per_device = []
+        columns = []
         for d, row in enumerate(rows):
-            ops = DeviceOps()
-            for position, (item, where) in enumerate(row):
-                _parse_into(ops, item, d, position, where)
-            per_device.append(ops)
-        program = cls.from_device_ops(per_device, stages=1, microbatches=1, name=name)
+            plain = _plain_actions(row.plain) if row.plain is not None else None
+            if plain is None:
+                ops = DeviceOps()
+                for position, (item, where) in enumerate(row.located()):
+                    _parse_into(ops, item, d, position, where)
+                columns.append(_decode(ops.codes))
+            else:
+                columns.append((*plain, np.zeros(len(plain[0]), bool)))
+        offsets = np.cumsum([0] + [len(c[0]) for c in columns])
+        kind, stage, microbatch, pair = (np.concatenate([c[k] for c in columns]) for k in range(4))
+        program = cls(kind, stage, microbatch, pair, offsets, stages=1, microbatches=1, name=name)
         return program._with_inferred_shape(microbatches, stages, placement)
 
     @classmethod
@@ -350,14 +357,15 @@ class Program:
         if not rows:
             where = getattr(path, "name", None) if hasattr(path, "read") else os.fspath(path)
             raise ParseError(f"the CSV {where or '(text)'} holds no rows; torch's format has one row per rank")
-        located = []
+        parsed = []
         for line, row in enumerate(rows, 1):
-            cells = [(cell, f"line {line}, cell {c}") for c, cell in enumerate(row, 1) if cell.strip()]
-            if not cells:
+            columns = [c for c, cell in enumerate(row, 1) if cell.strip()]
+            if not columns:
                 raise ParseError(f"line {line}: rank {line - 1} has no actions; every rank needs at least one "
                                  f"(blank lines are allowed only at the end)", device=line - 1)
-            located.append(cells)
-        return cls._from_located(located, microbatches, stages, placement, name)
+            cells = row if len(columns) == len(row) else [row[c - 1] for c in columns]
+            parsed.append(_Row.of_items(cells, lambda i, line=line, columns=columns: f"line {line}, cell {columns[i]}"))
+        return cls._from_rows(parsed, microbatches, stages, placement, name)
 
     def to_torch_csv(self, path, *, comms: bool = False) -> None:
         """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it;
@@ -758,9 +766,10 @@ def _split_actions(row: str) -> list[str]:
     return [tok for tok in re.split(r"[\s,]+", row.strip()) if tok]
 
 
-def _rows_from_text(text: str) -> list[list[tuple[str, str]]]:
-    """Rows of (token, "line L, column C") as an editor numbers them (both from 1)."""
-    rows: dict[int, list[tuple[str, str]]] = {}
+def _rows_from_text(text: str) -> list["_Row"]:
+    """One row per device, its actions located at "line L, column C" as an editor numbers them
+    (both from 1)."""
+    rows: dict[int, _Row] = {}
     first_line: dict[int, int] = {}
     next_device = 0
     for line_number, line in enumerate(text.splitlines(), 1):
@@ -776,14 +785,70 @@ def _rows_from_text(text: str) -> list[list[tuple[str, str]]]:
         if device in rows:
             raise ParseError(f"line {line_number}: device {device} appears twice (first on line "
                              f"{first_line[device]}); give each device one line")
-        rows[device] = [(m.group(0), f"line {line_number}, column {m.start() + 1}")
-                        for m in _TOKEN_RE.finditer(line, start)]
+        rows[device] = _Row(line[start:] + " " if _PLAIN_LINE.fullmatch(line, start) else None,
+                            lambda line=line, start=start, n=line_number: [
+                                (m.group(0), f"line {n}, column {m.start() + 1}") for m in _TOKEN_RE.finditer(line, start)])
         first_line[device] = line_number
         next_device = device + 1
     if not rows:
         raise ParseError("the text holds no devices; write one line of actions per device, e.g. '0F0 0F1 0B0 0B1'")
     _check_no_gap(sorted(rows), "line")
     return [rows[d] for d in range(len(rows))]
+
+
+class _Row:
+    """One device's actions as written. ``plain`` is their text when it holds nothing but plain
+    actions (``0F1``) between separators, for :func:`_plain_actions`, else None; ``located()``
+    gives each action with where it was written, for the action-by-action parse and its errors."""
+
+    __slots__ = ("plain", "located")
+
+    def __init__(self, plain: str | None, located):
+        self.plain = plain
+        self.located = located
+
+    @classmethod
+    def of_items(cls, items: Sequence, where) -> "_Row":
+        """A row of separate actions; ``where(i)`` names the i-th."""
+        try:
+            joined = "\n".join(items)
+        except TypeError:  # None (an idle step), a torch _Action, or something to refuse by name
+            joined = None
+        # an item with a line break inside would pass for two
+        plain = joined + "\n" if joined is not None and _PLAIN_ITEMS.fullmatch(joined) and \
+            joined.count("\n") == len(items) - 1 else None
+        return cls(plain, lambda: [(item, where(i)) for i, item in enumerate(items)])
+
+
+# the plain actions _plain_actions reads at once: digits only (\d would take other scripts' digits),
+# and at most as many as the index limits allow (longer ones go the slow way, to be refused)
+_PLAIN = r"[0-9]{1,7}[FBIW][0-9]{1,10}"
+_PLAIN_ITEMS = re.compile(rf"(?:{_PLAIN}\n)*{_PLAIN}")
+_PLAIN_LINE = re.compile(rf"[ \t,]*(?:{_PLAIN}[ \t,]+)*(?:{_PLAIN})?")
+_KIND_OF_BYTE = np.full(256, -1, np.int8)
+_KIND_OF_BYTE[[ord(k) for k in KINDS]] = range(len(KINDS))
+_POWERS_OF_TEN = 10 ** np.arange(10, dtype=np.int64)
+
+
+def _plain_actions(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(kind, stage, microbatch) of every action in ``text``, plain actions between non-digit
+    separators and nothing else (as ``_Row.plain`` is), all at once; None if an index is beyond
+    what ppviz holds, for the action-by-action parse to refuse by position."""
+    code = np.frombuffer(text.encode("ascii"), np.uint8)
+    kind = _KIND_OF_BYTE[code]
+    digit = (code >= ord("0")) & (code <= ord("9"))
+    edge = np.diff(digit.view(np.int8), prepend=0, append=0)
+    first, end = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
+    # each action is two runs of digits, its stage and its microbatch: their values, digit by digit
+    length = end - first
+    value = np.zeros(len(first), np.int64)
+    for k in range(int(length.max(initial=0))):
+        has = length > k
+        value[has] += (code[end[has] - 1 - k] - ord("0")).astype(np.int64) * _POWERS_OF_TEN[k]
+    stage, microbatch = value[0::2], value[1::2]
+    if (stage > MAX_STAGE).any() or (microbatch > MAX_MICROBATCH).any():
+        return None
+    return kind[kind >= 0], stage.astype(np.int32), microbatch.astype(np.int32)
 
 
 def _check_no_gap(keys: list[int], what: str) -> None:

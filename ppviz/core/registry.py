@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -143,13 +144,27 @@ class ScheduleTable(tuple):
     """The registry as returned by ``ppviz.list_schedules()``: a tuple of specs that prints as a table."""
 
     def __repr__(self) -> str:
+        return self.to_text()
+
+    def to_text(self, width: int | None = None) -> str:
+        """The table as text; with ``width``, aliases and descriptions wrap within their columns
+        so that no line is longer (``ppviz list`` prints it 100 columns wide)."""
         rows = [("name", "v", "aliases", "what it is")]
         for s in self:
             rows.append((s.name, s.v_rule, ", ".join(s.aliases[:4]), s.summary))
-        widths = [max(len(r[i]) for r in rows) for i in range(3)]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        if width is not None:
+            room = max(24, width - widths[0] - widths[1] - 6)  # three gaps of two spaces
+            longest_alias = max(len(a) + 1 for s in self for a in s.aliases[:4]) if self else 0
+            widths[2] = min(widths[2], max(longest_alias, room * 2 // 5))
+            widths[3] = room - widths[2]
         lines = []
         for r in rows:
-            lines.append("  ".join(r[i].ljust(widths[i]) for i in range(3)) + "  " + r[3])
+            cells = [[r[0]], [r[1]]] + [textwrap.wrap(r[i], widths[i], break_on_hyphens=False) or [""] for i in (2, 3)]
+            for k in range(max(len(c) for c in cells)):
+                parts = [c[k] if k < len(c) else "" for c in cells]
+                line = "  ".join(parts[i].ljust(widths[i]) for i in range(3)) + "  " + parts[3]
+                lines.append(line.rstrip() if width is not None else line)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -11,84 +11,150 @@ as a millisecond).
 :func:`read_chrome_trace` reads such a file back for :func:`ppviz.load_trace`: each device's
 op slots, in milliseconds (``ts / 1000``), so a trace written with the default unit loads with
 the times it was written with.
+
+The JSON is written as text, a block of events at a time, rather than built as Python dicts and
+dumped: a million ops then take about a second and the memory of one block.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from itertools import chain, repeat
 
 import numpy as np
 
 from ..core.errors import ConfigError, ParseError
-from ..core.program import F, KINDS, _shown, action
+from ..core.program import F, KINDS, _shown
 from .files import checked_path
 from .trace_records import COMPUTE_RE, PAIR_RE, RankRecords
 
 _PID = 1
+#: events formatted per block of text
+_BLOCK = 50_000
 
 
 def chrome_trace(result, time_unit_us: float = 1000.0) -> dict:
     """The trace as a dict (``{"traceEvents": [...], ...}``); see :func:`write_chrome_trace`."""
-    program, ops = result.program, result.ops
-    if isinstance(time_unit_us, bool) or not isinstance(time_unit_us, (int, float)) or \
-            not 0 < time_unit_us <= 1e12 or time_unit_us != time_unit_us:
-        raise ConfigError("time_unit_us", time_unit_us, "give the microseconds in one time unit: a number > 0")
-    scale = float(time_unit_us)
-    events: list[dict] = [
-        {"ph": "M", "name": "process_name", "pid": _PID, "tid": 0, "args": {"name": f"ppviz: {result.config.display_name}"}},
-    ]
-    for d in range(program.devices):
-        label = program.placement.describe(d) if program.placement is not None else ""
-        events.append({"ph": "M", "name": "thread_name", "pid": _PID, "tid": d,
-                       "args": {"name": f"device {d}" + (f" ({label})" if label else "")}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": _PID, "tid": d, "args": {"sort_index": d}})
-    second = np.r_[False, program.pair[:-1]]
-    for i in np.flatnonzero(~second).tolist():
-        name = program.action_at(i)
-        if program.pair[i]:
-            kind = "F&B"
-            args = {"forward": action(F, int(program.stage[i]), int(program.microbatch[i])),
-                    "backward": action(int(program.kind[i + 1]), int(program.stage[i + 1]), int(program.microbatch[i + 1]))}
-        else:
-            kind = str(ops.kind[i])
-            args = {"stage": int(ops.stage[i]), "microbatch": int(ops.microbatch[i])}
-        waited = int(ops.waited_for[i])
-        if waited >= 0:
-            args["waited_for"] = program.action_at(waited)
-        events.append({
-            "ph": "X", "name": name, "cat": kind, "pid": _PID, "tid": int(ops.device[i]),
-            "ts": float(ops.start[i]) * scale, "dur": float(ops.end[i] - ops.start[i]) * scale, "args": args,
-        })
-    events.extend(_transfer_events(result, scale))
-    for d in range(program.devices):
-        times, values = result.memory.curve(d)
-        for t, v in zip(times.tolist(), values.tolist()):
-            events.append({"ph": "C", "name": f"activation memory, device {d}", "pid": _PID, "tid": d,
-                           "ts": t * scale, "args": {"activation": v}})
-    return {
-        "traceEvents": events,
-        "displayTimeUnit": "ms",
-        "otherData": {"makespan": result.makespan, "bubble_fraction": result.bubble_fraction,
-                      "schedule": result.config.schedule, "devices": program.devices,
-                      "microbatches": program.microbatches, "time_unit_us": scale},
-    }
+    return json.loads("".join(chrome_trace_text(result, time_unit_us)))
 
 
 def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float = 1000.0) -> str:
     """Write the Chrome trace JSON to ``path``; returns the path."""
     name = checked_path(path)
-    trace = chrome_trace(result, time_unit_us)  # before the file is opened: a bad unit leaves no file
+    blocks = chrome_trace_text(result, time_unit_us)
+    first = next(blocks)  # checks the unit before the file is opened: a bad unit leaves no file
     with open(name, "w", encoding="utf-8") as fh:
-        json.dump(trace, fh, allow_nan=False)
+        fh.write(first)
+        for block in blocks:
+            fh.write(block)
     return name
 
 
-def _transfer_events(result, scale: float) -> list[dict]:
+def chrome_trace_text(result, time_unit_us: float = 1000.0) -> Iterator[str]:
+    """The trace's JSON text in blocks; joined, they are one JSON document."""
+    if isinstance(time_unit_us, bool) or not isinstance(time_unit_us, (int, float)) or \
+            not 0 < time_unit_us <= 1e12 or time_unit_us != time_unit_us:
+        raise ConfigError("time_unit_us", time_unit_us, "give the microseconds in one time unit: a number > 0")
+    scale = float(time_unit_us)
+    if not np.isfinite(result.makespan * scale):  # every time written is at most the makespan
+        raise ConfigError("time_unit_us", time_unit_us, "give a smaller unit: this run's times in it overflow a float")
+    program = result.program
+    other = {"makespan": result.makespan, "bubble_fraction": result.bubble_fraction,
+             "schedule": result.config.schedule, "devices": program.devices,
+             "microbatches": program.microbatches, "time_unit_us": scale}
+    head = [{"ph": "M", "name": "process_name", "pid": _PID, "tid": 0,
+             "args": {"name": f"ppviz: {result.config.display_name}"}}]
+    for d in range(program.devices):
+        label = program.placement.describe(d) if program.placement is not None else ""
+        head.append({"ph": "M", "name": "thread_name", "pid": _PID, "tid": d,
+                     "args": {"name": f"device {d}" + (f" ({label})" if label else "")}})
+        head.append({"ph": "M", "name": "thread_sort_index", "pid": _PID, "tid": d, "args": {"sort_index": d}})
+    yield '{"traceEvents":[' + ",".join(json.dumps(e, allow_nan=False) for e in head)
+    # every event below starts with its separator: the metadata above is never empty
+    yield from _op_events(result, scale)
+    yield from _transfer_events(result, scale)
+    yield from _memory_events(result, scale)
+    yield '],"displayTimeUnit":"ms","otherData":' + json.dumps(other, allow_nan=False) + "}"
+
+
+def _op_events(result, scale: float) -> Iterator[str]:
+    """One "X" event per op slot (a pair is one event), in program order, a block at a time.
+
+    Every string in an event is an action string (digits, F/B/I/W, brackets, a semicolon), so
+    the events are assembled as JSON text column by column, without escaping; floats are
+    written as ``repr`` writes them, as ``json`` does.
+    """
+    program, ops = result.program, result.ops
+    labels = _Labels(program)
+    slots = np.flatnonzero(~np.r_[False, program.pair[:-1]])  # a pair's second op is in its first's event
+    for lo in range(0, len(slots), _BLOCK):
+        keep = slots[lo:lo + _BLOCK]
+        start = ops.start[keep]
+        paired = program.pair[keep]
+        waited = ops.waited_for[keep]
+        code = np.where(paired, len(KINDS), program.kind[keep])
+        first = labels.numbers[program.stage[keep]]
+        second = labels.numbers[program.microbatch[keep]]
+        if paired.any():
+            at = np.flatnonzero(paired)
+            first[at] = labels(keep[at], pairs=False)
+            second[at] = labels(keep[at] + 1) + '"'
+        waited_for = np.where(waited >= 0, ',"waited_for":"' + labels(waited) + '"', "")
+        columns = [repeat(',{"ph":"X","name":"'), labels(keep), _HEAD[code], labels.numbers[ops.device[keep]],
+                   repeat(',"ts":'), map(repr, (start * scale).tolist()),
+                   repeat(',"dur":'), map(repr, ((ops.end[keep] - start) * scale).tolist()),
+                   _ARGS[code], first, _ARGS_NEXT[code], second, waited_for, repeat("}}")]
+        yield "".join(chain.from_iterable(zip(*columns)))
+
+
+# per op code (F, B, I, W, then an F&B pair): the text after its name, and the keys of its args
+_HEAD = np.array([f'","cat":"{k}","pid":{_PID},"tid":' for k in KINDS] + [f'","cat":"F&B","pid":{_PID},"tid":'],
+                 dtype=object)
+_ARGS = np.array([',"args":{"stage":'] * len(KINDS) + [',"args":{"forward":"'], dtype=object)
+_ARGS_NEXT = np.array([',"microbatch":'] * len(KINDS) + ['","backward":"'], dtype=object)
+_KIND_STRINGS = np.array(list(KINDS), dtype=object)
+
+
+class _Labels:
+    """:meth:`Program.action_at` for arrays of op indices, as object arrays of str."""
+
+    def __init__(self, program):
+        self.program = program
+        self.numbers = np.array([str(i) for i in range(max(program.stages, program.microbatches, program.devices))],
+                                dtype=object)
+
+    def __call__(self, index: np.ndarray, pairs: bool = True) -> np.ndarray:
+        """The label of each op in ``index`` (−1 gives a placeholder); with ``pairs`` the first op
+        of a pair prints as the overlapped pair, as ``action_at`` does."""
+        program = self.program
+        index = np.maximum(index, 0)
+        out = (self.numbers[program.stage[index]] + _KIND_STRINGS[program.kind[index]] +
+               self.numbers[program.microbatch[index]])
+        at = np.flatnonzero(program.pair[index]) if pairs else ()
+        if len(at):
+            out[at] = "(" + out[at] + ";" + self(index[at] + 1, pairs=False) + ")OVERLAP_F_B"
+        return out
+
+
+def _memory_events(result, scale: float) -> Iterator[str]:
+    """Each device's activation memory as a counter track: one "C" event per step of its curve."""
+    memory = result.memory
+    for d in range(result.program.devices):
+        times, values = memory.curve(d)
+        for lo in range(0, len(times), _BLOCK):
+            columns = [repeat(f',{{"ph":"C","name":"activation memory, device {d}","pid":{_PID},"tid":{d},"ts":'),
+                       map(repr, (times[lo:lo + _BLOCK] * scale).tolist()), repeat(',"args":{"activation":'),
+                       map(repr, values[lo:lo + _BLOCK].tolist()), repeat("}}")]
+            yield "".join(chain.from_iterable(zip(*columns)))
+
+
+def _transfer_events(result, scale: float) -> Iterator[str]:
     """A "transfers out" thread per sending device, and a flow from each transfer to its consumer."""
     t, program = result.transfers, result.program
     if not len(t):
-        return []
+        return
     p = program.devices
     events: list[dict] = []
     for d in sorted(set(t.src.tolist())):
@@ -110,7 +176,6 @@ def _transfer_events(result, scale: float) -> list[dict]:
         events.append({"ph": "f", "bp": "e", "name": "transfer", "cat": "transfer", "id": k, "pid": _PID,
                        "tid": int(program.device[consumer]), "ts": float(result.ops.start[consumer]) * scale})
     return events
-
 
 def looks_like(trace) -> bool:
     """True for a trace :func:`chrome_trace` wrote (its ``otherData`` and process name)."""

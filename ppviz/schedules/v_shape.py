@@ -34,6 +34,12 @@ rewritten here step for step, so each device's order is theirs:
    reordered and squeezed again, and the W's go back into free slots, the up leg's first;
 5. each device runs its passes in slot order.
 
+The authors' greedy visits the passes one by one; here it runs for all devices at once, slot by
+slot (a pass waits only for passes in earlier slots), with what each visit needs kept so that it
+is found in a few array operations instead of by scanning the schedule: about p + m steps of
+work on arrays of p, where the pass-by-pass search took about p²·m. The orders are the same
+(tests/v_shape_reference.py keeps the search pass by pass, and the tests compare them).
+
 The memory figures are the point (activation held from F to W, ``w_share = 1``, as the
 authors count; both are exact once m >= p+1):
 
@@ -52,7 +58,7 @@ import functools
 
 import numpy as np
 
-from ..core.program import DeviceOps, Program
+from ..core.program import F, I, W, DeviceOps, Program
 from ..core.placement import Placement
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.registry import ScheduleSpec, register, require
@@ -130,204 +136,517 @@ def _block_v_min(p: int) -> list[tuple[int, int, int, int]]:
     return [(d, 2 * p - d - 1, 2 * p + gap + d, 4 * p + gap - d - 1) for d in range(p)]
 
 
-def _put_w(lists: list[list[int]], split: bool) -> list[list[int]]:
-    """Add W slots: each free slot takes the oldest pending W; the rest follow the last pass.
+# The construction is computed for all devices at once, slot by slot: within a slot each device
+# has at most one pass, and every pass waits only for passes in earlier slots, so the passes of
+# one slot never depend on each other. ``pos[d, kind, mb]`` is the slot of device d's pass of that
+# kind (F_DOWN, F_UP, I_UP, I_DOWN) and microbatch; W's are arrays of their own.
 
-    With ``split`` the up leg's and the down leg's W's are two lists and a free slot serves
-    the up leg first (the authors' rule); otherwise there is one W list.
-    """
-    taken = {t: kind for kind in range(4) for t in lists[kind]}
-    end = max(taken)
-    w_lists: list[list[int]] = [[], []] if split else [[]]
-    pending = [0, 0]
-    for t in range(end + 1):
-        kind = taken.get(t)
-        if kind is not None:
-            if kind in (I_UP, I_DOWN):
-                pending[kind - I_UP if split else 0] += 1
+def _occupancy(pos: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(forward, arrival): per device and slot, whether an F runs there, whether an I does."""
+    rows = np.arange(pos.shape[0])[:, None]
+    forward = np.zeros((pos.shape[0], width), bool)
+    arrival = np.zeros((pos.shape[0], width), bool)
+    forward[rows, pos[:, F_DOWN]] = forward[rows, pos[:, F_UP]] = True
+    arrival[rows, pos[:, I_UP]] = arrival[rows, pos[:, I_DOWN]] = True
+    return forward, arrival
+
+
+def _served(arrival: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The free slots at which a W runs: each serves the oldest I still waiting. Departures by
+    slot t are D(t) = S(t) + min(0, min over j <= t of (A(j) − S(j))), A the I's and S the free
+    slots counted up to each slot."""
+    s = np.cumsum(free, axis=1, dtype=np.int64)
+    a = np.cumsum(arrival, axis=1, dtype=np.int64)
+    drained = s + np.minimum(0, np.minimum.accumulate(a - s, axis=1))
+    return np.diff(drained, axis=1, prepend=0) > 0
+
+
+def _columns(mask: np.ndarray, count: int, end: np.ndarray, after) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the columns where mask holds, in order, then end+after+1, end+after+2 … up to
+    ``count`` of them; and how many came from the mask."""
+    n = mask.sum(axis=1)
+    out = np.empty((mask.shape[0], count), np.int64)
+    rows, cols = np.nonzero(mask)
+    out[rows, np.arange(len(rows)) - (np.cumsum(n) - n)[rows]] = cols
+    k = np.arange(count)[None, :]
+    return np.where(k >= n[:, None], (end + 1 + after - n)[:, None] + k, out), n
+
+
+def _add_ws(pos: np.ndarray, split: bool):
+    """Add the W slots: each free slot up to the device's last pass runs the oldest pending W,
+    the rest follow that last pass. ``split``: the up leg's W's and the down leg's are two lists
+    and a free slot serves the up leg first (the authors' rule); otherwise one list of 2m."""
+    p, _, m = pos.shape
+    end = pos.reshape(p, -1).max(axis=1)
+    width = int(end.max()) + 1
+    forward, arrival = _occupancy(pos, width)
+    free = ~(forward | arrival) & (np.arange(width)[None, :] <= end[:, None])
+    served = _served(arrival, free)
+    if not split:
+        return _columns(served, 2 * m, end, 0)[0]
+    up_arrival = np.zeros_like(arrival)
+    up_arrival[np.arange(p)[:, None], pos[:, I_UP]] = True
+    up = _served(up_arrival, free)  # the up leg has first call on every free slot
+    ups, n_up = _columns(up, m, end, 0)
+    downs, _ = _columns(served & ~up, m, end, m - n_up)
+    return ups, downs
+
+
+def _peak_placed(pos: np.ndarray, w: np.ndarray) -> int:
+    """Highest level, in chunks, of any device whose W's are placed: an F takes a chunk, a W
+    gives it back."""
+    width = int(max(pos.max(), w.max())) + 1
+    rows = np.arange(pos.shape[0])[:, None]
+    delta = np.zeros((pos.shape[0], width), np.int64)
+    delta[rows, pos[:, F_DOWN]] += 1
+    delta[rows, pos[:, F_UP]] += 1
+    delta[rows, w] -= 1
+    return max(0, int(np.cumsum(delta, axis=1).max()))
+
+
+def _peak_queued(pos: np.ndarray) -> int:
+    """Highest level of any device when its W's are not placed: a W runs in every free slot
+    while one is pending (up to the device's last pass)."""
+    p = pos.shape[0]
+    end = pos.reshape(p, -1).max(axis=1)
+    width = int(end.max()) + 1
+    forward, arrival = _occupancy(pos, width)
+    free = ~(forward | arrival) & (np.arange(width)[None, :] <= end[:, None])
+    level = np.cumsum(forward, axis=1) - np.cumsum(_served(arrival, free), axis=1)
+    return max(0, int(level.max()))
+
+
+class _Slots:
+    """All passes of a schedule, one row per pass, sorted by (slot, device): the order the
+    authors visit them in. ``phase`` is 0 before device 0's first down-leg I, 1 from it to the
+    next last-microbatch down-leg F (both included), 2 after."""
+
+    def __init__(self, lists: list[tuple[int, np.ndarray]], m: int):
+        parts = [(arr.ravel(), np.repeat(np.arange(arr.shape[0]), arr.shape[1]), np.full(arr.size, kind),
+                  np.tile(np.arange(arr.shape[1]), arr.shape[0])) for kind, arr in lists]
+        slot, device, kind, mb = (np.concatenate(column) for column in zip(*parts))
+        order = np.lexsort((device, slot))
+        self.slot, self.device, self.kind, self.mb = slot[order], device[order], kind[order], mb[order]
+        self.phase = np.zeros(len(order), np.int8)
+        first = np.flatnonzero((self.kind == I_DOWN) & (self.device == 0))
+        if len(first):
+            last = np.flatnonzero((self.kind == F_DOWN) & (self.mb == m - 1))
+            last = last[last > first[0]]
+            end = last[0] if len(last) else len(order) - 1
+            self.phase[first[0]:end + 1] = 1
+            self.phase[end + 1:] = 2
+        self.starts = np.r_[0, np.flatnonzero(np.diff(self.slot)) + 1, len(order)]
+
+
+class _NextFree:
+    """Per device, the first slot at or after x that is still open; slots close one by one (a
+    union-find with path halving, over all devices at once). Slot ``width`` stays open."""
+
+    #: most answers are a step or two away: these are looked at before following links
+    NEAR = np.arange(4)
+
+    def __init__(self, p: int, width: int):
+        self.parent = np.tile(np.arange(width + 1), (p, 1))
+
+    def find(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        near = np.minimum(x[:, None] + self.NEAR, self.parent.shape[1] - 1)
+        hit = self.parent[rows[:, None], near] == near
+        found = hit.any(axis=1)
+        x = np.where(found, near[np.arange(len(x)), hit.argmax(axis=1)], x)
+        if found.all():
+            return x
+        far = np.flatnonzero(~found)
+        x[far] = self._follow(rows[far], x[far])
+        return x
+
+    def _follow(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
+        x = x.copy()
+        while True:
+            up = self.parent[rows, x]
+            moving = np.flatnonzero(up != x)
+            if not len(moving):
+                return x
+            r, u = rows[moving], up[moving]
+            skip = self.parent[r, u]
+            self.parent[r, x[moving]] = skip
+            x[moving] = skip
+
+    def close(self, rows: np.ndarray, x: np.ndarray) -> None:
+        self.parent[rows, x] = x + 1
+
+
+def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start every pass as early as its device and its upstream neighbour allow, in unit time,
+    keeping each device's order (the W's have no upstream neighbour)."""
+    p, _, m = pos.shape
+    n_w = w.shape[1]
+    passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
+    d, k, mb = passes.device, passes.kind, passes.mb
+    size = p * 4 * m
+    at = np.where(k < W_UP, d * 4 * m + np.minimum(k, I_DOWN) * m + mb, size + d * n_w + mb)
+    upstream = np.full(len(d), size + p * n_w)  # a slot holding −1: no upstream pass
+    down = ((k == F_DOWN) | (k == I_UP)) & (d > 0)
+    up = ((k == F_UP) | (k == I_DOWN)) & (d < p - 1)
+    upstream[down] = at[down] - 4 * m
+    upstream[up] = at[up] + 4 * m
+    out = np.zeros(size + p * n_w + 1, np.int64)
+    out[-1] = -1
+    free = np.zeros(p, np.int64)
+    for lo, hi in zip(passes.starts[:-1].tolist(), passes.starts[1:].tolist()):
+        rows = d[lo:hi]
+        ready = np.maximum(free[rows], out[upstream[lo:hi]] + 1)
+        out[at[lo:hi]] = ready
+        free[rows] = ready + 1
+    return out[:size].reshape(p, 4, m), out[size:-1].reshape(p, n_w)
+
+
+class _Sorted:
+    """Per device, a sorted list of slots that grows by one value at a time (anywhere in it).
+    Each device's slots are kept offset by device × 2^32, and unused places hold that offset's
+    top, so that all rows read as one sorted array: one ``searchsorted`` places every value."""
+
+    _SPAN = 1 << 32
+
+    def __init__(self, p: int, capacity: int):
+        self.offset = np.arange(p, dtype=np.int64)[:, None] * self._SPAN
+        self.keys = np.repeat(self.offset + self._SPAN - 1, capacity, axis=1)
+        self.count = np.zeros(p, np.int64)
+
+    def __getitem__(self, index) -> np.ndarray:
+        rows, at = index
+        return self.keys[rows, at] - self.offset[rows, 0]
+
+    def insert(self, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """Insert values[i] into row rows[i] (rows distinct); returns where each landed."""
+        capacity = self.keys.shape[1]
+        keys = values + self.offset[rows, 0]
+        at = np.searchsorted(self.keys.ravel(), keys) - rows * capacity
+        shift = self.count[rows] - at
+        moving = np.flatnonzero(shift)
+        if len(moving):  # the values it goes before move up one place, the last first
+            seg, offset = _segments(shift[moving])
+            r, j = rows[moving][seg], at[moving][seg] + offset
+            self.keys[r, j + 1] = self.keys[r, j]
+        self.keys[rows, at] = keys
+        self.count[rows] += 1
+        return at
+
+
+def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For segments of these lengths laid end to end: each element's segment and its offset in it."""
+    seg = np.repeat(np.arange(len(lengths)), lengths)
+    return seg, np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each F/I pass's slot lives in a flat (p, 4, m) array, and (three columns) those of
+    the passes it waits for in the authors' model: the upstream neighbour's pass of the same kind,
+    its own previous kind and its own previous microbatch; ``n_cells`` (a cell holding −1) for none."""
+    d, k, mb = passes.device, np.minimum(passes.kind, I_DOWN), passes.mb
+    own = d * 4 * m + k * m + mb
+    deps = np.full((len(d), 3), n_cells, np.int64)
+    down = ((k == F_DOWN) | (k == I_UP)) & (d > 0)
+    up = ((k == F_UP) | (k == I_DOWN)) & (d < p - 1)
+    deps[down, 0] = own[down] - 4 * m
+    deps[up, 0] = own[up] + 4 * m
+    deps[k > F_DOWN, 1] = own[k > F_DOWN] - m
+    deps[mb > 0, 2] = own[mb > 0] - 1
+    return own, deps
+
+
+def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3 with the W's placed: outside the steady phase every pass, in slot order, takes the
+    earliest free slot after what it waits for; an F only where no slot from there to its own
+    is at the highest device's level c (it would go above c there).
+
+    The last slot at level c is found without levels: between W's a device's level only rises,
+    so a stretch at c ends just before a W, and the n-th F (by slot) is at c exactly when the
+    (n−c+1)-th W comes after it. Those ranks only rise as passes move earlier, so the highest
+    such n, and its W, is the stretch an F may not start before."""
+    p = pos.shape[0]
+    c = _peak_placed(pos, w)
+    n_fi, n_w = p * 4 * m, p * 2 * m
+    # one flat array holds every F/I slot and every W slot, for gathers by index; −1 at the end
+    state = np.concatenate([pos.ravel(), w.ravel(), [-1]])
+    cur, cur_w = state[:n_fi].reshape(p, 4, m), state[n_fi:n_fi + n_w].reshape(p, 2 * m)
+    passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
+    d, kind, mb = passes.device, passes.kind, passes.mb
+    is_w = kind == W_UP
+    own, deps = _dependency_slots(passes, p, m, len(state) - 1)
+    own[is_w] = n_fi + d[is_w] * 2 * m + mb[is_w]
+    # a W waits for the W before it, and for the I of the same rank (by slot): looked up below
+    deps[is_w] = len(state) - 1
+    deps[is_w & (mb > 0), 0] = own[is_w & (mb > 0)] - 1
+    open_slots = _NextFree(p, int(state.max()) + 1)
+    f_sorted, i_sorted = _Sorted(p, 2 * m), _Sorted(p, 2 * m)
+    n_placed_w = np.zeros(p, np.int64)
+    top = np.zeros(p, np.int64)  # highest rank (from 1) of an F at level c with its W placed; 0: none
+
+    def at_level_c(rows, ranks):
+        """Raise ``top`` where the F of that rank is at level c against a placed W."""
+        w_rank = ranks - c
+        has = (w_rank >= 0) & (w_rank < n_placed_w[rows])
+        has[has] = cur_w[rows[has], w_rank[has]] > f_sorted[rows[has], ranks[has] - 1]
+        np.maximum.at(top, rows[has], ranks[has])
+
+    def append(sorted_slots, rows, values):
+        """Passes that stay, after every pass before them: appended in (slot, device) order."""
+        order = np.argsort(rows, kind="stable")
+        rows, values = rows[order], values[order]
+        added = np.bincount(rows, minlength=p)
+        rank = np.arange(len(rows)) - (np.cumsum(added) - added)[rows]
+        sorted_slots.keys[rows, sorted_slots.count[rows] + rank] = values + sorted_slots.offset[rows, 0]
+        sorted_slots.count += added
+
+    # the steady phase stays as built: the slots wholly inside it are taken in one go
+    steady = np.flatnonzero(passes.phase == 1)
+    bounds = passes.starts
+    steady_from = steady_to = -1
+    if len(steady):
+        steady_from = int(np.searchsorted(bounds, steady[0]))
+        steady_to = int(np.searchsorted(bounds, steady[-1] + 1, side="right")) - 1
+    g = 0
+    while g < len(bounds) - 1:
+        if g == steady_from and steady_to > g and bounds[g] == steady[0]:
+            lo, hi = int(bounds[g]), int(bounds[steady_to])
+            rows, k, slot = d[lo:hi], kind[lo:hi], passes.slot[lo:hi]
+            open_slots.close(rows, slot)
+            before_f, before_w = f_sorted.count.copy(), n_placed_w.copy()
+            append(i_sorted, rows[(k == I_UP) | (k == I_DOWN)], slot[(k == I_UP) | (k == I_DOWN)])
+            append(f_sorted, rows[k < I_UP], slot[k < I_UP])
+            n_placed_w += np.bincount(rows[k == W_UP], minlength=p)
+            # every (F rank, W rank) pair with one of the two new, as one by one they would be
+            first = np.maximum(c, np.minimum(before_f + 1, before_w + c))
+            last = np.minimum(f_sorted.count, n_placed_w + c - 1)
+            devices = np.flatnonzero(last >= first)
+            seg, offset = _segments(last[devices] - first[devices] + 1)
+            at_level_c(devices[seg], first[devices][seg] + offset)
+            g = steady_to
             continue
-        for leg in range(2):
-            if pending[leg]:
-                w_lists[leg].append(t)
-                pending[leg] -= 1
-                break
-    t = end
-    for leg in range(len(w_lists)):
-        for _ in range(pending[leg]):
-            t += 1
-            w_lists[leg].append(t)
-    return [list(x) for x in lists[:4]] + w_lists
+        lo, hi = int(bounds[g]), int(bounds[g + 1])
+        g += 1
+        rows, k = d[lo:hi], kind[lo:hi]
+        slot = int(passes.slot[lo])
+        placed = np.full(hi - lo, slot, np.int64)
+        moves = np.flatnonzero(passes.phase[lo:hi] != 1)
+        if len(moves):
+            r = rows[moves]
+            earliest = state[deps[lo:hi][moves]].max(axis=1)
+            ws = np.flatnonzero(k[moves] == W_UP)
+            earliest[ws] = np.maximum(earliest[ws], i_sorted[r[ws], mb[lo:hi][moves][ws]])
+            start = earliest + 1
+            f = np.flatnonzero((k[moves] < I_UP) & (top[r] > 0))
+            start[f] = np.maximum(start[f], cur_w[r[f], top[r[f]] - c])
+            placed[moves] = np.minimum(open_slots.find(r, np.minimum(start, slot)), slot)
+        open_slots.close(rows, placed)
+        state[own[lo:hi]] = placed
+        sel = (k == I_UP) | (k == I_DOWN)
+        if sel.any():
+            i_sorted.insert(rows[sel], placed[sel])
+        sel = k < I_UP
+        if sel.any():
+            fr = rows[sel]
+            landed = f_sorted.insert(fr, placed[sel])
+            seg, offset = _segments(f_sorted.count[fr] - landed)  # the new F and those it went before: new ranks
+            at_level_c(fr[seg], landed[seg] + 1 + offset)
+        sel = k == W_UP
+        if sel.any():
+            wr = rows[sel]
+            n_placed_w[wr] += 1
+            ranks = n_placed_w[wr] + c - 1
+            has = ranks <= f_sorted.count[wr]
+            at_level_c(wr[has], ranks[has])
+    return cur.copy(), cur_w.copy()
 
 
-def _levels(lists: list[list[int]]) -> np.ndarray:
-    """Chunks a device holds after each slot, W's placed: an F takes one, a W gives it back."""
-    size = max(max(times) for times in lists if times) + 1
-    delta = np.zeros(size, np.int64)
-    for kind, times in enumerate(lists):
-        delta[times] += 1 if kind < I_UP else (-1 if kind >= W_UP else 0)
-    return np.cumsum(delta)
+#: levels c, c−1, … whose last slot is bounded per device (four leave about one move in six to
+#: be checked against the levels themselves)
+_BOUNDS = 4
 
 
-def _peak(lists: list[list[int]]) -> int:
-    """Peak activation of one device in chunks, counted slot by slot as the authors do.
+def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
+    """Step 4: the W's taken out and assumed to run in every free slot while one is pending;
+    after the steady phase every pass, in slot order, takes the earliest free slot after what
+    it waits for that keeps its device at or below the highest device's peak c.
 
-    Each F holds one chunk until its W. Without W lists, a W is assumed to run in every free
-    slot while one is pending: a queue whose departures by slot t are
-    D(t) = S(t) + min(0, min over j <= t of (A(j) − S(j))), with A the I's and S the free
-    slots counted up to each slot.
-    """
-    if len(lists) > 4:
-        return max(0, int(_levels(lists).max()))
-    size = max(max(times) for times in lists if times) + 1
-    forwards = np.zeros(size, np.int64)
-    forwards[lists[F_DOWN]] = 1
-    forwards[lists[F_UP]] = 1
-    arrivals = np.zeros(size, np.int64)
-    arrivals[lists[I_UP]] = 1
-    arrivals[lists[I_DOWN]] = 1
-    free = np.cumsum((forwards == 0) & (arrivals == 0))
-    arrived = np.cumsum(arrivals)
-    drained = free + np.minimum(0, np.minimum.accumulate(arrived - free))
-    return max(0, int((np.cumsum(forwards) - drained).max()))
+    The past is kept as levels: ``base[d, j]`` the level after slot j when j joined the past,
+    plus the changes since, recorded as +v at a and −v at b for "v more on [a, b)" in
+    ``change``. Moving a pass from slot t to a free slot s changes the W's only between them:
+    an F or an I at a slot where a W ran pushes that W to the next idle free slot u1; an I
+    brings a W of its own, which runs at the next idle one (u1, or u2 after it). So the level
+    rises by 1 on [s, t) for an F, by one more on [s, u1) if s was busy; for an I it rises by 1
+    on [s, u1) if s was busy and falls by 1 from the slot where its own W now runs. The move is
+    allowed when no slot it raises goes above c. Per device an upper bound on the last slot at
+    each level c, c−1, … (``last``) settles most moves without looking at the levels."""
+    p = pos.shape[0]
+    c = _peak_queued(pos)
+    passes = _Slots([(k, pos[:, k]) for k in range(4)], m)
+    d, kind, phase = passes.device, passes.kind, passes.phase
+    state = np.concatenate([pos.ravel(), [-1]])
+    cur = state[:-1].reshape(pos.shape)
+    own, deps = _dependency_slots(passes, p, m, len(state) - 1)
+    width = int(pos.max()) + 2
+    movers = np.flatnonzero(phase == 2)
+    begin = int(passes.slot[movers[0]]) if len(movers) else width
+    # before the first pass that may move, the past is the schedule as it stands
+    forward, arrival = _occupancy(pos, width + 1)
+    forward[:, begin:] = arrival[:, begin:] = False
+    taken = forward | arrival
+    free = ~taken
+    free[:, begin:] = False
+    served = _served(arrival, free)
+    base = np.cumsum(forward, axis=1) - np.cumsum(served, axis=1)
+    pending = arrival.sum(axis=1) - served.sum(axis=1)
+    change = np.zeros((p, width + 2), np.int64)
+    open_slots, idle_slots = _NextFree(p, width), _NextFree(p, width)
+    for slots, closed in ((open_slots, taken), (idle_slots, taken | served)):
+        columns = np.arange(width + 1)
+        ahead = np.minimum.accumulate(np.where(closed, width + 1, columns)[:, ::-1], axis=1)[:, ::-1]
+        slots.parent[:, :width + 1] = np.where(closed, np.minimum(ahead, width), columns)
+        slots.parent[:, begin:width + 1] = columns[begin:]
+    levels = np.arange(_BOUNDS)
+    reached = base[:, :begin, None] >= c - levels
+    last = np.where(reached.any(axis=1), begin - 1 - np.argmax(reached[:, ::-1], axis=1), -1)
+    for slot in range(begin, width):
+        lo, hi = np.searchsorted(passes.slot, [slot, slot + 1])
+        rows, k = d[lo:hi], kind[lo:hi]
+        stays = np.ones(hi - lo, bool)
+        moves = np.flatnonzero(phase[lo:hi] == 2)
+        if len(moves):
+            r, km = rows[moves], k[moves]
+            earliest = state[deps[lo:hi][moves]].max(axis=1)
+            at = _place_queued(slot, r, km, earliest, c, base, change, served, last, open_slots, idle_slots)
+            moved = np.flatnonzero(at[0] < slot)
+            if len(moved):
+                _move_queued(slot, r[moved], km[moved], *(a[moved] for a in at), c, change, served, pending,
+                             last, open_slots, idle_slots)
+                state[own[lo:hi][moves[moved]]] = at[0][moved]
+                stays[moves[moved]] = False
+        # the slot joins the past on every device: a pass that stayed, or a free slot
+        occupied = np.zeros(p, bool)
+        occupied[rows[stays]] = True
+        is_f = np.zeros(p, bool)
+        is_f[rows[stays & (k < I_UP)]] = True
+        departs = ~occupied & (pending > 0)
+        served[:, slot] = departs
+        pending += (occupied & ~is_f).astype(np.int64) - departs
+        level = (base[:, slot - 1] - change[:, slot] if slot else 0) + is_f.astype(np.int64) - departs
+        base[:, slot] = level
+        last[level[:, None] >= c - levels] = slot
+        for slots, closing in ((open_slots, occupied), (idle_slots, occupied | departs)):
+            closing = np.flatnonzero(closing)
+            slots.close(closing, np.full(len(closing), slot))
+    return cur.copy()
 
 
-def _in_slot_order(schedule: list[list[list[int]]]) -> list[tuple[int, int, int, int]]:
-    """Every pass as (slot, device, kind, microbatch), in the order the authors visit them."""
-    return sorted((t, d, k, mb) for d, lists in enumerate(schedule)
-                  for k, times in enumerate(lists) for mb, t in enumerate(times))
+
+def _place_queued(slot, rows, kinds, earliest, c, base, change, served, last, open_slots, idle_slots):
+    """For each pass leaving ``slot``: the slot it moves to (``slot`` if none fits) and u1, u2."""
+    n = len(rows)
+    placed = np.full(n, slot, np.int64)
+    u1s, u2s = placed.copy(), placed.copy()
+    at = np.minimum(open_slots.find(rows, np.minimum(earliest + 1, slot)), slot)
+    todo = np.flatnonzero(at < slot)
+    while len(todo):
+        r, s, forward = rows[todo], at[todo], kinds[todo] < I_UP
+        busy = served[r, s]
+        u1 = np.minimum(idle_slots.find(r, s + 1), slot)
+        u2 = np.full(len(todo), slot, np.int64)
+        second = np.flatnonzero(~forward & busy & (u1 < slot))  # only an I into a busy slot needs it
+        u2[second] = np.minimum(idle_slots.find(r[second], u1[second] + 1), slot)
+        # how far below c the slots must be: on [s, u1) and on [u1, slot)
+        room_first = np.where(forward & busy, 2, np.where(forward | busy, 1, 0))
+        room_rest = np.where(forward, 1, 0)
+        # settled by the bounds: nothing from s on is at c − room + 1 or above
+        fits = np.where(room_first > 0, last[r, np.maximum(room_first - 1, 0)] < s, True)
+        fits &= np.where(room_rest > 0, last[r, 0] < np.where(busy, u1, s), True)
+        look = np.flatnonzero(~fits)
+        if len(look):
+            lr, ls = r[look], s[look]
+            seg, offset = _segments(slot - ls)
+            j = ls[seg] + offset
+            # the level after slot j: as recorded, less the changes recorded after j
+            later = change[lr[seg], j + 1]
+            after = np.cumsum(later[::-1])[::-1]
+            level = base[lr[seg], j] - (after - np.append(after, 0)[np.cumsum(slot - ls)][seg])
+            room = np.where(j < u1[look][seg], room_first[look][seg], room_rest[look][seg])
+            over = np.bincount(seg, weights=level > c - room, minlength=len(look)) > 0
+            fits[look] = ~over
+            # what was seen tightens the bounds: the last slot at each level from s on, else before s
+            firsts = np.cumsum(slot - ls) - (slot - ls)
+            for b in range(last.shape[1]):
+                seen = np.maximum.reduceat(np.where(level >= c - b, j, -1), firsts)
+                last[lr, b] = np.where(seen >= 0, seen, np.minimum(last[lr, b], ls - 1))
+        done = todo[fits]
+        placed[done], u1s[done], u2s[done] = s[fits], u1[fits], u2[fits]
+        again = todo[~fits]
+        at[again] = np.minimum(open_slots.find(rows[again], at[again] + 1), slot)
+        todo = again[at[again] < slot]
+    return placed, u1s, u2s
 
 
-def _squeeze(schedule: list[list[list[int]]]) -> list[list[list[int]]]:
-    """Start every pass as early as its dependencies and its device allow, in unit time.
-
-    ``schedule[d][kind][mb]`` is a slot time; passes keep their per-device order.
-    """
-    p = len(schedule)
-    out = [[[0] * len(times) for times in lists] for lists in schedule]
-    device_free = [0] * p
-    # a dependency on the same device always sits in an earlier slot, so the device's own
-    # order covers it; only the neighbour on the leg's upstream side can hold a pass back
-    for _, d, k, mb in _in_slot_order(schedule):
-        ready = device_free[d]
-        if k == F_DOWN or k == I_UP:
-            if d > 0:
-                ready = max(ready, out[d - 1][k][mb] + 1)
-        elif (k == F_UP or k == I_DOWN) and d + 1 < p:
-            ready = max(ready, out[d + 1][k][mb] + 1)
-        out[d][k][mb] = ready
-        device_free[d] = ready + 1
-    return out
-
-
-def _dependencies(p: int, d: int, kind: int, mb: int) -> list[tuple[int, int, int]]:
-    """(device, kind, microbatch) of the passes this one waits for, in the authors' model."""
-    deps = []
-    if kind in (F_DOWN, I_UP) and d > 0:
-        deps.append((d - 1, kind, mb))
-    if kind in (F_UP, I_DOWN) and d + 1 < p:
-        deps.append((d + 1, kind, mb))
-    if F_DOWN < kind < W_UP:
-        deps.append((d, kind - 1, mb))
-    if mb > 0:
-        deps.append((d, kind, mb - 1))
-    return deps
-
-
-def _reorder(schedule: list[list[list[int]]], m: int, with_w: bool) -> list[list[list[int]]]:
-    """Move warm-up and cool-down passes to earlier free slots, then squeeze.
-
-    The steady phase runs from device 0's first down-leg I to the last microbatch's first
-    down-leg F and stays as built; so does the warm-up when the W's are out (``with_w``
-    false). Every other pass, in slot order, takes the earliest free slot after its
-    dependencies that keeps its device at or below the highest device's peak before the move.
-    """
-    if with_w:
-        schedule = [_put_w(lists, split=False) for lists in schedule]
-    else:
-        schedule = [[list(x) for x in lists] for lists in schedule]
-    p = len(schedule)
-    ceiling = max(_peak(lists) for lists in schedule)
-    # with the W's placed, moving a pass from t to an earlier slot s changes the device's
-    # level on [s, t) only, by +1 for an F and −1 for a W; every device stays at or below the
-    # ceiling, so only that stretch needs checking
-    levels = [_levels(lists) for lists in schedule] if with_w else None
-    taken = [set() for _ in range(p)]
-    phase = 0
-    # a pass only ever moves after it is visited, so the visiting order is fixed up front
-    for t, d, k, mb in _in_slot_order(schedule):
-        if phase == 0 and k == I_DOWN and d == 0:
-            phase = 1
-        if phase == 1:
-            if k == F_DOWN and mb == m - 1:
-                phase = 2
-            taken[d].add(t)
+def _move_queued(slot, r, kinds, s, u1, u2, c, change, served, pending, last, open_slots, idle_slots):
+    """Record the moves of the passes leaving ``slot`` for s (see ``_reorder_queued``)."""
+    forward = kinds < I_UP
+    busy = served[r, s]
+    end = np.full(len(r), slot, np.int64)
+    w_at = np.where(busy, u2, u1)  # where an I's own W now runs
+    rises = ((forward, s, end, 1), (busy, s, u1, 1), (~forward, w_at, end, -1))
+    for sel, a, b, v in rises:
+        change[r[sel], a[sel]] += v
+        change[r[sel], b[sel]] -= v
+    # the bounds follow the rises (a fall keeps them true): 1 on [s, slot) and 2 on [s, u1) for
+    # an F into a busy slot, 1 on [s, u1) for an I into a busy one
+    lift = [(forward & ~busy, s, end, 1), (forward & busy, u1, end, 1), (forward & busy, s, u1, 2),
+            (~forward & busy, s, u1, 1)]
+    old = last[r].copy()
+    for sel, a, b, v in lift:
+        sel = sel & (b > a)
+        if not sel.any():
             continue
-        if phase == 0 and not with_w:
-            taken[d].add(t)
-            continue
-        lists = schedule[d]
-        earliest = -1
-        if k < W_UP:
-            for dd, kk, mm in _dependencies(p, d, k, mb):
-                earliest = max(earliest, schedule[dd][kk][mm])
-        else:
-            # the mb-th W belongs to the device's mb-th I, whichever leg it is on
-            earliest = max(sorted(lists[I_UP] + lists[I_DOWN])[mb], lists[k][mb - 1] if mb else -1)
-        step = 1 if k < I_UP else (-1 if k >= W_UP else 0)
-        placed = t
-        for slot in range(earliest + 1, t):
-            if slot in taken[d]:
-                continue
-            if with_w:
-                fits = step <= 0 or levels[d][slot:t].max() + step <= ceiling
-            else:
-                lists[k][mb] = slot
-                fits = _peak(lists) <= ceiling
-            if fits:
-                placed = slot
-                break
-        lists[k][mb] = placed
-        taken[d].add(placed)
-        if with_w and placed != t:
-            levels[d][placed:t] += step
-    if not with_w:
-        schedule = [_put_w(lists, split=False) for lists in schedule]
-    return _squeeze(schedule)
+        below = np.where(np.arange(last.shape[1]) + v < last.shape[1],
+                         old[sel][:, np.minimum(np.arange(last.shape[1]) + v, last.shape[1] - 1)], b[sel, None] - 1)
+        below = np.where(below >= a[sel, None], np.minimum(below, b[sel, None] - 1), -1)
+        last[r[sel]] = np.maximum(last[r[sel]], below)
+    pending[r] += np.where(forward, busy & (u1 == slot), 1 + busy - (u1 < slot) - (busy & (u2 < slot)))
+    served[r[busy], s[busy]] = False
+    open_slots.close(r, s)
+    idle_slots.close(r, s)
+    # W's now run at u1 (an F into an idle slot moves none) and, for an I into a busy slot, at u2
+    for sel, x in (((u1 < slot) & (busy | ~forward), u1), (~forward & busy & (u2 < slot), u2)):
+        served[r[sel], x[sel]] = True
+        idle_slots.close(r[sel], x[sel])
 
 
 @functools.lru_cache(maxsize=64)
-def v_schedule_order(p: int, m: int, block) -> tuple[tuple[tuple[int, int], ...], ...]:
-    """Each device's passes as (kind, microbatch) in slot order, per the construction above.
+def v_schedule_order(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
+    """Each device's passes in slot order, per the construction above: (kind, microbatch), two
+    read-only (p, 6m) arrays. Cached: the same sizes are built again for every change of costs."""
+    pos = np.array(block(p), np.int64)[:, :, None] + _PERIOD * np.arange(m)[None, None, :]
+    placed, ws = _reorder_placed(pos, _add_ws(pos, split=False), m)
+    first, _ = _squeeze(placed, ws)
+    second = _reorder_queued(first, m)
+    final, _ = _squeeze(second, _add_ws(second, split=False))
+    ups, downs = _add_ws(final, split=True)
+    slots = np.concatenate([final.reshape(p, 4 * m), ups, downs], axis=1)
+    order = np.argsort(slots, axis=1, kind="stable")
+    kinds, microbatches = np.repeat(np.arange(6), m)[order], np.tile(np.arange(m), 6)[order]
+    kinds.flags.writeable = microbatches.flags.writeable = False
+    return kinds, microbatches
 
-    Cached: the greedy search is the slow part of building, and the same sizes are built
-    again for every change of costs.
-    """
-    base = [[[t + _PERIOD * mb for mb in range(m)] for t in times] for times in block(p)]
-    first = _reorder(base, m, with_w=True)
-    second = _reorder([lists[:4] for lists in first], m, with_w=False)
-    final = [_put_w(lists[:4], split=True) for lists in second]
-    orders = []
-    for lists in final:
-        slots = sorted((t, kind, mb) for kind, times in enumerate(lists) for mb, t in enumerate(times))
-        orders.append(tuple((kind, mb) for _, kind, mb in slots))
-    return tuple(orders)
 
-
-# each pass kind as (DeviceOps method, leg), leg 0 being the down stage and 1 the up stage
-_PASSES = {F_DOWN: ("f", 0), F_UP: ("f", 1), I_UP: ("i", 1), I_DOWN: ("i", 0), W_UP: ("w", 1), W_DOWN: ("w", 0)}
+# each pass kind as the op it is and its leg: 0 the down stage (d), 1 the up stage (2p−1−d)
+_OP = np.array([F, F, I, I, W, W], np.int8)
+_LEG = np.array([0, 1, 1, 0, 1, 0])
 
 
 def _build_v(config, block) -> Program:
     p, m = config.devices, config.microbatches
-    devices = []
-    for d, order in enumerate(v_schedule_order(p, m, block)):
-        ops = DeviceOps()
-        stages = (d, 2 * p - 1 - d)
-        for kind, mb in order:
-            method, leg = _PASSES[kind]
-            getattr(ops, method)(stages[leg], mb)
-        devices.append(ops)
-    return _program(devices, p, m)
+    kinds, microbatches = v_schedule_order(p, m, block)
+    down = np.arange(p)[:, None]
+    stages = np.where(_LEG[kinds] == 0, down, 2 * p - 1 - down)
+    return Program.from_arrays([(_OP[kinds[d]], stages[d], microbatches[d]) for d in range(p)], stages=2 * p,
+                               microbatches=m, placement=Placement.v_shape(p, 2))
 
 
 def build_v_half(config) -> Program:

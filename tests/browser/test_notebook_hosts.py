@@ -398,3 +398,42 @@ def test_compare_follows_jupyterlab_dark_theme(browser, tmp_path):
             raise
         finally:
             context.close()
+
+
+CHART = """\
+import ppviz
+from ppviz import charts
+charts.bubble_chart([ppviz.Config(schedule=s, devices=4, microbatches=8) for s in ("1f1b", "zb-h1", "interleaved-1f1b")])
+"""
+
+
+def test_a_standalone_chart_draws_in_jupyterlab_offline(browser, tmp_path):
+    # an Altair chart from ppviz.charts as the cell's last expression, every request off this
+    # machine refused: Altair's default renderer would load vega from a CDN ("Error loading script")
+    results = {s: ppviz.simulate(ppviz.Config(schedule=s, devices=4, microbatches=8))
+               for s in ("1f1b", "zb-h1", "interleaved-1f1b")}
+    context, page, external, errors = offline_page(browser, {"width": 1200, "height": 900})
+    with jupyter("lab", tmp_path, CHART) as server:
+        try:
+            page.goto(server["url"])
+            bars = page.locator('.jp-OutputArea-output svg path[aria-label^="bubble fraction = idle"]')
+            run_cell(page, bars.first, timeout=60_000)
+            labels = bars.evaluate_all("marks => marks.map(m => m.getAttribute('aria-label'))")
+            for name, r in results.items():
+                assert sum(f"name: {name};" in label and
+                           f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%" in label
+                           for label in labels) == 1, (name, labels)
+            output = page.locator(".jp-OutputArea-output").filter(
+                has=page.locator('svg path[aria-label^="bubble fraction = idle"]'))
+            assert "Error loading script" not in output.inner_text()
+            shots = ARTIFACTS / "charts"
+            shots.mkdir(parents=True, exist_ok=True)
+            output.screenshot(path=str(shots / "bubble-chart-offline.png"))
+            assert external == [], f"the page tried to reach the network: {external}"
+            assert errors == []
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "failed-standalone-chart.png"))
+            raise
+        finally:
+            context.close()

@@ -1,0 +1,182 @@
+"""The slow paths of issue 11, item 11, against their targets: V-Half/V-Min build, the automatic
+engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory.
+
+Run: python benchmarks/hardening.py [--before PATH] [--only NAME ...]
+
+Each measurement runs in a fresh process (so the builders' caches are cold and the memory
+high-water mark is its own) and prints wall and CPU seconds; CPU time is the figure to trust on
+a shared, loaded machine (the load average is printed). ``--before PATH`` runs the same
+measurements on another checkout of ppviz (e.g. one of main from before these changes) and
+prints before → after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _high_water_mb() -> float:
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def _reset_high_water() -> None:
+    try:
+        with open("/proc/self/clear_refs", "w") as fh:
+            fh.write("5")
+    except OSError:
+        pass
+
+
+def _timed(fn):
+    _reset_high_water()
+    before = _high_water_mb()
+    wall, cpu = time.perf_counter(), time.process_time()
+    value = fn()
+    return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
+            "memory_mb": _high_water_mb() - before, "value": value}
+
+
+def measure_v_half():
+    import ppviz
+
+    return _timed(lambda: len(ppviz.Config(schedule="v-half", devices=512, microbatches=512).build()))
+
+
+def measure_v_min():
+    import ppviz
+
+    return _timed(lambda: len(ppviz.Config(schedule="v-min", devices=512, microbatches=512).build()))
+
+
+def measure_engine():
+    import ppviz
+    from ppviz.core.engine import execute, op_costs
+
+    cfg = ppviz.Config(schedule="looped-bfs", devices=1024, microbatches=1, stages_per_device=200)
+    program = cfg.build()
+    cost = op_costs(program, cfg)
+    return _timed(lambda: len(execute(program, cost, cfg.comm)[0]))
+
+
+def measure_chrome_trace():
+    import tempfile
+
+    import ppviz
+
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=8, microbatches=62_500))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "trace.json")
+        out = _timed(lambda: res.to_chrome_trace(path))
+        out["value"] = f"{len(res.ops):,} ops, {os.path.getsize(path) / 1e6:.0f} MB of JSON"
+    return out
+
+
+def measure_parse():
+    import ppviz
+
+    program = ppviz.Config(schedule="1f1b", devices=64, microbatches=8192).build()
+    actions = program.to_torch()
+    out = _timed(lambda: len(ppviz.Program.from_torch(actions)))
+    out["rate"] = out["value"] / out["cpu"]
+    return out
+
+
+def measure_parse_text():
+    import ppviz
+
+    text = ppviz.Config(schedule="interleaved-1f1b", devices=32, microbatches=4096, stages_per_device=4).build().to_text()
+    out = _timed(lambda: len(ppviz.Program.from_text(text)))
+    out["rate"] = out["value"] / out["cpu"]
+    return out
+
+
+def measure_static_memory():
+    import ppviz
+    from ppviz.core.memory import static_memory
+
+    cfg = ppviz.Config(schedule="interleaved-1f1b", devices=1024, microbatches=512, stages_per_device=2,
+                       params=1.0)
+    program = cfg.build()
+    bare = ppviz.Program(program.kind, program.stage, program.microbatch, program.pair, program.offsets,
+                         stages=program.stages, microbatches=program.microbatches)  # no placement: stages held
+    return _timed(lambda: float(static_memory(program, cfg).sum() + static_memory(bare, cfg).sum()))
+
+
+# name: (what, measurement, target in seconds of wall time on an idle 2-core machine, or ops/s)
+CASES = {
+    "v-half": ("V-Half build, p = m = 512 (1.57M ops)", measure_v_half, ("wall", 2.0)),
+    "v-min": ("V-Min build, p = m = 512 (1.57M ops)", measure_v_min, ("wall", 2.0)),
+    "engine": ("engine='auto', looped-bfs p = 1024, m = 1, v = 200 (409,600 ops)", measure_engine, ("wall", 0.5)),
+    "chrome-trace": ("Chrome trace of 10^6 ops (1F1B p = 8, m = 62,500)", measure_chrome_trace, ("wall", 2.0)),
+    "parse": ("Program.from_torch, 1,048,576 action strings", measure_parse, ("rate", 1e6)),
+    "parse-text": ("Program.from_text, 1,048,576 actions", measure_parse_text, ("rate", 1e6)),
+    "static-memory": ("static_memory, p = 1024, v = 2, m = 512 (with and without a placement)", measure_static_memory,
+                      ("wall", None)),
+}
+
+
+def run(name: str, checkout: str, timeout: float) -> dict | None:
+    """One measurement in a fresh process importing ppviz from ``checkout``."""
+    env = {**os.environ, "PYTHONPATH": checkout}
+    code = (f"import json, sys; sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r}); "
+            f"import hardening, ppviz; assert ppviz.__file__.startswith({checkout!r}); "
+            f"print(json.dumps(hardening.CASES[{name!r}][1]()))")
+    try:
+        out = subprocess.run([sys.executable, "-c", code], env=env, cwd=checkout, capture_output=True, text=True,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"timeout": timeout}
+    if out.returncode != 0:
+        return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def show(result: dict | None) -> str:
+    if result is None:
+        return "-"
+    if "timeout" in result:
+        return f"> {result['timeout']:.0f} s (stopped)"
+    if "error" in result:
+        return f"failed: {result['error'][:60]}"
+    text = f"{result['wall']:.2f} s wall, {result['cpu']:.2f} s CPU, +{result['memory_mb']:.0f} MB"
+    if "rate" in result:
+        text += f", {result['rate']:,.0f} ops/s (CPU)"
+    return text
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", metavar="PATH", help="another ppviz checkout to measure first (before)")
+    parser.add_argument("--only", nargs="*", choices=list(CASES), help="run only these")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per measurement")
+    args = parser.parse_args()
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
+          f"(figures are wall and CPU seconds; under load trust CPU)")
+    for name in args.only or CASES:
+        what, _, (unit, target) = CASES[name]
+        before = run(name, os.path.abspath(args.before), args.timeout) if args.before else None
+        after = run(name, ROOT, args.timeout)
+        print(f"\n{what}")
+        if args.before:
+            print(f"  before  {show(before)}")
+        print(f"  after   {show(after)}")
+        if target is not None and after and "wall" in after:
+            value = after["rate"] if unit == "rate" else after["cpu"]
+            met = value >= target if unit == "rate" else value <= target
+            goal = f">= {target:,.0f} ops/s" if unit == "rate" else f"<= {target} s"
+            print(f"  target  {goal} on an idle machine: {'met' if met else 'NOT met'} by CPU time here")
+
+
+if __name__ == "__main__":
+    main()
