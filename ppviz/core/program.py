@@ -314,6 +314,8 @@ class Program:
         if not rows:
             raise ParseError("the program has no devices; give at least one row of actions")
         columns = []
+        comms: list[tuple[int, int, int, int, int]] = []  # (kind, stage, microbatch, device, before)
+        base = 0
         for d, row in enumerate(rows):
             plain = _plain_actions(row.plain) if row.plain is not None else None
             if plain is None:
@@ -321,11 +323,14 @@ class Program:
                 for position, (item, where) in enumerate(row.located()):
                     _parse_into(ops, item, d, position, where)
                 columns.append(_decode(ops.codes))
+                comms.extend((kind, stage, mb, d, base + before) for before, kind, stage, mb in ops.comms)
             else:
                 columns.append((*plain, np.zeros(len(plain[0]), bool)))
+            base += len(columns[-1][0])
         offsets = np.cumsum([0] + [len(c[0]) for c in columns])
         kind, stage, microbatch, pair = (np.concatenate([c[k] for c in columns]) for k in range(4))
-        program = cls(kind, stage, microbatch, pair, offsets, stages=1, microbatches=1, name=name)
+        program = cls(kind, stage, microbatch, pair, offsets, stages=1, microbatches=1, name=name,
+                      comms=CommOps(*zip(*comms), np.arange(len(comms))) if comms else None)
         return program._with_inferred_shape(microbatches, stages, placement)
 
     @classmethod

@@ -175,7 +175,9 @@ def _transfer_events(result, scale: float) -> Iterator[str]:
                        "ts": start * scale})
         events.append({"ph": "f", "bp": "e", "name": "transfer", "cat": "transfer", "id": k, "pid": _PID,
                        "tid": int(program.device[consumer]), "ts": float(result.ops.start[consumer]) * scale})
-    return events
+    for lo in range(0, len(events), _BLOCK):
+        yield "".join("," + json.dumps(e, allow_nan=False) for e in events[lo:lo + _BLOCK])
+
 
 def looks_like(trace) -> bool:
     """True for a trace :func:`chrome_trace` wrote (its ``otherData`` and process name)."""
