@@ -8,7 +8,8 @@ takes it unchanged. On top of a Result it carries what only a measurement has:
 * ``wait``: per op, how long its annotated span waited for its input before computing (torch's
   schedules wait for the receive inside the compute span; the loaders split it off, so ``start``
   is when the computation began);
-* ``transfers``: the communication found in the trace (:class:`Transfers`);
+* ``transfers``: the communication found in the trace, in the table a simulation returns
+  (:class:`~ppviz.core.transfers.Transfers`; ``bytes`` is NaN: a trace does not say);
 * ``steps``: every complete step the trace holds (:class:`Steps`), of which this object is one
   (``step``), and ``samples``: every op of every complete step, for calibration;
 * ``clock_offsets``: what was added to each device's clock to align hosts (ms).
@@ -25,31 +26,9 @@ import numpy as np
 
 from .program import Program
 from .result import Result
+from .transfers import Transfers
 
 MS = "ms"
-
-
-@dataclass(frozen=True)
-class Transfers:
-    """Point-to-point transfers, one row each: ``src`` → ``dst`` device carrying the activation
-    (``kind`` "F") or gradient ("B") of (``stage``, ``microbatch``) into ``stage``; ``start`` is
-    when the sender posted it and ``end`` when the receiver had it (ms, on the step's clock).
-    Rows where the trace shows no receive completion end at the consumer's compute start."""
-
-    src: np.ndarray
-    dst: np.ndarray
-    stage: np.ndarray
-    microbatch: np.ndarray
-    kind: np.ndarray
-    start: np.ndarray
-    end: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.src)
-
-    @property
-    def duration(self) -> np.ndarray:
-        return self.end - self.start
 
 
 @dataclass(frozen=True)

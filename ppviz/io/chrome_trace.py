@@ -168,7 +168,8 @@ def _transfer_events(result, scale: float) -> Iterator[str]:
         events.append({"ph": "X", "name": name, "cat": "transfer", "pid": _PID, "tid": p + src, "ts": start * scale,
                        "dur": (end - start) * scale,
                        "args": {"from device": src, "to device": dst, "stage": stage, "microbatch": mb,
-                                "direction": "activation" if kind == "F" else "gradient", "bytes": size,
+                                "direction": "activation" if kind == "F" else "gradient",
+                                "bytes": size if size == size else None,  # NaN: a measured run's unknown size
                                 "ready": ready * scale, "queued for the link": (start - ready) * scale,
                                 "consumer": program.action_at(consumer)}})
         events.append({"ph": "s", "name": "transfer", "cat": "transfer", "id": k, "pid": _PID, "tid": p + src,

@@ -31,7 +31,8 @@ import numpy as np
 from ..core.config import Config
 from ..core.engine import dependencies
 from ..core.errors import ConfigError, ParseError, ProgramError
-from ..core.measured import Measured, Samples, Steps, Transfers
+from ..core.measured import Measured, Samples, Steps
+from ..core.transfers import Transfers
 from ..core.program import MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W
 from ..core.registry import all_specs
 from . import chrome_trace, measured_json, torch_profiler
@@ -481,5 +482,9 @@ def _transfers(program: Program, dep, start, end, comm) -> Transfers:
         done = _first_within(recvs.get((b, direction, s_to, micro), none), start[i], end[j])
         if done is not None:
             t_end[k] = done
-    return Transfers(src.astype(np.int32), dst.astype(np.int32), stage_to.astype(np.int32), mb.astype(np.int32),
-                     kind, t_start, np.maximum(t_end, t_start))
+    # the simulated table's columns: the sending stage, the data ready when its producer ended,
+    # the transfer from the posted send to the completed receive; a trace gives no sizes
+    return Transfers(src=src.astype(np.int32), dst=dst.astype(np.int32), stage=stage_from.astype(np.int32),
+                     microbatch=mb.astype(np.int32), kind=kind, bytes=np.full(len(producer), np.nan),
+                     ready=end[producer].copy(), start=t_start, end=np.maximum(t_end, t_start),
+                     producer=producer, consumer=consumer)
