@@ -1,0 +1,345 @@
+"""Metrics without a timeline: makespan, bubble and peak memory, fast enough for sweeps and search.
+
+:func:`metrics` answers what :func:`ppviz.simulate` answers about a run's totals — makespan,
+busy and idle time per device, bubble fraction and rate, peak activation, static and peak
+memory — bit for bit, without building a :class:`~ppviz.Result` (no op table, no memory
+curves, no closed form, no binding dependencies).
+
+Two things make it fast. A :class:`Plan` holds everything about a program that does not
+depend on costs — its validation, its dependency indices, the order in which the event engine
+would visit its ops (the same for every cost, so a deadlock is found once) — and plans of
+library schedules are cached per shape (schedule, p, m, v, group size), so a sweep over
+costs builds each program once. Then a run is one pass of plain Python over that fixed order
+(each op starts at the later of its device's previous end and its input's end plus ``comm``),
+and the peak memory is a handful of numpy operations that add the same numbers in the same
+order as :mod:`ppviz.core.memory` does, so the peaks are identical, not just close.
+
+A config that sets a field this module does not model (one added to :class:`Config` later)
+is passed to :func:`ppviz.simulate` instead, and its metrics read off the full result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+
+from .config import Config
+from .engine import dependencies, execute, op_costs, simulate
+from .errors import ConfigError
+from .memory import stage_activation, static_memory
+from .program import B, F, I, W, Program
+
+#: Config fields this module models; a config that changes any other field from its default
+#: takes the full path.
+MODELLED = frozenset({
+    "schedule", "devices", "microbatches", "stages_per_device", "f", "b", "w", "comm", "fb", "stage_costs",
+    "microbatch_group_size", "activation", "w_share", "params", "activation_bytes", "label", "time_unit",
+})
+#: Programs kept by :func:`plan_for`: enough for a sweep's shapes, small beside the memory it saves.
+CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """A run's totals, as :class:`ppviz.Result` gives them (the same values, bit for bit)."""
+
+    config: Config
+    makespan: float
+    busy: np.ndarray
+    idle: np.ndarray
+    ideal: float
+    bubble_fraction: float
+    bubble_rate: float
+    peak_activation: np.ndarray
+    static_memory: np.ndarray
+    peak_memory: np.ndarray
+
+    @classmethod
+    def of(cls, result) -> "Metrics":
+        """The metrics of a full :class:`ppviz.Result`."""
+        return cls(result.config, result.makespan, result.busy, result.idle, result.ideal, result.bubble_fraction,
+                   result.bubble_rate, result.peak_activation, result.static_memory, result.peak_memory)
+
+
+class Plan:
+    """A validated program with everything about it that costs do not change.
+
+    ``steps`` lists the ops (pairs once, by their first op) in an order in which each op's
+    device predecessor and inputs come first: the order the event engine visits them.
+    """
+
+    __slots__ = ("program", "n", "steps", "pairs", "cross", "replicas", "alloc", "device", "kind", "width", "cell")
+
+    def __init__(self, program: Program):
+        program.validate()
+        self.program = program
+        n = self.n = len(program)
+        dep = dependencies(program)
+        device = self.device = program.device
+        self.kind = program.kind
+        has = dep >= 0
+        cross = np.zeros(n, bool)
+        cross[has] = device[dep[has]] != device[has]
+        self.cross = cross
+        self.pairs = bool(program.pair.any())
+        order = _visit_order(program, dep)
+        if order is None:
+            # the engine names the stuck devices and what they wait for
+            execute(program, np.zeros(n), 0.0, engine="events")
+            raise AssertionError("unreachable: the engine found no deadlock")  # pragma: no cover
+        offsets = program.offsets
+        prev = np.arange(-1, n - 1, dtype=np.int64)
+        prev[offsets[:-1][offsets[:-1] < n]] = n  # a device's first op follows "time 0"
+        pair = program.pair
+        second = np.flatnonzero(pair) + 1
+        # the op after a pair follows the pair's slot, whose end both ops carry
+        dep_or_start = np.where(dep >= 0, dep, n)
+        prev_l, dep_l, cross_l = prev.tolist(), dep_or_start.tolist(), cross.tolist()
+        if self.pairs:
+            partner = np.full(n, n, np.int64)
+            partner[second - 1] = dep_or_start[second]
+            partner_cross = np.zeros(n, bool)
+            partner_cross[second - 1] = cross[second]
+            part_l, pcross_l, pair_l = partner.tolist(), partner_cross.tolist(), pair.tolist()
+            self.steps = [(i, prev_l[i], dep_l[i], cross_l[i], pair_l[i], part_l[i], pcross_l[i]) for i in order]
+        else:
+            self.steps = [(i, prev_l[i], dep_l[i], cross_l[i]) for i in order]
+        self.replicas = None if program.placement is None else np.array(
+            [program.placement.replicas_on(d) for d in range(program.devices)])
+        self.alloc = program.kind == F
+        # each op's cell in a (device, position on the device) grid, for per-device running sums
+        counts = np.diff(offsets)
+        self.width = max(int(counts.max(initial=0)), 1)
+        self.cell = device.astype(np.int64) * self.width + np.arange(n) - np.repeat(offsets[:-1], counts)
+
+    def times(self, cost: np.ndarray, comm: float) -> tuple[np.ndarray, np.ndarray]:
+        """Start and end of every op: the event engine's values for these costs."""
+        n = self.n
+        start = [0.0] * n
+        end = [0.0] * (n + 1)  # end[n] = 0.0 stands for "time 0" (no input, first op)
+        cost_l = cost.tolist()
+        if not self.pairs:
+            if comm:
+                for i, pv, j, c in self.steps:
+                    s = end[pv]
+                    r = end[j] + comm if c else end[j]
+                    if r > s:
+                        s = r
+                    start[i] = s
+                    end[i] = s + cost_l[i]
+            else:
+                for i, pv, j, _ in self.steps:
+                    s = end[pv]
+                    r = end[j]
+                    if r > s:
+                        s = r
+                    start[i] = s
+                    end[i] = s + cost_l[i]
+        else:
+            for i, pv, j, c, paired, j2, c2 in self.steps:
+                s = end[pv]
+                r = end[j] + comm if c else end[j]
+                if r > s:
+                    s = r
+                if paired:
+                    r = end[j2] + comm if c2 else end[j2]
+                    if r > s:
+                        s = r
+                    start[i] = start[i + 1] = s
+                    end[i] = end[i + 1] = s + cost_l[i]
+                else:
+                    start[i] = s
+                    end[i] = s + cost_l[i]
+        del end[n]
+        return np.array(start), np.array(end)
+
+    def metrics(self, config: Config) -> Metrics:
+        program = self.program
+        p = program.devices
+        cost = op_costs(program, config)
+        if not np.isfinite(float(cost.sum()) + config.comm * self.n):
+            # the full path says why (the same refusal)
+            return Metrics.of(simulate(program, config))
+        start, end = self.times(cost, config.comm)
+        makespan = float(end.max())
+        busy = np.bincount(self.device, weights=cost, minlength=p)
+        idle = makespan - busy
+        ideal = float(busy.max())
+        fraction = float(idle.sum() / (p * makespan)) if makespan else 0.0
+        rate = (makespan - ideal) / ideal if ideal else 0.0
+        peak = self.peak_activation(config, start, end)
+        static = (static_memory(program, config) if self.replicas is None
+                  else config.params * p / program.stages * self.replicas)
+        return Metrics(config, makespan, busy, idle, ideal, fraction, rate, peak, static, peak + static)
+
+    def peak_activation(self, config: Config, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """Each device's peak activation, as ``memory.activation_curves(...).peaks()`` computes it.
+
+        The curves put the events (an F's allocation at its start, a release at an I's, W's or
+        B's end) per device in time order, releases first at equal times, sum them in that
+        order, round near-zero levels to zero and keep the level at the end of each instant
+        (and 0 before a curve's first event). When every op takes time, that order is program
+        order and every allocation ends its instant, while a release never lifts the level
+        above the instant before it; so the peak is the highest running sum along each device's
+        row of ops, the same floats added in the same order. Zero-time ops can make events
+        meet out of program order: then the events are sorted as the curves sort them.
+        """
+        program = self.program
+        p = program.devices
+        act = stage_activation(config, p, program.stages)[program.stage]
+        kind = self.kind
+        share = config.w_share
+        release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
+        alloc = self.alloc
+        scale = np.zeros(p)
+        np.maximum.at(scale, self.device[alloc], np.abs(act[alloc]))
+        threshold = 1e-9 * np.maximum(1.0, scale)
+        if (end > start).all():
+            delta = np.where(alloc, act, -release)
+            grid = np.zeros((p, self.width))
+            grid.ravel()[self.cell] = delta
+            level = np.cumsum(grid, axis=1)
+            level[np.abs(level) < threshold[:, None]] = 0.0
+            peak = level.max(axis=1)
+            first_alloc = np.full(p, np.inf)
+            np.minimum.at(first_alloc, self.device[alloc], start[alloc])
+            return np.where(first_alloc > 0, np.maximum(peak, 0.0), peak)
+        freed = ~alloc & (release != 0)
+        a_idx = np.flatnonzero(alloc)
+        f_idx = np.flatnonzero(freed)
+        idx = np.concatenate([a_idx, f_idx])
+        when = np.concatenate([start[a_idx], end[f_idx]])
+        delta = np.concatenate([act[a_idx], -release[f_idx]])
+        is_alloc = np.zeros(len(idx), bool)
+        is_alloc[:len(a_idx)] = True
+        dev = self.device[idx]
+        order = np.lexsort((idx, is_alloc, when, dev))
+        dev, when, delta = dev[order], when[order], delta[order]
+        count = np.bincount(dev, minlength=p)
+        first = np.zeros(p + 1, np.int64)
+        np.cumsum(count, out=first[1:])
+        pos = np.arange(len(dev)) - first[dev]
+        width = int(count.max(initial=0))
+        grid = np.zeros((p, width))
+        grid[dev, pos] = delta
+        level = np.cumsum(grid, axis=1)[dev, pos]
+        last = np.ones(len(dev), bool)
+        last[:-1] = (when[1:] != when[:-1]) | (dev[1:] != dev[:-1])
+        level[np.abs(level) < threshold[dev]] = 0.0
+        tops = np.full((p, max(width, 1)), -np.inf)
+        tops[dev[last], pos[last]] = level[last]
+        peak = tops.max(axis=1)
+        starts_at_zero = np.ones(p, bool)
+        has = count > 0
+        starts_at_zero[has] = when[first[:-1][has]] > 0
+        return np.where(starts_at_zero, np.maximum(peak, 0.0), peak)
+
+
+def _visit_order(program: Program, dep: np.ndarray) -> list[int] | None:
+    """The ops in the event engine's visiting order (pairs by their first op), or None on a deadlock."""
+    n = len(program)
+    dep_l = dep.tolist()
+    pair_l = program.pair.tolist()
+    done = [False] * n
+    waiter = [-1] * n
+    offsets = program.offsets.tolist()
+    p = program.devices
+    pos = offsets[:-1]
+    stop = offsets[1:]
+    order = []
+    runnable = list(range(p - 1, -1, -1))
+    while runnable:
+        d = runnable.pop()
+        i, e = pos[d], stop[d]
+        while i < e:
+            j = dep_l[i]
+            if j >= 0 and not done[j]:
+                waiter[j] = d
+                break
+            width = 1
+            if pair_l[i]:
+                j = dep_l[i + 1]
+                if j >= 0 and not done[j]:
+                    waiter[j] = d
+                    break
+                width = 2
+            order.append(i)
+            for k in range(i, i + width):
+                done[k] = True
+                if waiter[k] >= 0:
+                    runnable.append(waiter[k])
+            i += width
+        pos[d] = i
+    if any(pos[d] < stop[d] for d in range(p)):
+        return None
+    return order
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _plan_of_shape(schedule: str, devices: int, microbatches: int, v: int, group: int | None) -> Plan:
+    config = Config(schedule=schedule, devices=devices, microbatches=microbatches, stages_per_device=v,
+                    microbatch_group_size=group)
+    return Plan(config.build())
+
+
+def plan_for(config: Config) -> Plan:
+    """The plan of a config's program, built once per (schedule, p, m, v, group size)."""
+    return _plan_of_shape(config.schedule, config.devices, config.microbatches, config.stages_per_device,
+                          config.microbatch_group_size)
+
+
+def clear_cache() -> None:
+    """Forget the cached plans (they hold their programs)."""
+    _plan_of_shape.cache_clear()
+
+
+def modelled(config: Config) -> bool:
+    """True when every field the config sets is one this module models."""
+    return all(f.name in MODELLED or getattr(config, f.name) == _default(f) for f in dataclasses.fields(config))
+
+
+def _default(field: dataclasses.Field):
+    if field.default is not dataclasses.MISSING:
+        return field.default
+    if field.default_factory is not dataclasses.MISSING:
+        return field.default_factory()
+    return object()
+
+
+def metrics(x, config: Config | None = None, **options) -> Metrics:
+    """The metrics :func:`ppviz.simulate` would give, without its timeline.
+
+    Called like ``simulate``: ``metrics(cfg)``, ``metrics(cfg, comm=0.1)``, ``metrics(program)``,
+    ``metrics(program, cfg)``, or ``metrics(plan, cfg)`` with a :class:`Plan` made once for
+    many configs. Refuses what ``simulate`` refuses, with the same errors.
+    """
+    if isinstance(x, Config):
+        if config is not None:
+            raise ConfigError("config", config, "pass either a Config or a Program with a Config, not two Configs")
+        cfg = x.replace(**options) if options else x
+        if not modelled(cfg) or cfg.spec.builder is None:
+            return Metrics.of(simulate(cfg))
+        return plan_for(cfg).metrics(cfg)
+    plan = x if isinstance(x, Plan) else None
+    program = plan.program if plan is not None else x
+    if not isinstance(program, Program):
+        raise ConfigError("x", type(x).__name__, "metrics takes a ppviz.Config, a ppviz.Program or a Plan")
+    if config is None:
+        base = {"schedule": "custom", "devices": program.devices, "microbatches": program.microbatches}
+        base.update(options)
+        cfg = Config(**base)
+    else:
+        cfg = config.replace(**options) if options else config
+    for field, wanted in (("devices", program.devices), ("microbatches", program.microbatches)):
+        if getattr(cfg, field) != wanted:
+            raise ConfigError(field, getattr(cfg, field),
+                              f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")
+    if not modelled(cfg):
+        return Metrics.of(simulate(program, cfg))
+    return (plan or Plan(program)).metrics(cfg)
+
+
+__all__ = ["Metrics", "Plan", "metrics", "plan_for", "clear_cache", "modelled", "MODELLED"]
