@@ -1,6 +1,7 @@
 """ppviz: simulate and visualise pipeline-parallel training schedules."""
 
 from . import schedules  # noqa: F401  (importing the families registers them)
+from .analysis.search import SearchResult, search
 from .core.budget import set_budget
 from .core.config import Config
 from .core.engine import simulate
@@ -32,15 +33,19 @@ __all__ = [
     "ProgramError",
     "Result",
     "ScheduleConstraintError",
+    "SearchResult",
     "UnknownScheduleError",
     "charts",
     "compare",
     "from_torch",
+    "frontier",
     "list_schedules",
     "schedules",
+    "search",
     "set_budget",
     "show",
     "simulate",
+    "sweep",
 ]
 
 
@@ -55,6 +60,15 @@ def __getattr__(name):
         from .widgets.comparison import compare
 
         return compare
+    # pandas, joblib, tqdm and Altair load with the sweep and the frontier, not with ppviz
+    if name == "sweep":
+        from .analysis.sweep import sweep
+
+        return sweep
+    if name == "frontier":
+        from .analysis.frontier import frontier
+
+        return frontier
     if name in ("charts", "widgets"):
         import importlib
 
