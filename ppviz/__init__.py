@@ -66,7 +66,7 @@ def __getattr__(name):
 
         return sweep
     if name == "frontier":
-        from .analysis.frontier import frontier
+        from .widgets.frontier import frontier
 
         return frontier
     if name in ("charts", "widgets"):

@@ -24,93 +24,77 @@ from .orders import Orders, Problem, Timing
 TRIES_PER_GAP = 3
 
 
-def _moves(problem: Problem, orders: Orders, timing: Timing):
+def _moves(problem: Problem, numbered: list[list[int]], timing: Timing):
     """Candidate moves (device, from, to), most promising first: the largest gaps, then unblocking."""
-    m, S = problem.microbatches, problem.stages
-    f_end, g_end = {}, {}
+    kind_of, stage_of, mb_of, op = problem.kind_of, problem.stage_of, problem.microbatch_of, problem.op
+    waits_for, edge = problem.waits_for, problem.edge
+    end_of = {}
     where = {}
-    for d, order in enumerate(orders):
-        for i, (kind, s, mb) in enumerate(order):
-            where[kind, s, mb] = i
-            if kind == F:
-                f_end[s, mb] = timing.end[d][i]
-            elif kind != W:
-                g_end[s, mb] = timing.end[d][i]
-    comm, device_of = problem.comm, problem.device_of
+    for d, order in enumerate(numbered):
+        en = timing.end[d]
+        for i, o in enumerate(order):
+            where[o] = i
+            end_of[o] = en[i]
     gaps = []
-    for d, order in enumerate(orders):
+    for d, order in enumerate(numbered):
         st, en = timing.start[d], timing.end[d]
         for k in range(len(order)):
             before = en[k - 1] if k else 0.0
             if st[k] > before:
-                gaps.append((st[k] - before, d, k, before))
+                gaps.append((st[k] - before, d, k))
     gaps.sort(key=lambda g: (-g[0], g[1], g[2]))
-    for _, d, k, before in gaps:
-        order = orders[d]
+    for _, d, k in gaps:
+        order = numbered[d]
+        at = timing.start[d][k]
         tried = 0
         for j in range(k + 1, len(order)):
-            kind, s, mb = order[j]
-            if kind == W:
-                mine = where[I, s, mb]
-                if mine >= k:
-                    continue
-                ready = g_end[s, mb]
-            elif kind == F:
-                if s == 0:
-                    ready = 0.0
-                else:
-                    ready = f_end[s - 1, mb] + (comm if device_of[s - 1] != d else 0.0)
-            else:
-                if where[F, s, mb] >= k:
-                    continue
-                if s == S - 1:
-                    ready = f_end[s, mb]
-                else:
-                    ready = g_end[s + 1, mb] + (comm if device_of[s + 1] != d else 0.0)
-            if ready < timing.start[d][k]:
+            o = order[j]
+            kind = kind_of[o]
+            if kind != F and where[op(F if kind != W else I, stage_of[o], mb_of[o])] >= k:
+                continue  # its own F (or I) would come after it
+            source = waits_for[o]
+            ready = 0.0 if source < 0 else end_of[source] + edge[o]
+            if ready < at:
                 yield d, j, k
                 tried += 1
                 if tried == TRIES_PER_GAP:
                     break
-    waited = set()
-    for d, order in enumerate(orders):
-        for kind, s, mb in order:
-            if kind == F and s + 1 < S and device_of[s + 1] != d:
-                waited.add((F, s, mb))
-            elif kind != F and kind != W and s > 0 and device_of[s - 1] != d:
-                waited.add((kind, s, mb))
-    for d, order in enumerate(orders):
+    # ops another device waits for: an F whose next stage is elsewhere, an I or B whose
+    # previous stage is elsewhere
+    waited = {waits_for[o] for order in numbered for o in order if edge[o] or waits_for[o] < 0} - {-1}
+    for d, order in enumerate(numbered):
         for k in range(1, len(order)):
-            if order[k] in waited and order[k - 1][0] == W:
+            if order[k] in waited and kind_of[order[k - 1]] == W:
                 yield d, k - 1, k
 
 
-def _moved(orders: Orders, d: int, j: int, k: int) -> Orders:
-    order = list(orders[d])
+def _moved(numbered: list[list[int]], d: int, j: int, k: int) -> list[list[int]]:
+    order = list(numbered[d])
     order.insert(k, order.pop(j))
-    return orders[:d] + [order] + orders[d + 1:]
+    return numbered[:d] + [order] + numbered[d + 1:]
 
 
 def improve(problem: Problem, orders: Orders, limit: float, budget: int) -> tuple[Orders, Timing, int]:
     """The best orders found from ``orders`` (which must fit ``limit``), their timing and the
     number of evaluations spent."""
-    timing = problem.evaluate(orders)
+    numbered = problem.encode(orders)
+    timing = problem.run(numbered)
     if timing is None or timing.peak > limit:
         raise ValueError("the starting orders must run and fit the limit")
     spent = 0
     while spent < budget:
-        for d, j, k in _moves(problem, orders, timing):
+        for d, j, k in _moves(problem, numbered, timing):
             if spent >= budget:
                 break
-            candidate = _moved(orders, d, j, k)
-            result = problem.evaluate(candidate)
+            candidate = _moved(numbered, d, j, k)
+            result = problem.run(candidate)
             spent += 1
             if result is not None and result.peak <= limit and result.score < timing.score:
-                orders, timing = candidate, result
+                numbered, timing = candidate, result
                 break
         else:
             break
-    return orders, timing, spent
+    return problem.decode(numbered), timing, spent
 
 
 __all__ = ["improve", "TRIES_PER_GAP"]

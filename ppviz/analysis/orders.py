@@ -19,7 +19,7 @@ from ..core.config import Config
 from ..core.engine import stage_table
 from ..core.memory import stage_activation
 from ..core.placement import Placement
-from ..core.program import F, I, W, DeviceOps, Program
+from ..core.program import B, F, I, W, DeviceOps, Program
 
 Op = tuple[int, int, int]
 Orders = list[list[Op]]
@@ -63,77 +63,94 @@ class Problem:
         self.device_of = list(placement.stage_device)
         self.comm = config.comm
 
+        self._index()
+
+    def _index(self) -> None:
+        """Number every op (kind, stage, microbatch) and tabulate, per number, what a run needs:
+        the op it waits for, the comm on that edge, its time and its memory change."""
+        S, m = self.stages, self.microbatches
+        size = 4 * S * m
+        self.kind_of = [k for k in range(4) for _ in range(S * m)]
+        self.stage_of = [s for _ in range(4) for s in range(S) for _ in range(m)]
+        self.microbatch_of = [mb for _ in range(4 * S) for mb in range(m)]
+        self.waits_for = [-1] * size
+        self.edge = [0.0] * size
+        self.duration = [0.0] * size
+        self.delta = [0.0] * size
+        for op in range(size):
+            kind, s, mb = self.kind_of[op], self.stage_of[op], self.microbatch_of[op]
+            here = self.device_of[s]
+            if kind == F:
+                source = self.op(F, s - 1, mb) if s > 0 else -1
+            elif kind == W:
+                source = self.op(I, s, mb)
+            elif s == S - 1:
+                source = self.op(F, s, mb)
+            else:
+                source = self.op(kind if kind == I else B, s + 1, mb)
+            self.waits_for[op] = source
+            if source >= 0 and self.device_of[self.stage_of[source]] != here:
+                self.edge[op] = self.comm
+            self.duration[op] = self.cost[kind][s]
+            self.delta[op] = self.change[kind][s]
+
+    def op(self, kind: int, stage: int, microbatch: int) -> int:
+        """The number of an op."""
+        return (kind * self.stages + stage) * self.microbatches + microbatch
+
+    def encode(self, orders: Orders) -> list[list[int]]:
+        return [[self.op(*o) for o in order] for order in orders]
+
+    def decode(self, numbered: list[list[int]]) -> Orders:
+        k, s, mb = self.kind_of, self.stage_of, self.microbatch_of
+        return [[(k[o], s[o], mb[o]) for o in order] for order in numbered]
+
     def evaluate(self, orders: Orders) -> Timing | None:
         """Times and peaks of ``orders``, or None when they deadlock."""
-        S, m, p = self.stages, self.microbatches, self.devices
-        comm, cost, change, device_of = self.comm, self.cost, self.change, self.device_of
-        f_end = [-1.0] * (S * m)
-        g_end = [-1.0] * (S * m)  # the end of each (stage, microbatch)'s I or B
-        f_waiter = [-1] * (S * m)
-        g_waiter = [-1] * (S * m)
+        return self.run(self.encode(orders))
+
+    def run(self, numbered: list[list[int]]) -> Timing | None:
+        """:meth:`evaluate` for orders of op numbers (:meth:`encode`)."""
+        p = self.devices
+        waits_for, edge, duration, delta = self.waits_for, self.edge, self.duration, self.delta
+        done = [-1.0] * len(waits_for)
+        waiter = [-1] * len(waits_for)
         pos = [0] * p
         free = [0.0] * p
         level = [0.0] * p
         peaks = [0.0] * p
-        start = [[0.0] * len(o) for o in orders]
-        end = [[0.0] * len(o) for o in orders]
+        start = [[0.0] * len(o) for o in numbered]
+        end = [[0.0] * len(o) for o in numbered]
         runnable = list(range(p - 1, -1, -1))
         while runnable:
             d = runnable.pop()
-            order, st, en = orders[d], start[d], end[d]
+            order, st, en = numbered[d], start[d], end[d]
             i, t, lv, pk = pos[d], free[d], level[d], peaks[d]
             n = len(order)
             while i < n:
-                kind, s, mb = order[i]
-                key = s * m + mb
-                if kind == F:
-                    if s > 0:
-                        r = f_end[key - m]
-                        if r < 0.0:
-                            f_waiter[key - m] = d
-                            break
-                        if device_of[s - 1] != d:
-                            r += comm
-                    else:
-                        r = 0.0
-                elif kind == W:
-                    r = g_end[key]
+                o = order[i]
+                j = waits_for[o]
+                if j >= 0:
+                    r = done[j]
                     if r < 0.0:
-                        g_waiter[key] = d
+                        waiter[j] = d
                         break
-                elif s == S - 1:
-                    r = f_end[key]
-                    if r < 0.0:
-                        f_waiter[key] = d
-                        break
-                else:
-                    r = g_end[key + m]
-                    if r < 0.0:
-                        g_waiter[key + m] = d
-                        break
-                    if device_of[s + 1] != d:
-                        r += comm
-                if r > t:
-                    t = r
+                    r += edge[o]  # the engine adds comm, or 0.0, the same way
+                    if r > t:
+                        t = r
                 st[i] = t
-                t += cost[kind][s]
+                t += duration[o]
                 en[i] = t
-                lv += change[kind][s]
-                if kind == F:
-                    if lv > pk:
-                        pk = lv
-                    f_end[key] = t
-                    w = f_waiter[key]
-                    if w >= 0:
-                        runnable.append(w)
-                elif kind != W:
-                    g_end[key] = t
-                    w = g_waiter[key]
-                    if w >= 0:
-                        runnable.append(w)
+                lv += delta[o]
+                if lv > pk:
+                    pk = lv
+                done[o] = t
+                w = waiter[o]
+                if w >= 0:
+                    runnable.append(w)
                 i += 1
             pos[d], free[d], level[d], peaks[d] = i, t, lv, pk
-        if any(pos[d] < len(orders[d]) for d in range(p)):
+        if any(pos[d] < len(numbered[d]) for d in range(p)):
             return None
         return Timing(max(free), peaks, start, end)
 
@@ -187,8 +204,10 @@ class Problem:
 
 
 def orders_of(program: Program) -> Orders | None:
-    """A program's per-device orders, or None when it has F&B pairs or two replicas (not searched)."""
-    if program.pair.any() or program.placement is None or program.placement.reverse_device is not None:
+    """A program's per-device orders, or None when it has F&B pairs, two replicas or both full and
+    split backwards (not searched)."""
+    if program.pair.any() or program.placement is None or program.placement.reverse_device is not None \
+            or ((program.kind == B).any() and (program.kind == I).any()):
         return None
     kind, stage, mb = program.kind.tolist(), program.stage.tolist(), program.microbatch.tolist()
     bounds = program.offsets.tolist()

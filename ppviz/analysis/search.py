@@ -8,14 +8,17 @@ How it works, for the config's costs (per-stage overrides and ``comm`` included)
 
 1. **Candidates.** Every library schedule that accepts the config's sizes (at its own default
    v and at the config's, or only at the config's when ``stage_costs`` name its stages), run
-   on the fast metrics path; the zero-bubble authors' automatic scheduler (its eight
-   variants, :mod:`.heuristic`) at the limit and at whole activation counts below it, for one
-   stage per device; and one microbatch at a time, the least memory there is. Those whose
+   on the fast metrics path; for one stage per device, the zero-bubble authors' automatic
+   scheduler (its eight variants, :mod:`.heuristic`) at the limit and at whole activation
+   counts below it, and GPipe in waves and ZB-H1 with its warm-up capped (:mod:`.capped`,
+   for limits below p);
+   and one microbatch at a time, the least memory there is. Those whose
    peak activation exceeds the limit on some device are out; ZB-H1 is in at a limit of p,
    ZB-H2 at 2p − 1, V-Min / V-Half / ZB-V (the controllable-memory paper's building blocks)
    at about p/3, p/2 and p.
-2. **Local search** (:mod:`.improve`) from the best candidates without F&B pairs, filling
-   idle gaps with ready work and unblocking waiting devices while the limit holds.
+2. **Local search** (:mod:`.improve`) from the best candidate of each placement (F&B pairs
+   and DualPipe's two replicas are not searched), filling idle gaps with ready work and
+   unblocking waiting devices while the limit holds.
 3. **The answer** is the best of all of them, simulated in full: never slower than the best
    candidate, within the limit on every device, a validated program that cannot deadlock
    (the simulator ran it). A limit below the least memory of any candidate is refused with
@@ -41,14 +44,16 @@ from ..core.program import F, I, W
 from ..core.registry import all_specs
 from ..core.result import Result
 from . import heuristic
+from .capped import capped_orders, wave_orders
 from .improve import improve
 from .orders import Problem, orders_of
 
 #: Evaluations the local search may spend, in ops evaluated (an evaluation costs about
 #: 0.7 µs per op): about half a second at p = 8, m = 32 (768 ops).
 DEFAULT_EFFORT = 400_000
-#: How many of the best candidates the local search starts from.
-STARTS = 2
+#: How many candidates the local search starts from: the best of each placement (one stage per
+#: device, the V, the loop), fastest first, so a looser limit never loses a shape a tighter one had.
+STARTS = 3
 #: Relative slack for peaks computed by different summation orders.
 _TOLERANCE = 1e-9
 
@@ -126,8 +131,9 @@ def _checked_config(config) -> Config:
     return config
 
 
-def _library(config: Config, fixed_v: bool):
-    """(name, v, config) of every library schedule that accepts the config's sizes."""
+def library_runs(config: Config, fixed_v: bool):
+    """(name, v, config) of every library schedule that accepts the config's sizes and costs, at
+    its default v and the config's (only the config's, with the same stages, when ``fixed_v``)."""
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
     for spec in all_specs():
         if spec.builder is None:
@@ -210,7 +216,7 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
     candidates: list[Candidate] = []
     runs = []  # (candidate, placement problem or None, orders or None, config it ran with)
 
-    for name, v, cfg in _library(config, fixed_v):
+    for name, v, cfg in library_runs(config, fixed_v):
         got = metrics(cfg)
         peak = float(got.peak_activation.max())
         cand = Candidate(name, got.makespan, peak, _fits(peak, limit), v)
@@ -226,6 +232,10 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
         serial = problem.serial()
         built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
         if placement.style == "contiguous":
+            for name, orders in (*wave_orders(problem, limit), *capped_orders(problem, limit)):
+                timing = problem.evaluate(orders)
+                if timing is not None and timing.peak <= limit:
+                    built.append((name, orders, timing))
             bound = lower_bound(problem, limit)
             unit = max(problem.activation)
             seen = set()
@@ -251,7 +261,7 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
     best = fitting[0]
     answer = best
     evaluations = 0
-    starts = []
+    starts, families = [], set()
     for cand, cfg, problem, orders in fitting:
         if problem is None:
             base = cfg.build()
@@ -262,6 +272,10 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
             timing = problem.evaluate(orders)
             if timing is None or not _fits(timing.peak, limit):
                 continue  # fits only thanks to same-instant frees: keep it as it is
+        family = (problem.placement.style, problem.stages)
+        if family in families:
+            continue
+        families.add(family)
         starts.append((cand, problem, orders))
         if len(starts) == STARTS:
             break
@@ -299,4 +313,4 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
                            lower_bound=bound if program.placement.style == "contiguous" and v == 1 else None, evaluations=evaluations)
 
 
-__all__ = ["search", "SearchResult", "Candidate", "lower_bound", "DEFAULT_EFFORT"]
+__all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "DEFAULT_EFFORT"]

@@ -12,6 +12,7 @@ Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat``
     charts.sweep_chart(["1f1b", "zb-h1"], microbatches=[8, 16, 32], devices=8)
     charts.comparison_charts(runs)        # bubble, Pareto and memory laid out together
     charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
+    charts.frontier_chart(points)         # ppviz.frontier's chart: library runs and search results
 
 Each schedule keeps one colour in every chart (:func:`schedule_colors`), drawn from a
 colour-blind-safe palette. Memory is in activation units (one microbatch's activations
@@ -34,12 +35,13 @@ from .comparison import (
     pareto_chart,
     sweep_chart,
 )
+from .frontier import frontier_chart
 from .gantt import GANTT_THEMES, gantt_chart
 from .inputs import BUBBLE_METRICS, MAX_ROWS, PALETTE, SWEEP_METRICS, pareto_front, schedule_colors, summarize_steps
 from .render import OfflineChart, display, to_png, to_svg, widget
 
 __all__ = [
     "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",
-    "comparison_charts", "display", "gantt_chart", "memory_chart", "memory_curve_chart", "pareto_chart",
+    "comparison_charts", "display", "frontier_chart", "gantt_chart", "memory_chart", "memory_curve_chart", "pareto_chart",
     "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "to_png", "to_svg", "widget",
 ]
