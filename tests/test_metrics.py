@@ -37,6 +37,17 @@ def test_a_plan_reused_over_costs_equals_simulate(cfg, comm, fb):
     assert_same(fast.metrics(plan, changed), simulate(changed))
 
 
+@given(st.lists(configs(), min_size=1, max_size=12), st.integers(0, 2**32 - 1))
+def test_configs_run_together_equal_simulate_bit_for_bit(batch, seed):
+    # several configs of one shape (the batch path), mixed with others
+    rng = np.random.default_rng(seed)
+    more = [c.replace(f=float(rng.choice([0.0, 0.7, 1.3])) + 0.5, w=float(rng.choice([0.0, 0.4])),
+                      comm=float(rng.choice([0.0, 0.3]))) for c in batch for _ in range(2)]
+    every = batch + more
+    for m, cfg in zip(fast.metrics_many(every), every):
+        assert_same(m, simulate(cfg))
+
+
 def test_every_op_at_zero_time_and_ties_follow_the_memory_curves():
     # zero-time ops make allocations and releases meet out of program order
     for name in ("1f1b", "zb-h1", "zb-v", "dualpipe", "1f1b-overlap"):

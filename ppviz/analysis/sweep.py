@@ -12,8 +12,9 @@ values no config accepts are :class:`ppviz.ConfigError`s. A combination a schedu
 Each row holds the grid's inputs and the run's ``makespan``, ``bubble_fraction``,
 ``bubble_rate``, ``ideal``, the busiest device's ``peak_activation`` and ``peak_memory``, from
 the metrics-only fast path (:mod:`ppviz.core.metrics`: the numbers ``ppviz.simulate`` gives).
-Configs go to the workers in chunks (so scheduling costs little beside the work), each worker
-builds each program once, and a tqdm progress bar counts configs (a widget in notebooks).
+Configs go to the workers in chunks (so scheduling costs little beside the work); each worker
+builds each program once and runs a chunk's configs of one shape together (vectors over the
+configs); a tqdm progress bar counts configs (a widget in notebooks).
 Locally the chunks run on joblib's loky processes (``n_jobs``, default all cores; 1 runs in
 this process); ``client=`` a ``dask.distributed.Client`` runs the same chunks on its cluster,
 giving the same rows in the same order.
@@ -29,7 +30,7 @@ from collections.abc import Mapping, Sequence
 
 from ..core.config import Config
 from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError
-from ..core.metrics import metrics
+from ..core.metrics import metrics, metrics_many
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
 MAX_CONFIGS = 10_000_000
@@ -59,27 +60,52 @@ class _Grid:
         return tuple(reversed(out))
 
 
-def _row(config_or_fields, inputs: tuple) -> tuple:
+def _rows(items: list[tuple[dict | Config, tuple]]) -> list[tuple]:
+    """A row per (config or its fields, inputs): the inputs, then the metrics or the refusal.
+
+    Configs of one shape run together (:func:`ppviz.core.metrics.metrics_many`); should a
+    batch refuse (an override naming a stage the program lacks, say), its configs run one by
+    one so that only the refused ones become refusals.
+    """
+    rows: list[tuple | None] = [None] * len(items)
+    built = []
+    for k, (given, inputs) in enumerate(items):
+        try:
+            built.append((k, given if isinstance(given, Config) else Config(**given)))
+        except PpvizError as exc:
+            rows[k] = _refusal(inputs, exc)
     try:
-        config = config_or_fields if isinstance(config_or_fields, Config) else Config(**config_or_fields)
-        got = metrics(config)
-    except PpvizError as exc:
-        return inputs + (math.nan,) * (len(OUTPUTS) - 1) + (str(exc),)
-    return inputs + (got.makespan, got.bubble_fraction, got.bubble_rate, got.ideal,
-                     float(got.peak_activation.max()), float(got.peak_memory.max()), None)
+        got = metrics_many([config for _, config in built])
+    except PpvizError:
+        got = []
+        for k, config in built:
+            try:
+                got.append(metrics(config))
+            except PpvizError as exc:
+                got.append(exc)
+    for (k, _), m in zip(built, got):
+        inputs = items[k][1]
+        rows[k] = _refusal(inputs, m) if isinstance(m, PpvizError) else inputs + (
+            m.makespan, m.bubble_fraction, m.bubble_rate, m.ideal, float(m.peak_activation.max()),
+            float(m.peak_memory.max()), None)
+    return rows
+
+
+def _refusal(inputs: tuple, exc: Exception) -> tuple:
+    return inputs + (math.nan,) * (len(OUTPUTS) - 1) + (str(exc),)
 
 
 def _run_grid(grid: _Grid, start: int, stop: int) -> list[tuple]:
     base = dict(grid.base)
-    rows = []
+    items = []
     for index in range(start, stop):
         values = grid.combination(index)
-        rows.append(_row({**base, **dict(zip(grid.names, values))}, values))
-    return rows
+        items.append(({**base, **dict(zip(grid.names, values))}, values))
+    return _rows(items)
 
 
 def _run_configs(configs: Sequence[Config], names: tuple[str, ...]) -> list[tuple]:
-    return [_row(c, tuple(getattr(c, n) for n in names)) for c in configs]
+    return _rows([(c, tuple(getattr(c, n) for n in names)) for c in configs])
 
 
 def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config] | None, tuple[str, ...]]:

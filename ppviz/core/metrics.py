@@ -64,6 +64,35 @@ class Metrics:
                    result.bubble_rate, result.peak_activation, result.static_memory, result.peak_memory)
 
 
+@dataclass
+class Batch:
+    """The metrics of many configs of one program as arrays, a row per config (:meth:`Plan.batch`)."""
+
+    configs: list
+    makespan: np.ndarray
+    busy: np.ndarray
+    idle: np.ndarray
+    ideal: np.ndarray
+    bubble_fraction: np.ndarray
+    bubble_rate: np.ndarray
+    peak_activation: np.ndarray
+    static_memory: np.ndarray
+    peak_memory: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.configs)
+
+    def set(self, k: int, m: Metrics) -> None:
+        for name in ("makespan", "busy", "idle", "ideal", "bubble_fraction", "bubble_rate", "peak_activation",
+                     "static_memory", "peak_memory"):
+            getattr(self, name)[k] = getattr(m, name)
+
+    def __getitem__(self, k: int) -> Metrics:
+        return Metrics(self.configs[k], float(self.makespan[k]), self.busy[k], self.idle[k], float(self.ideal[k]),
+                       float(self.bubble_fraction[k]), float(self.bubble_rate[k]), self.peak_activation[k],
+                       self.static_memory[k], self.peak_memory[k])
+
+
 class Plan:
     """A validated program with everything about it that costs do not change.
 
@@ -71,7 +100,8 @@ class Plan:
     device predecessor and inputs come first: the order the event engine visits them.
     """
 
-    __slots__ = ("program", "n", "steps", "pairs", "cross", "replicas", "alloc", "device", "kind", "width", "cell")
+    __slots__ = ("program", "n", "steps", "pairs", "cross", "replicas", "alloc", "device", "kind", "width", "cell",
+                 "_waves")
 
     def __init__(self, program: Program):
         program.validate()
@@ -114,6 +144,7 @@ class Plan:
         counts = np.diff(offsets)
         self.width = max(int(counts.max(initial=0)), 1)
         self.cell = device.astype(np.int64) * self.width + np.arange(n) - np.repeat(offsets[:-1], counts)
+        self._waves = None
 
     def times(self, cost: np.ndarray, comm: float) -> tuple[np.ndarray, np.ndarray]:
         """Start and end of every op: the event engine's values for these costs."""
@@ -155,6 +186,138 @@ class Plan:
                     end[i] = s + cost_l[i]
         del end[n]
         return np.array(start), np.array(end)
+
+    def waves(self):
+        """The steps grouped into waves whose inputs all come from earlier waves, as index arrays
+        (op, device predecessor, input, input crosses devices, pair partner's input, it crosses,
+        op starts a pair)."""
+        if self._waves is None:
+            n = self.n
+            depth = [0] * (n + 1)
+            groups: dict[int, list] = {}
+            for step in self.steps:
+                i, pv, j = step[0], step[1], step[2]
+                j2 = step[5] if self.pairs and step[4] else n
+                level = 1 + max(depth[pv], depth[j], depth[j2])
+                depth[i] = level
+                if self.pairs and step[4]:
+                    depth[i + 1] = level
+                paired = bool(self.pairs and step[4])
+                groups.setdefault(level, []).append((i, pv, j, step[3], j2, paired and step[6], paired))
+            self._waves = [tuple(np.array(col) for col in zip(*groups[k])) for k in sorted(groups)]
+        return self._waves
+
+    def batch(self, configs: list[Config]) -> "Batch":
+        """:meth:`metrics` of many configs of this plan's program at once, as arrays (a row per
+        config), each value the same as one run's.
+
+        The times of all configs advance together, one wave of independent ops at a time, as
+        vectors over the configs (the same additions and maxima as one run's); running sums go
+        along rows, as for one config. Configs whose ops can take no time (their memory needs
+        the curves' sort) or whose sums overflow run one by one.
+        """
+        program = self.program
+        n, p, K = self.n, program.devices, len(configs)
+        cost = self._costs_many(configs)  # (K, n)
+        comm = np.array([c.comm for c in configs])
+        finite = np.isfinite(cost.sum(axis=1) + comm * n)
+        end = np.zeros((n + 1, K))  # row n: "time 0"
+        start = np.zeros((n, K))
+        cost_t = np.ascontiguousarray(cost.T)
+        for i, pv, j, cross, j2, cross2, paired in self.waves():
+            s = np.maximum(end[pv], end[j] + cross[:, None] * comm)
+            if self.pairs:
+                s = np.maximum(s, end[j2] + cross2[:, None] * comm)
+            start[i] = s
+            end[i] = s + cost_t[i]
+            if self.pairs and paired.any():  # a pair's second op shares its slot's times
+                first = i[paired]
+                start[first + 1] = start[first]
+                end[first + 1] = end[first]
+        start, end = start.T, end[:n].T
+        makespan = end.max(axis=1)
+        grid = np.zeros((K, p * self.width))
+        grid[:, self.cell] = cost
+        busy = np.cumsum(grid.reshape(K, p, self.width), axis=2)[:, :, -1]
+        idle = makespan[:, None] - busy
+        ideal = busy.max(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fraction = np.where(makespan != 0, idle.sum(axis=1) / (p * makespan), 0.0)
+            rate = np.where(ideal != 0, (makespan - ideal) / ideal, 0.0)
+        timed = (end > start).all(axis=1) & finite
+        peak = np.zeros((K, p))
+        peak[timed] = self._peaks_many([c for c, ok in zip(configs, timed) if ok], start[timed], end[timed])
+        params = np.array([c.params for c in configs])
+        if self.replicas is not None:
+            static = params[:, None] * p / program.stages * self.replicas[None, :]
+        else:
+            static = np.stack([static_memory(program, c) for c in configs])
+        out = Batch(list(configs), makespan, busy, idle, ideal, fraction, rate, peak, static, peak + static)
+        for k in np.flatnonzero(~timed):
+            out.set(int(k), self.metrics(configs[k]))
+        return out
+
+    def _costs_many(self, configs: list[Config]) -> np.ndarray:
+        """``op_costs`` of each config as rows; configs without per-stage overrides in one go,
+        with op_costs' own arithmetic (a stage's share of f, b, w; B = I + W; a pair's ratio)."""
+        program = self.program
+        kind = self.kind
+        cost = np.empty((len(configs), self.n))
+        plain = [k for k, c in enumerate(configs) if not c.stage_costs]
+        for k, c in enumerate(configs):
+            if c.stage_costs:
+                cost[k] = op_costs(program, c)
+        if plain:
+            frac = program.devices / program.stages
+            f = np.array([configs[k].f for k in plain])[:, None] * frac
+            i = np.array([configs[k].b for k in plain])[:, None] * frac
+            w = np.array([configs[k].w for k in plain])[:, None] * frac
+            rows = np.select([kind == F, kind == B, kind == I, kind == W], [f, i + w, i, w], 0.0)
+            if self.pairs:
+                first = np.flatnonzero(program.pair)
+                ratio = np.array([1.0 if configs[k].fb is None else
+                                  configs[k].fb / (configs[k].f + configs[k].b + configs[k].w) for k in plain])[:, None]
+                rows[:, first] = ratio * (rows[:, first] + rows[:, first + 1])
+                rows[:, first + 1] = 0.0
+            cost[plain] = rows
+        return cost
+
+    def _peaks_many(self, configs: list[Config], start: np.ndarray, end: np.ndarray) -> np.ndarray:
+        """:meth:`peak_activation` for configs whose every op takes time (program-order sums).
+
+        With one activation size a for every stage (no per-stage ``activation``), an op's change
+        is one of a, −a, −(1 − w_share)·a, −w_share·a by its kind, the same products
+        ``memory.activation_curves`` forms; configs with per-stage sizes take :meth:`peak_activation`.
+        """
+        program = self.program
+        p, K = program.devices, len(configs)
+        out = np.zeros((K, p))
+        if not K:
+            return out
+        varied = np.array([any("activation" in over for over in c.stage_costs.values()) for c in configs])
+        for k in np.flatnonzero(varied):
+            out[k] = self.peak_activation(configs[k], start[k], end[k])
+        rows = np.flatnonzero(~varied)
+        if not len(rows):
+            return out
+        act = np.array([configs[k].activation * p / program.stages for k in rows])  # stage_activation's value
+        share = np.array([configs[k].w_share for k in rows])
+        change = np.stack([act, -act, -((1.0 - share) * act), -(share * act)], axis=1)  # by kind F, B, I, W
+        delta = change[:, self.kind.astype(np.intp)]
+        grid = np.zeros((len(rows), p * self.width))
+        grid[:, self.cell] = delta
+        level = np.cumsum(grid.reshape(len(rows), p, self.width), axis=2)
+        has_f = np.bincount(self.device[self.alloc], minlength=p) > 0
+        scale = np.where(has_f[None, :], np.abs(act)[:, None], 0.0)
+        threshold = 1e-9 * np.maximum(1.0, scale)
+        level[np.abs(level) < threshold[:, :, None]] = 0.0
+        peak = level.max(axis=2)
+        first = np.full(p, -1)
+        f_ops = np.flatnonzero(self.alloc)
+        first[self.device[f_ops][::-1]] = f_ops[::-1]  # each device's first F in program order
+        first_alloc = np.where(first >= 0, start[rows][:, np.maximum(first, 0)], np.inf)
+        out[rows] = np.where(first_alloc > 0, np.maximum(peak, 0.0), peak)
+        return out
 
     def metrics(self, config: Config) -> Metrics:
         program = self.program
@@ -309,6 +472,27 @@ def _default(field: dataclasses.Field):
     return object()
 
 
+def metrics_many(configs: list[Config]) -> list[Metrics]:
+    """:func:`metrics` of each config, in order; configs of one shape run together
+    (:meth:`Plan.batch`), several times faster than one by one."""
+    out: list[Metrics | None] = [None] * len(configs)
+    groups: dict[tuple, list[int]] = {}
+    for k, config in enumerate(configs):
+        if not isinstance(config, Config):
+            raise ConfigError(f"configs[{k}]", config, "give ppviz.Config objects")
+        if modelled(config) and config.spec.builder is not None:
+            key = (config.schedule, config.devices, config.microbatches, config.stages_per_device,
+                   config.microbatch_group_size)
+            groups.setdefault(key, []).append(k)
+        else:
+            out[k] = metrics(config)
+    for members in groups.values():
+        batch = plan_for(configs[members[0]]).batch([configs[k] for k in members])
+        for row, k in enumerate(members):
+            out[k] = batch[row]
+    return out
+
+
 def metrics(x, config: Config | None = None, **options) -> Metrics:
     """The metrics :func:`ppviz.simulate` would give, without its timeline.
 
@@ -342,4 +526,4 @@ def metrics(x, config: Config | None = None, **options) -> Metrics:
     return (plan or Plan(program)).metrics(cfg)
 
 
-__all__ = ["Metrics", "Plan", "metrics", "plan_for", "clear_cache", "modelled", "MODELLED"]
+__all__ = ["Batch", "Metrics", "Plan", "metrics", "metrics_many", "plan_for", "clear_cache", "modelled", "MODELLED"]
