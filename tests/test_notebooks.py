@@ -20,13 +20,17 @@ CLAIMS = {
     "real_model": ["15 of 21 fit; fastest: zb-v v=2 m=64"],
     "custom_schedules": ["deadlock: no device can make progress", "[0B0]", "W is missing for this I",
                          "stages 0↓ 1↑"],
+    "find_the_best_schedule": ["search never slower than the best library schedule that fits: True",
+                               "every search result within its limit: True", "refused; for example:",
+                               "dualpipe", "bubble falls as m grows, for every schedule and p: True"],
 }
 # the notebook compares with torch where torch is installed and says it skips where it is not
 if importlib.util.find_spec("torch") is not None:
     CLAIMS["custom_schedules"].append("torch's order equals ppviz's interleaved-1f1b: True")
 else:
     CLAIMS["custom_schedules"].append("torch is not installed; skipping")
-MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1}
+MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
+               "find_the_best_schedule": 4}
 
 
 def test_every_notebook_is_covered():
