@@ -1,7 +1,6 @@
 """``ppviz.frontier``: a Pareto-correct table of library runs and search results, its chart, and the
 widget that opens the Gantt chart of the point clicked."""
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st

@@ -139,3 +139,14 @@ def test_refusals_name_the_minimum():
         search("1f1b", 4)
     with pytest.raises(ConfigError, match="effort"):
         search(Config(), 4, effort=-1)
+    with pytest.raises(ConfigError, match="stages_per_device"):
+        search(Config(), 4, stages_per_device=0)
+
+
+def test_stages_per_device_keeps_the_placement():
+    cfg = Config(devices=4, microbatches=8, comm=0.2)
+    one = search(cfg, 4, stages_per_device=1)
+    two = search(cfg, 4, stages_per_device=2)
+    assert one.program.stages == 4 and two.program.stages == 8
+    assert one.lower_bound is not None and one.makespan >= one.lower_bound
+    assert search(cfg, 4).makespan <= min(one.makespan, two.makespan)

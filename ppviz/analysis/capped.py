@@ -32,7 +32,7 @@ def capped_orders(problem: Problem, limit: float):
     """(name, orders) for each warm-up cap c from 0 to p − 2, with W's held back as ZB-H1 holds
     them (rank r up to r) as far as ``limit`` allows, and with none held back."""
     p, m = problem.devices, problem.microbatches
-    if problem.placement.style != "contiguous" or problem.stages != p:
+    if not problem.one_stage_per_device:
         return
     share = problem.config.w_share
     for cap in range(0, min(p - 1, m)):
@@ -51,7 +51,7 @@ def capped_orders(problem: Problem, limit: float):
 def wave_orders(problem: Problem, limit: float):
     """(name, orders) of GPipe in waves of k microbatches, for every k from 2 to what the limit holds."""
     p, m = problem.devices, problem.microbatches
-    if problem.placement.style != "contiguous" or problem.stages != p:
+    if not problem.one_stage_per_device:
         return
     unit = max(problem.activation)
     most = m if unit <= 0 else min(m, math.floor(limit / unit + 1e-9))

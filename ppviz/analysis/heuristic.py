@@ -190,7 +190,7 @@ class _Greedy:
 def auto_schedule(problem: Problem, limit: float, allow_bubble_before_first_b: bool, prioritize_b: bool,
                   no_bubble_greedy: bool) -> Orders | None:
     """One variant's per-device orders (one stage per device), or None when it cannot fit ``limit``."""
-    if problem.stages != problem.devices or problem.placement.style != "contiguous":
+    if not problem.one_stage_per_device:
         raise ValueError("the zero-bubble heuristic places one stage per device")
     try:
         return _Greedy(problem, limit).run(allow_bubble_before_first_b, prioritize_b, no_bubble_greedy)

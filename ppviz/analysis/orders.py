@@ -154,6 +154,11 @@ class Problem:
             return None
         return Timing(max(free), peaks, start, end)
 
+    @property
+    def one_stage_per_device(self) -> bool:
+        """Stage d on device d, as the zero-bubble heuristic and the lower bound assume."""
+        return self.placement.reverse_device is None and tuple(self.placement.stage_device) == tuple(range(self.devices))
+
     def complete(self, orders: Orders) -> bool:
         """True when each device runs exactly its stages' F, I and W of every microbatch, each
         F before its I and each I before its W (the rules :meth:`Program.validate` checks)."""

@@ -147,7 +147,7 @@ def library_runs(config: Config, fixed_v: bool):
                                 "microbatch_group_size": None})
             except ScheduleConstraintError:
                 continue
-            if fixed_v and cfg.stages != config.stages:
+            if fixed_v and cfg.stages != config.devices * config.stages_per_device:
                 continue
             yield (spec.name if v == spec.default_v else f"{spec.name} v={v}"), v, cfg
 
@@ -178,7 +178,7 @@ def lower_bound(problem: Problem, limit: float) -> float | None:
     then it can only run forwards, at most as many as the limit holds. So it finishes no
     sooner than head + its work, nor than that round trip + its work less those forwards.
     """
-    if problem.placement.style != "contiguous" or problem.stages != problem.devices:
+    if not problem.one_stage_per_device:
         return None
     S, m, comm, cost, change = problem.stages, problem.microbatches, problem.comm, problem.cost, problem.change
     bound = 0.0
@@ -194,7 +194,8 @@ def lower_bound(problem: Problem, limit: float) -> float | None:
     return bound
 
 
-def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -> SearchResult:
+def search(config: Config, max_memory: float, *, stages_per_device: int | None = None,
+           effort: int = DEFAULT_EFFORT) -> SearchResult:
     """The fastest schedule found whose peak activation stays within ``max_memory`` on every device.
 
     ``config`` gives the sizes (p, m), costs (``f``, ``b``, ``w``, ``comm``, ``fb``,
@@ -202,7 +203,8 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
     ``activation``); its schedule is not used. ``max_memory`` is in activation units, as
     :attr:`ppviz.Result.peak_activation` counts them. With ``stage_costs`` the search keeps the
     config's stages per device (the overrides name its stages); otherwise it also considers
-    one stage per device and the V (two). ``effort`` bounds the local search, in ops evaluated.
+    one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
+    (1: one stage per device). ``effort`` bounds the local search, in ops evaluated.
 
     Returns a :class:`SearchResult` — a :class:`ppviz.Result` of a validated program, shown,
     compared and exported like any other — labelled with its limit. Raises
@@ -213,54 +215,85 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
     if isinstance(effort, bool) or not isinstance(effort, int) or effort < 0:
         raise ConfigError("effort", effort, "give a whole number >= 0 (ops the local search may evaluate)")
     fixed_v = bool(config.stage_costs)
-    candidates: list[Candidate] = []
-    runs = []  # (candidate, placement problem or None, orders or None, config it ran with)
-
-    for name, v, cfg in library_runs(config, fixed_v):
-        got = metrics(cfg)
-        peak = float(got.peak_activation.max())
-        cand = Candidate(name, got.makespan, peak, _fits(peak, limit), v)
-        candidates.append(cand)
-        runs.append((cand, cfg, None, None))
-
-    bound = None
-    for placement in _placements(config, fixed_v):
-        cfg = config.replace(schedule="custom", stages_per_device=placement.stages // placement.devices,
-                             microbatch_group_size=None, label=None)
-        problem = Problem(cfg, placement)
-        v = placement.stages // placement.devices
-        serial = problem.serial()
-        built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
-        if placement.style == "contiguous":
-            for name, orders in (*wave_orders(problem, limit), *capped_orders(problem, limit)):
-                timing = problem.evaluate(orders)
-                if timing is not None and timing.peak <= limit:
-                    built.append((name, orders, timing))
-            bound = lower_bound(problem, limit)
-            unit = max(problem.activation)
-            seen = set()
-            for level in _heuristic_limits(limit, unit, placement.devices):
-                for flags, orders, timing in heuristic.variants(problem, level):
-                    key = tuple(map(tuple, orders))
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                    on = "+".join(k for k, on in flags.items() if on) or "no flags"
-                    built.append((f"zb-auto ({on}; limit {level:g})", orders, timing))
-        for name, orders, timing in built:
-            cand = Candidate(name, timing.makespan, timing.peak, _fits(timing.peak, limit), v)
-            candidates.append(cand)
-            runs.append((cand, cfg, problem, orders))
-
+    if stages_per_device is not None:
+        if isinstance(stages_per_device, bool) or not isinstance(stages_per_device, int) or stages_per_device < 1:
+            raise ConfigError("stages_per_device", stages_per_device, "give a whole number >= 1, or None for any")
+        config = config.replace(schedule="custom", stages_per_device=stages_per_device, microbatch_group_size=None)
+        fixed_v = True
+    candidates, runs, bound = _candidates(config, limit, fixed_v)
     fitting = sorted((r for r in runs if r[0].fits), key=lambda r: (r[0].makespan, r[0].peak_activation, r[0].name))
     if not fitting:
         least = min(candidates, key=lambda c: (c.peak_activation, c.makespan))
         raise ConfigError("max_memory", max_memory,
                           f"give at least {least.peak_activation:g}, the least peak activation of any schedule here "
                           f"({least.name})", reason="no schedule fits: every one needs more on some device")
-    best = fitting[0]
-    answer = best
+    best, problem, orders = fitting[0][0], fitting[0][2], fitting[0][3]
+    program = problem.program(orders) if problem is not None else fitting[0][1].build()
+    run_config, v, makespan = fitting[0][1], best.stages_per_device, best.makespan
     evaluations = 0
+    starts = _starts(fitting, limit)
+    for cand, start_problem, start_orders in starts:
+        budget = effort // max(1, sum(map(len, start_orders)) * len(starts))
+        new_orders, timing, spent = improve(start_problem, start_orders, limit, budget)
+        evaluations += spent
+        if timing.makespan < makespan:
+            program = start_problem.program(new_orders)
+            run_config, v, makespan = start_problem.config, cand.stages_per_device, timing.makespan
+    label = f"search ≤ {limit:g}"
+    run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
+    result = simulate(program, run_config)
+    program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
+                    f"{result.peak_activation.max():.4g} (limit {limit:g})")
+    one_stage = program.placement.reverse_device is None and \
+        tuple(program.placement.stage_device) == tuple(range(program.devices))
+    ordered = tuple(sorted(candidates, key=lambda c: (not c.fits, c.makespan, c.peak_activation, c.name)))
+    return SearchResult.of(result, max_memory=limit, candidates=ordered, best_candidate=best,
+                           lower_bound=bound if one_stage else None, evaluations=evaluations)
+
+
+def _candidates(config: Config, limit: float, fixed_v: bool):
+    """Every candidate (library runs, and orders built for each placement), the runs behind
+    them as (candidate, config, problem or None, orders or None), and the lower bound for one
+    stage per device (None when that placement is not searched)."""
+    candidates: list[Candidate] = []
+    runs = []
+    for name, v, cfg in library_runs(config, fixed_v):
+        got = metrics(cfg)
+        peak = float(got.peak_activation.max())
+        cand = Candidate(name, got.makespan, peak, _fits(peak, limit), v)
+        candidates.append(cand)
+        runs.append((cand, cfg, None, None))
+    bound = None
+    for placement in _placements(config, fixed_v):
+        v = placement.stages // placement.devices
+        cfg = config.replace(schedule="custom", stages_per_device=v, microbatch_group_size=None, label=None)
+        problem = Problem(cfg, placement)
+        serial = problem.serial()
+        built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
+        if problem.one_stage_per_device:
+            for name, orders in (*wave_orders(problem, limit), *capped_orders(problem, limit)):
+                timing = problem.evaluate(orders)
+                if timing is not None and timing.peak <= limit:
+                    built.append((name, orders, timing))
+            bound = lower_bound(problem, limit)
+            seen = set()
+            for level in _heuristic_limits(limit, max(problem.activation), placement.devices):
+                for flags, orders, timing in heuristic.variants(problem, level):
+                    key = tuple(map(tuple, orders))
+                    if key not in seen:
+                        seen.add(key)
+                        on = "+".join(k for k, on in flags.items() if on) or "no flags"
+                        built.append((f"zb-auto ({on}; limit {level:g})", orders, timing))
+        for name, orders, timing in built:
+            cand = Candidate(name, timing.makespan, timing.peak, _fits(timing.peak, limit), v)
+            candidates.append(cand)
+            runs.append((cand, cfg, problem, orders))
+    return candidates, runs, bound
+
+
+def _starts(fitting, limit: float):
+    """(candidate, problem, orders) to search from: the fastest fitting candidate of each
+    placement, at most ``STARTS``; programs with F&B pairs or two replicas are not searched."""
     starts, families = [], set()
     for cand, cfg, problem, orders in fitting:
         if problem is None:
@@ -271,46 +304,14 @@ def search(config: Config, max_memory: float, *, effort: int = DEFAULT_EFFORT) -
             problem = Problem(cfg.replace(schedule="custom", microbatch_group_size=None, label=None), base.placement)
             timing = problem.evaluate(orders)
             if timing is None or not _fits(timing.peak, limit):
-                continue  # fits only thanks to same-instant frees: keep it as it is
+                continue  # it fits only because the simulator frees at an instant before allocating
         family = (problem.placement.style, problem.stages)
-        if family in families:
-            continue
-        families.add(family)
-        starts.append((cand, problem, orders))
+        if family not in families:
+            families.add(family)
+            starts.append((cand, problem, orders))
         if len(starts) == STARTS:
             break
-    improved = None
-    for cand, problem, orders in starts:
-        ops = sum(len(o) for o in orders)
-        budget = effort // max(1, ops * len(starts))
-        new_orders, timing, spent = improve(problem, orders, limit, budget)
-        evaluations += spent
-        if timing.makespan < answer[0].makespan and (improved is None or timing.makespan < improved[0]):
-            improved = (timing.makespan, problem, new_orders, cand)
-
-    label = f"search ≤ {limit:g}"
-    if improved is not None:
-        _, problem, orders, origin = improved
-        program = problem.program(orders)
-        run_config = problem.config
-        v = origin.stages_per_device
-    else:
-        cand, cfg, problem, orders = answer
-        program = problem.program(orders) if problem is not None else cfg.build()
-        run_config = cfg.replace(schedule="custom", microbatch_group_size=None, label=None)
-        v = cand.stages_per_device
-    result = simulate(program, run_config.replace(label=label, stages_per_device=v))
-    if not _fits(float(result.peak_activation.max()), limit) or result.makespan > best[0].makespan:
-        # the op-by-op count bounds the simulated peak and the search only accepts
-        # improvements, so this cannot happen; the candidate stands if it ever does
-        cand, cfg, problem, orders = best  # pragma: no cover
-        program = problem.program(orders) if problem is not None else cfg.build()  # pragma: no cover
-        result = simulate(program, cfg.replace(schedule="custom", label=label))  # pragma: no cover
-    program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
-                    f"{result.peak_activation.max():.4g} (limit {limit:g})")
-    ordered = tuple(sorted(candidates, key=lambda c: (not c.fits, c.makespan, c.peak_activation, c.name)))
-    return SearchResult.of(result, max_memory=limit, candidates=ordered, best_candidate=best[0],
-                           lower_bound=bound if program.placement.style == "contiguous" and v == 1 else None, evaluations=evaluations)
+    return starts
 
 
 __all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "DEFAULT_EFFORT"]
