@@ -40,11 +40,15 @@ def main() -> None:
         rows.append((p, m, limit, found.makespan, found.best_candidate.makespan, found.best_candidate.name,
                      time.perf_counter() - start))
     total = time.perf_counter() - t0
-    better = [(cand - got) / cand for *_, got, cand, _, _ in rows if got < cand - 1e-9]
     print(f"{len(rows)} searches (p, m in {sorted({(r[0], r[1]) for r in rows})}; {len(COSTS)} cost triples; "
           f"comm 0, 0.1, 0.5; limits 1, p/3, p/2, p, p+2, 2p-1) in {total:.1f} s")
-    print(f"  better than the best candidate in {len(better)} of {len(rows)} ({len(better) / len(rows):.0%}); "
-          f"by {statistics.mean(better):.2%} on average, {max(better):.2%} at most" if better else "  never better")
+    for what, keep in (("all limits", lambda r: True), ("limits below p", lambda r: r[2] < r[0]),
+                       ("limits p and above", lambda r: r[2] >= r[0])):
+        part = [r for r in rows if keep(r)]
+        better = [(cand - got) / cand for *_, got, cand, _, _ in part if got < cand - 1e-9]
+        print(f"  {what}: better than the best candidate in {len(better)} of {len(part)} "
+              f"({len(better) / len(part):.0%})" + (f", by {statistics.mean(better):.2%} on average, "
+                                                     f"{max(better):.2%} at most" if better else ""))
     print(f"  never slower than the best candidate: {all(got <= cand + 1e-9 for *_, got, cand, _, _ in rows)}")
     winners = {}
     for *_, name, _ in rows:
