@@ -85,3 +85,16 @@ def test_joblib_and_a_real_dask_cluster_give_identical_rows():
         ran_on = client.run(lambda: __import__("ppviz.core.metrics").core.metrics._plan_of_shape.cache_info().currsize)
     pd.testing.assert_frame_equal(on_dask, local)
     assert len(ran_on) == 2 and all(size > 0 for size in ran_on.values())
+
+
+def test_import_ppviz_loads_none_of_the_sweeps_libraries():
+    import subprocess
+    import sys
+
+    code = ("import sys, ppviz; ppviz.search; print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pandas', 'joblib', 'tqdm', 'dask', 'distributed', 'scipy', 'altair')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+    code = "import sys, ppviz; ppviz.sweep; print('joblib' in sys.modules, 'pandas' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
+        == "False False"  # they load when a sweep runs
