@@ -8,6 +8,7 @@ from .core.engine import simulate
 from .core.errors import (
     ConfigError,
     DeadlockError,
+    LayoutError,
     ParseError,
     PpvizError,
     ProgramError,
@@ -19,6 +20,7 @@ from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
 from .io.torch_schedules import from_torch
+from .model import Hardware, Layout, Transformer
 
 __version__ = "0.1.0"
 
@@ -26,6 +28,9 @@ __all__ = [
     "Config",
     "ConfigError",
     "DeadlockError",
+    "Hardware",
+    "Layout",
+    "LayoutError",
     "ParseError",
     "Placement",
     "PpvizError",
@@ -34,6 +39,7 @@ __all__ = [
     "Result",
     "ScheduleConstraintError",
     "SearchResult",
+    "Transformer",
     "UnknownScheduleError",
     "charts",
     "compare",

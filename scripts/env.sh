@@ -35,3 +35,15 @@ ensure_js() {
   echo "==> npm ci in js/ and building the widget bundle"
   (cd "$ROOT/js" && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error && npm run --silent build)
 }
+
+# Copies of notebooks/ to run and edit in Jupyter ($PPVIZ_SCRATCH, by default scratch/ in the
+# checkout, which git ignores), so running them never changes the stored notebooks. A copy
+# that exists is kept (it may hold your edits): delete it to get the current notebook.
+SCRATCH="${PPVIZ_SCRATCH:-$ROOT/scratch}"
+scratch_notebooks() {
+  mkdir -p "$SCRATCH"
+  local notebook
+  for notebook in "$ROOT"/notebooks/*.ipynb; do
+    if [ ! -e "$SCRATCH/$(basename "$notebook")" ]; then cp "$notebook" "$SCRATCH/"; fi
+  done
+}

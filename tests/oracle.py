@@ -14,7 +14,17 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
 - Stage s costs f·p/S, b·p/S (I), w·p/S (W) unless ``stage_costs[s]`` gives absolute values;
   B costs I + W; a pair costs (F + B) scaled by fb / (f + b + w) when ``fb`` is given.
 - F allocates the stage's activation (activation·p/S unless overridden) at its start; I frees
+  all but ``w_share`` of it at its end, W the rest, B all of it. In a forward-only program an F
+  frees at its own end what it took at its start.
+- A program of k sequence segments (``segments``) numbers m·k microbatch indices; each op of one
+  costs 1/k of its stage's time and holds 1/k of its activation.
   all but ``w_share`` of it at its end, W the rest, B all of it.
+- Recompute (``Config.recompute``): every I and B of a stage first runs the recompute, whose
+  time is ``stage_costs[s]["recompute"]``, else recompute_cost·p/S, else (full recompute) the
+  stage's own F time, else 0; F then stores recompute_activation·p/S, by default 2/34 of the
+  activation under full recompute and all of it under selective recompute.
+- Static memory: each distinct stage in a device's rows adds ``stage_costs[s]["params"]``,
+  else params·p/S.
 """
 
 from __future__ import annotations
@@ -59,14 +69,29 @@ def program_rows(program) -> list[list[tuple[str, int, int, bool]]]:
 
 def stage_costs(config, p: int, S: int):
     frac = p / S
+    mode = config.recompute
+    kept = config.activation
+    if mode == "full":
+        kept = config.activation * 2 / 34 if config.recompute_activation is None else config.recompute_activation
+    elif mode == "selective" and config.recompute_activation is not None:
+        kept = config.recompute_activation
     out = []
     for s in range(S):
         over = dict(config.stage_costs.get(s, {}))
         f = over.get("f", config.f * frac)
         i = over.get("b", config.b * frac)
         w = over.get("w", config.w * frac)
-        act = over.get("activation", config.activation * frac)
-        out.append({"F": f, "I": i, "W": w, "B": i + w, "act": act})
+        act = over.get("activation", kept * frac)
+        again = 0.0
+        if mode is not None:
+            if "recompute" in over:
+                again = over["recompute"]
+            elif config.recompute_cost is not None:
+                again = config.recompute_cost * frac
+            elif mode == "full":
+                again = f
+        params = over.get("params", config.params * frac)
+        out.append({"F": f, "I": again + i, "W": w, "B": again + i + w, "act": act, "params": params})
     return out
 
 
@@ -74,6 +99,8 @@ def run(program, config) -> Run:
     rows = program_rows(program)
     p, S = len(rows), program.stages
     costs = stage_costs(config, p, S)
+    k_segments = program.segments
+    costs = [{key: value / k_segments for key, value in c.items()} for c in costs]
     ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
 
     # each (kind, stage, mb) → (device, flat index); the program is validated by ppviz, so unique
@@ -151,6 +178,8 @@ def run(program, config) -> Run:
             a = costs[s]["act"]
             if k == "F":
                 events.append((start[j], 1, a))
+                if program.forward_only:
+                    events.append((end[j], 0, -a))
             elif k == "B":
                 events.append((end[j], 0, -a))
             elif k == "I":
@@ -162,7 +191,7 @@ def run(program, config) -> Run:
             level += delta
             peak = max(peak, level)
         peaks.append(peak)
-        static.append(config.params * p / S * len({s for _, s, _, _ in row}))
+        static.append(sum(costs[s]["params"] for s in {s for _, s, _, _ in row}))
     return Run(start=start, end=end, makespan=makespan, busy=busy, idle=idle,
                bubble_fraction=sum(idle) / (p * makespan) if makespan else 0.0,
                bubble_rate=(makespan - ideal) / ideal if ideal else 0.0,

@@ -227,3 +227,24 @@ def test_constraints_say_what_is_wrong_and_what_works(schedule, kw, message):
     with pytest.raises(ScheduleConstraintError, match=message) as err:
         Config(schedule=schedule, **kw)
     assert isinstance(err.value, ValueError)
+
+
+# dualpipe-v-unsplit: the eight steps with enable_zb=False --------------------------------------------
+
+@pytest.mark.parametrize("p", [1, 2, 3, 4, 6])
+def test_unsplit_is_the_split_order_with_each_i_a_full_b_and_no_w(p):
+    for m in (2 * p, 2 * p + 1, 3 * p):
+        split = Config(schedule="dualpipe-v", devices=p, microbatches=m).build().to_torch()
+        unsplit = Config(schedule="dualpipe-v-unsplit", devices=p, microbatches=m).build().to_torch()
+        expected = {d: [a.replace("I", "B") for a in acts if "W" not in a] for d, acts in split.items()}
+        assert unsplit == expected
+
+
+def test_unsplit_p4_m10_pays_the_w_bubble():
+    split = run("dualpipe-v", 4, 10)
+    unsplit = run("dualpipe-v-unsplit", 4, 10)
+    assert not unsplit.program.kind.tolist().count(2)  # no I, hence no W
+    # (PP/2 − 1)(F&B + B) = 3 · (1.5 + 1) = 7.5, less f/2 = 0.5 (B = 2f): 7 per device, against 3
+    assert list(unsplit.idle) == [7.0] * 4 and list(split.idle) == [3.0] * 4
+    assert unsplit.makespan == 37.0 == unsplit.closed_form.makespan
+    assert list(unsplit.peak_activation) == [4.5] * 4  # PP + 1 chunks, as with the split

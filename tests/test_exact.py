@@ -25,10 +25,12 @@ def test_search_meets_the_optimum_and_the_bound_stays_below_it(p, m, limit, comm
     run = simulate(problem.program(exact.orders), cfg.replace(schedule="custom"))
     assert run.makespan == pytest.approx(exact.makespan) and run.peak_activation.max() <= limit + 1e-9
     found = ppviz.search(cfg, limit, stages_per_device=1)
-    assert found.makespan >= exact.makespan - 1e-9  # nothing beats the optimum
     assert lower_bound(problem, limit) <= exact.makespan + 1e-9
-    # on these instances the search finds the optimum
-    assert found.makespan == pytest.approx(exact.makespan)
+    # on these instances the search finds the optimum, or beats it with two replicas of the model
+    # (Chimera, DualPipe: outside the solver's one pipeline)
+    assert found.makespan <= exact.makespan + 1e-9
+    if found.program.placement.reverse_device is None:
+        assert found.makespan >= exact.makespan - 1e-9
 
 
 def test_sizes_beyond_the_solver_are_refused():

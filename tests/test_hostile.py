@@ -8,7 +8,7 @@ import signal
 from contextlib import contextmanager
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import ppviz
@@ -70,6 +70,7 @@ def test_config_and_simulate_accept_or_refuse(name, fields, stage_costs):
 
 @settings(max_examples=100)
 @given(st.dictionaries(st.text(min_size=1, max_size=8), hostile_numbers, min_size=1, max_size=2))
+@example({"x": None})  # simulate's own first parameter's name, once a TypeError
 def test_unknown_keywords_are_refused_by_name(options):
     for call in (lambda: Config(**options), lambda: simulate(Config(), **options)):
         result = accepted_or_refused(call)

@@ -1,36 +1,212 @@
-"""The teaching notebooks run top to bottom and still say what their text claims."""
+"""The teaching notebooks run top to bottom, still say what their prose claims, and are stored
+with current outputs in which every widget carries a static picture of itself
+(``scripts/store-notebooks`` stores them; this checks what it stored)."""
 
+import base64
+import copy
 import importlib.util
 import pathlib
+import re
+import subprocess
+from fractions import Fraction
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOKS = pathlib.Path(__file__).resolve().parent.parent / "notebooks"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
 WIDGET = "application/vnd.jupyter.widget-view+json"
+PNG = "image/png"
 
-# phrases each notebook's prose relies on, checked in its printed output
-CLAIMS = {
-    "quickstart": ["makespan         33   closed form 33", "bubble fraction  0.2727"],
-    "schedule_zoo": ["zb-h1                     makespan  27.0", "dualpipe-v                makespan  27.0"],
-    "bubbles": ["ratio 0.3333333333333333", "v=2: makespan 28.50  idle per device  4.50  closed form  4.50",
-                "does not meet all of it"],
-    "memory": ["1f1b    peak 12.0", "v-half  peak  7.0", "v-min   peak  5.0", "GPipe peak: [8. 8. 8. 8.]"],
-    "real_model": ["15 of 21 fit; fastest: zb-v v=2 m=64"],
-    "custom_schedules": ["deadlock: no device can make progress", "[0B0]", "W is missing for this I",
-                         "stages 0↓ 1↑"],
-    "find_the_best_schedule": ["search never slower than the best library schedule that fits: True",
-                               "every search result within its limit: True", "refused; for example:",
-                               "dualpipe", "bubble falls as m grows, for every schedule and p: True"],
-}
-# the notebook compares with torch where torch is installed and says it skips where it is not
-if importlib.util.find_spec("torch") is not None:
-    CLAIMS["custom_schedules"].append("torch's order equals ppviz's interleaved-1f1b: True")
-else:
-    CLAIMS["custom_schedules"].append("torch is not installed; skipping")
-MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 14, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
-               "find_the_best_schedule": 4}
+_spec = importlib.util.spec_from_file_location("store_notebooks", ROOT / "scripts" / "store_notebooks.py")
+store = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(store)
+
+# The notebooks' default run: p = 4 devices, m = 8 microbatches, f = b = w = 1.
+P, M, STEP = 4, 8, 3.0
+
+
+def _numbers(text: str) -> list[float]:
+    return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?", text)]
+
+
+def _line(output: str, start: str) -> str:
+    lines = [line for line in output.splitlines() if line.startswith(start)]
+    assert lines, f"no line starting with {start!r} in the output"
+    return lines[0]
+
+
+# Each notebook's checks of what its prose claims, on its printed output. The expected figures
+# come from the papers' formulas, not from ppviz.
+def _quickstart(out):
+    assert "makespan         33   closed form 33" in out and "bubble fraction  0.2727" in out
+    ideal, fill = M * STEP, (P - 1) * STEP  # m(f+b+w) and (p−1)(f+b+w)
+    assert f"makespan {ideal + fill:g}; closed form m·(f+b+w) + (p−1)·(f+b+w) = {ideal + fill:g}" in out
+    assert f"idle per device {fill:g} = (p−1)·(f+b+w) = {fill:g}, a bubble of {Fraction(P - 1, M + P - 1)} of the run" in out
+    # ZB-H1 idles (p−1)(f+b−w): a third of 1F1B's
+    assert f"idle per device: 1F1B {fill:g}, ZB-H1 {(P - 1) * 1.0:g}" in out
+
+
+def _zoo(out):
+    assert "zb-h1                     makespan  27.0" in out and "dualpipe-v                makespan  27.0" in out
+
+    def figures(name):  # makespan, 1F1B's, idle per device, 1F1B's, peak activation, its ratio to 1F1B's
+        found = re.search(r"makespan ([\d.]+) \(1F1B ([\d.]+)\) · idle per device ([\d.]+) \(1F1B ([\d.]+)\) · "
+                          r"peak activation ([\d.]+) = ([\d.]+) × 1F1B's", _line(out, f"{name}: makespan"))
+        return [float(x) for x in found.groups()]
+
+    assert figures("gpipe")[4] == M  # every device holds all m activations
+    assert figures("looped-bfs")[4] == M and figures("looped-bfs")[2] == figures("interleaved-1f1b")[2]
+    assert figures("1f1b")[0] == figures("gpipe")[0]  # the same bubble as GPipe's
+    assert figures("interleaved-1f1b")[2] == (P - 1) * STEP / 2  # idle (p−1)(f+b+w)/v, v = 2
+    assert figures("zb-h1")[4:] == [P, 1.0] and figures("zb-v")[4:] == [P, 1.0]  # 1F1B's memory
+    # ZB-H2: 2(p − d) − 1 forwards before the first backward (zero-bubble paper, §3.2); device 0
+    # holds 2p − 1 activations; the later the device, the more W's it keeps for its drain
+    assert _numbers(_line(out, "forwards before the first backward").split(":")[1]) == [
+        2 * (P - d) - 1 for d in range(P)]
+    tail = _numbers(_line(out, "W's in a row at the end").split(":")[1])
+    assert tail == sorted(tail) and len(set(tail)) == P and tail[0] >= 1
+    h2 = figures("zb-h2")
+    assert h2[4] == 2 * P - 1 and h2[0] == figures("zb-h1")[0]  # ZB-H1's makespan within one iteration
+    # V-Half: p/2 + 1 activations; V-Min fewer; idle zb-v < v-half < v-min < 1f1b
+    half, least = figures("v-half"), figures("v-min")
+    assert half[4:] == [P / 2 + 1, (P / 2 + 1) / P] and least[4] < half[4]
+    assert figures("zb-v")[2] < half[2] < least[2] < figures("1f1b")[2]
+    # 1F1B-overlap: twice 1F1B's activations, and no faster with the default fb
+    overlap = figures("1f1b-overlap")
+    assert overlap[4:] == [2 * P, 2.0] and overlap[0] == overlap[1]
+    # DualPipe is ahead of 1F1B with the default fb (fed from both ends); the overlap pays once a
+    # pair costs less than its parts: fb = f + b + w − (f + b)/2 when half of F and I is all-to-all
+    assert figures("dualpipe")[0] < figures("dualpipe")[1]
+    fb = STEP - 0.5 * 2
+    for name in ("1f1b", "dualpipe", "dualpipe-v", "1f1b-overlap"):
+        found = re.search(r"makespan +([\d.]+) with fb = f\+b\+w, +([\d.]+) with fb = ([\d.]+)$",
+                          _line(out, f"{name:13} makespan"))
+        default, realistic, given = (float(x) for x in found.groups())
+        assert given == fb and ((realistic == default) if name == "1f1b" else (realistic < default)), name
+    # the later families: inference's first output p·f and throughput 1/f; Seq1F1B's k = 2 segments
+    # against 1F1B's p activations; Chimera's two replicas; the bidirectional idles
+    for claim in (f"inference  first output {P * 1.0:.1f}   throughput {1.0:.2f}", f"device 0 peak 2.50 (1f1b: {P:.1f})",
+                  "static memory 2 (1f1b 1)", "dualpipe-v idle per device 3.0, unsplit 7.0",
+                  "bitpipe idle per device 3.0, chimera 6.0"):
+        assert claim in out, claim
+
+
+def _bubbles(out):
+    for claim in ("ratio 0.3333333333333333", "v=2: makespan 28.50  idle per device  4.50  closed form  4.50",
+                  "does not meet all of it"):
+        assert claim in out
+    # with comm, more interleaving stops paying before v = 4
+    assert _numbers(_line(out, "fastest with comm = 0.2: v ="))[-1] < 4
+
+
+def _memory(out):
+    assert "GPipe peak: [8. 8. 8. 8.]" in out
+    p, params = 8, 4.0
+    rows = {found.group(1): [float(found.group(2)), float(found.group(3))] for found in
+            re.finditer(r"^(\S+) +peak activation +([\d.]+) +static ([\d.]+)$", out, flags=re.M)}
+    assert rows["1f1b"] == [p, params] and rows["zb-h2"][0] == 2 * p - 1
+    assert rows["dualpipe"] == [p + 1, 2 * params]  # two replicas: the parameters twice
+
+    def row(q, name):  # peak, its ratio to 1F1B's (None for 1F1B), bubble in %
+        found = re.search(r"peak +([\d.]+)(?: = ([\d.]+) × 1F1B's)? +bubble +([\d.]+)%", _line(out, f"p={q:2}  {name} "))
+        return [None if x is None else float(x) for x in found.groups()]
+
+    for q in (4, 8, 12):
+        base, zbv, half, least = (row(q, name) for name in ("1f1b", "zb-v", "v-half", "v-min"))
+        assert base[0] == q and half[:2] == [q / 2 + 1, round((q / 2 + 1) / q, 2)]
+        assert abs(least[0] - (q / 3 + 1)) <= 2 / 3 and least[0] < half[0]
+        assert zbv[2] < half[2] < least[2]  # they pay in bubble
+    # about a half and a third once p is large: the ratios fall with p, towards 1/2 and 1/3
+    halves, thirds = ([row(q, name)[1] for q in (4, 8, 12)] for name in ("v-half", "v-min"))
+    assert halves[0] > halves[1] > halves[2] > 1 / 2 and thirds[0] >= thirds[1] > thirds[2] > 1 / 3
+
+
+def _real_model(out):
+    assert "15 of 21 fit; fastest: zb-v v=2 m=64" in out
+    table = {}  # (schedule, v) -> [(m, ms per microbatch, bubble %)]
+    for found in re.finditer(r"^(\S+) +(\d) +(\d+) +([\d.]+) +([\d.]+)% +[\d.]+$", out, flags=re.M):
+        name, v, m, per_mb, bubble = found.groups()
+        table.setdefault((name, int(v)), []).append((int(m), float(per_mb), float(bubble)))
+    assert len(table) == 7
+    for rows in table.values():  # more microbatches shrink the bubble, and the time per microbatch
+        assert [m for m, _, _ in rows] == sorted(m for m, _, _ in rows)
+        assert all(a[1] > b[1] and a[2] > b[2] for a, b in zip(rows, rows[1:]))
+    for i in range(3):  # so do more stages per device, here, despite the added communication
+        bubbles = [table[key][i][2] for key in (("1f1b", 1), ("interleaved-1f1b", 2), ("interleaved-1f1b", 4))]
+        assert bubbles == sorted(bubbles, reverse=True)
+
+
+def _custom(out):
+    for claim in ("deadlock: no device can make progress", "[0B0]", "W is missing for this I", "stages 0↓ 1↑"):
+        assert claim in out
+    # the notebook compares with torch where torch is installed and says it skips where it is not
+    if importlib.util.find_spec("torch") is not None:
+        assert "torch's order equals ppviz's interleaved-1f1b: True" in out
+    else:
+        assert "torch is not installed; skipping" in out
+
+
+def _will_it_fit(out):
+    for claim in ("slowest stage: 7", "gpipe             step    5212 ms", "OUT OF MEMORY by 28.2 GiB",
+                  "fastest that fits: zb-v", "out of memory: gpipe", "6 of 8 fit",
+                  "zb-h2 recompute=selective  step   9632 ms   peak  109.8 GiB   OUT OF MEMORY",
+                  "zb-h2 recompute=full       step  12002 ms   peak   36.0 GiB   fits",
+                  "full recompute costs zb-h2 35% more time than zb-v", "balanced saves 12.9% of the step",
+                  "balanced: Et*7|(t*8|)*14t*7L", "OUT OF MEMORY on device 0"):
+        assert claim in out, claim
+
+
+def _find_the_best(out):
+    for claim in ("search never slower than the best library schedule that fits: True",
+                  "every search result within its limit: True", "refused; for example:",
+                  "bubble falls as m grows, for every schedule and p: True"):
+        assert claim in out, claim
+    # ZB-H2 needs 2p − 1 activations, 1F1B and ZB-H1 p (zero-bubble paper, §2–3): p = 8 here
+    p = 8
+    peaks = {name: float(_line(out, f"{name:6} makespan").split("peak activation")[1]) for name in ("1f1b", "zb-h1", "zb-h2")}
+    assert peaks == {"1f1b": p, "zb-h1": p, "zb-h2": 2 * p - 1}
+    # the search at the limits the prose names: within each, and faster as the limit grows
+    rows = [(limit, span, peak) for limit, span, peak in (
+        _numbers(line)[:3] for line in out.splitlines() if line.startswith("limit "))]
+    assert [r[0] for r in rows] == [3, 4, 6, 8, 15]
+    assert all(peak <= limit for limit, _, peak in rows)
+    assert [span for _, span, _ in rows] == sorted((span for _, span, _ in rows), reverse=True)
+
+
+CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
+          "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
+          "find_the_best_schedule": _find_the_best}
+MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
+               "will_it_fit": 1, "find_the_best_schedule": 4}
+
+
+@pytest.fixture(scope="module")
+def executed():
+    """Each notebook executed once per test run, as scripts/store-notebooks executes it."""
+    runs = {}
+
+    def run(name):
+        if name not in runs:
+            runs[name] = store.execute(NOTEBOOKS / f"{name}.ipynb", timeout=300)
+        return runs[name]
+
+    return run
+
+
+def _stored(name):
+    return nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
+
+
+def _printed(nb) -> str:
+    text = []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.output_type == "stream":
+                text.append(out.text)
+            elif out.output_type in ("execute_result", "display_data"):
+                text.append(out.data.get("text/plain", "") + "\n")
+    return "".join(text)
 
 
 def test_every_notebook_is_covered():
@@ -38,21 +214,105 @@ def test_every_notebook_is_covered():
 
 
 @pytest.mark.parametrize("name", sorted(CLAIMS))
-def test_notebook_runs_and_keeps_its_claims(name):
-    nb = nbformat.read(NOTEBOOKS / f"{name}.ipynb", as_version=4)
-    first = nb.cells[0]
-    assert first.cell_type == "markdown" and "colab.research.google.com" in first.source
-    assert "find_spec(\"ppviz\") is None" in nb.cells[1].source  # the guarded install cell
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
-    text, widgets = [], 0
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.output_type == "stream":
-                text.append(out.text)
-            elif out.output_type in ("execute_result", "display_data"):
-                widgets += WIDGET in out.data
-                text.append(out.data.get("text/plain", ""))
-    output = "".join(text)
-    for claim in CLAIMS[name]:
-        assert claim in output, f"{name}: expected {claim!r} in the output"
-    assert widgets >= MIN_WIDGETS[name]
+def test_notebook_runs_and_keeps_its_claims(name, executed):
+    nb = executed(name)
+    CLAIMS[name](_printed(nb))
+    assert sum(WIDGET in out.get("data", {}) for cell in nb.cells for out in cell.get("outputs", [])) >= MIN_WIDGETS[name]
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_stored_outputs_are_current(name, executed):
+    diff = store.differences(_stored(name), executed(name))
+    assert not diff, (f"notebooks/{name}.ipynb's stored outputs are stale: run scripts/store-notebooks "
+                      f"notebooks/{name}.ipynb\n" + "\n".join(diff[:60]))
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_stored_notebook_reads_without_a_kernel(name):
+    nb = _stored(name)
+    code = [cell for cell in nb.cells if cell.cell_type == "code"]
+    assert all(cell.execution_count == i for i, cell in enumerate(code, 1)), "stored top to bottom, once"
+    outputs = [out for cell in code for out in cell.outputs]
+    assert not [out for out in outputs if out.output_type == "error"]
+    widgets = [out for out in outputs if WIDGET in out.get("data", {})]
+    assert len(widgets) >= MIN_WIDGETS[name]
+    for out in widgets:  # each widget carries a picture, drawn from a spec the metadata names
+        assert PNG in out.data, out.data.get("text/plain")
+        assert base64.b64decode(out.data[PNG]).startswith(b"\x89PNG\r\n\x1a\n")
+        assert re.fullmatch(r"[0-9a-f]{64}", out.metadata[PNG]["ppviz"]["spec_sha256"])
+    # nothing that needs a kernel or the internet to show: no widget state (a renderer would
+    # draw the widgets from it, with scripts from a CDN, instead of the pictures), no scripts
+    assert "widgets" not in nb.metadata
+    for out in outputs:
+        assert "<script" not in out.get("data", {}).get("text/html", "")
+
+
+def test_the_staleness_check_ignores_ids_and_catches_altered_outputs(executed):
+    stored, fresh = _stored("quickstart"), executed("quickstart")
+    ids = [[out.data[WIDGET]["model_id"] for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
+            if WIDGET in out.get("data", {})] for nb in (stored, fresh)]
+    assert ids[0] and not set(ids[0]) & set(ids[1])  # new widget models, and yet
+    assert store.differences(stored, fresh) == []  # nothing stale
+    code = [cell for cell in stored.cells if cell.cell_type == "code"]
+    printed = next(cell for cell in code if any(out.output_type == "stream" for out in cell.outputs))
+    pictured = next(cell for cell in code if any(PNG in out.get("data", {}) for out in cell.outputs))
+    altered_text = copy.deepcopy(stored)
+    stream = next(out for out in altered_text.cells[stored.cells.index(printed)].outputs if out.output_type == "stream")
+    stream.text = stream.text.replace("33", "34", 1)
+    altered_picture = copy.deepcopy(stored)
+    out = next(out for out in altered_picture.cells[stored.cells.index(pictured)].outputs if PNG in out.get("data", {}))
+    png = bytearray(base64.b64decode(out.data[PNG]))
+    png[-20] ^= 0xFF
+    out.data[PNG] = base64.b64encode(bytes(png)).decode()
+    for altered in (altered_text, altered_picture):
+        assert store.differences(altered, fresh)
+
+
+def test_install_cells_install_from_the_checkout():
+    for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert nb.cells[0].cell_type == "markdown" and "colab" not in nb.cells[0].source.lower()
+        install = nb.cells[1].source
+        assert 'find_spec("ppviz") is None' in install  # installs only where ppviz is missing
+        assert '%pip install --quiet "{checkout}"' in install and "pathlib.Path.cwd().parent" in install
+
+
+def test_run_opens_copies_so_the_stored_notebooks_stay_clean(tmp_path):
+    scratch = tmp_path / "scratch"
+    setup = f'source "{ROOT}/scripts/env.sh" && scratch_notebooks'
+    env = {"PATH": "/usr/bin:/bin", "PPVIZ_SCRATCH": str(scratch)}
+    subprocess.run(["bash", "-c", setup], check=True, env=env)
+    for path in NOTEBOOKS.glob("*.ipynb"):
+        assert (scratch / path.name).read_bytes() == path.read_bytes()
+    edited = scratch / "quickstart.ipynb"
+    edited.write_text("{}")
+    subprocess.run(["bash", "-c", setup], check=True, env=env)
+    assert edited.read_text() == "{}"  # a copy with the user's changes is kept
+    run = (ROOT / "run").read_text()
+    # ./run copies before it starts JupyterLab, in the copies' folder
+    assert run.index("scratch_notebooks") < run.index('cd "$SCRATCH"') < run.index("jupyter\" lab")
+    ignored = subprocess.run(["git", "check-ignore", "notebooks/.ipynb_checkpoints/quickstart-checkpoint.ipynb",
+                              "scratch/quickstart.ipynb"], cwd=ROOT, capture_output=True, text=True)
+    assert ignored.stdout.split() == ["notebooks/.ipynb_checkpoints/quickstart-checkpoint.ipynb",
+                                      "scratch/quickstart.ipynb"]
+
+
+def test_the_install_cell_installs_the_checkout_it_sits_in(monkeypatch, tmp_path):
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    installs = []
+    line_magics = shell.magics_manager.magics["line"]
+    monkeypatch.setitem(line_magics, "pip", installs.append)  # what %pip would be asked to do
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None if name == "ppviz" else find_spec(name, *args))
+    cell = nbformat.read(NOTEBOOKS / "quickstart.ipynb", as_version=4).cells[1].source
+    monkeypatch.chdir(NOTEBOOKS)  # Jupyter runs a notebook in its folder
+    shell.run_cell(cell).raise_error()
+    assert installs == [f'install --quiet "{ROOT}"']
+    elsewhere = tmp_path / "notebooks"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a notebook copied out of the checkout: say how to install
+    with pytest.raises(ModuleNotFoundError, match=r"pip install \.` in a checkout .*README, \"Install\""):
+        shell.run_cell(cell).raise_error()
+    assert len(installs) == 1

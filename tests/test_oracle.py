@@ -38,13 +38,22 @@ def configs(draw):
         options["w_share"] = draw(st.sampled_from([0.0, 0.25, 0.5, 1.0]))
     if draw(st.booleans()):
         options["fb"] = draw(st.sampled_from([0.5, 1.7, 2.4, 5.0]))
+    if spec.segmented:
+        options["segments"] = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        options["recompute"] = draw(st.sampled_from(["full", "selective"]))
+        if draw(st.booleans()):
+            options["recompute_cost"] = draw(costs)
+        if draw(st.booleans()):
+            options["recompute_activation"] = draw(st.sampled_from([0.0, 0.1, 0.7]))
     try:
         stages = Config(schedule=name, devices=p, microbatches=m, stages_per_device=v).stages
     except ScheduleConstraintError:
         assume(False)
     overrides = {}
     for s in draw(st.lists(st.integers(0, stages - 1), max_size=3, unique=True)):
-        keys = draw(st.lists(st.sampled_from(["f", "b", "w", "activation"]), min_size=1, max_size=4, unique=True))
+        keys = draw(st.lists(st.sampled_from(["f", "b", "w", "activation", "params", "recompute"]), min_size=1,
+                             max_size=6, unique=True))
         overrides[s] = {k: draw(costs) for k in keys}
     try:
         return Config(schedule=name, devices=p, microbatches=m, stages_per_device=v, f=f, b=b, w=w,

@@ -1,9 +1,17 @@
-"""The sdist and wheel carry the built widget bundle, and installing from the sdist needs no Node."""
+"""`python -m build` makes an sdist and a wheel that carry the built widget bundle; building
+from the sdist needs no Node; the wheel installs into a fresh virtual environment and runs the
+quickstart notebook there with no network and no Node; the distribution's name is not the
+unrelated `ppviz` of the package index, and no install instruction points at it."""
 
+import hashlib
+import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -11,6 +19,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "ppviz" / "static" / "widget.js"
+#: checked free on the package index when it was chosen (`pip index versions pp-schedule-viz`
+#: found nothing), unlike `ppviz`, which is another project
+DISTRIBUTION = "pp-schedule-viz"
+WHEEL_STEM = DISTRIBUTION.replace("-", "_")
 
 
 @pytest.fixture(scope="module")
@@ -18,9 +30,24 @@ def dist(tmp_path_factory):
     if not BUNDLE.is_file():
         pytest.fail("ppviz/static/widget.js is missing: run `npm ci && npm run build` in js/ (./run-tests does)")
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run([sys.executable, "-m", "hatchling", "build", "-d", str(out)], cwd=ROOT, check=True,
+    # the wheel is built from the sdist (build's default), so the sdist must be enough
+    subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)], check=True,
                    capture_output=True)
     return out
+
+
+def test_the_distribution_is_named_apart_from_the_unrelated_ppviz(dist):
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert re.search(rf'^name = "{DISTRIBUTION}"$', pyproject, flags=re.M)
+    assert re.search(r'^ppviz = "ppviz.cli:main"$', pyproject, flags=re.M)  # the command keeps its name
+    (wheel,) = dist.glob("*.whl")
+    (sdist,) = dist.glob("*.tar.gz")
+    assert wheel.name.startswith(f"{WHEEL_STEM}-") and sdist.name.startswith(f"{WHEEL_STEM}-")
+    with zipfile.ZipFile(wheel) as z:
+        (info,) = [n for n in z.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = z.read(info).decode()
+        assert f"Name: {DISTRIBUTION}\n" in metadata
+        assert "ppviz/__init__.py" in z.namelist()  # import ppviz
 
 
 def test_sdist_holds_the_bundle_and_the_sources_but_no_node_modules(dist):
@@ -44,3 +71,96 @@ def test_wheel_built_from_the_sdist_without_node_ships_the_bundle(dist, tmp_path
     with zipfile.ZipFile(wheel) as z:
         assert z.read("ppviz/static/widget.js") == BUNDLE.read_bytes()
         assert {"ppviz/widgets/gantt.py", "ppviz/style.json"} <= set(z.namelist())
+
+
+# Run inside the fresh environment, in a network namespace of its own (no route anywhere) and
+# with only the environment's bin/ on PATH. The kernel talks to the client over Unix sockets
+# (ZMQ's ipc transport), as the namespace has no loopback interface either.
+_OFFLINE_RUN = textwrap.dedent("""
+    import hashlib, json, pathlib, shutil, socket, sys
+    import nbformat
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+
+    notebook, expected = pathlib.Path(sys.argv[1]), sys.argv[2]
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        sys.exit("the network is reachable")
+    except OSError:
+        pass
+    assert shutil.which("node") is None and shutil.which("npm") is None, "node is on PATH"
+    import ppviz, ppviz.widgets.gantt
+    assert pathlib.Path(ppviz.__file__).is_relative_to(sys.prefix), ppviz.__file__
+    bundle = ppviz.widgets.gantt.BUNDLE
+    assert hashlib.sha256(bundle.read_bytes()).hexdigest() == expected, "the installed bundle differs"
+    nb = nbformat.read(notebook, as_version=4)
+    km = KernelManager(kernel_name="python3", transport="ipc", ip=str(notebook.parent / "kernel"))
+    NotebookClient(nb, km=km, timeout=300, resources={"metadata": {"path": str(notebook.parent)}}).execute()
+    outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
+    errors = [out for out in outputs if out.output_type == "error"]
+    views = [out for out in outputs if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+    text = "".join(out.get("text", "") for out in outputs)
+    print(json.dumps({"errors": len(errors), "widget_views": len(views), "summary": "closed form 33" in text,
+                      "kernel_ppviz": "ppviz " + str(bundle.parent.parent)}))
+""")
+
+
+def test_the_wheel_runs_the_quickstart_in_a_fresh_venv_offline_without_node(dist, tmp_path):
+    unshare = shutil.which("unshare")
+    assert unshare, "this test needs util-linux's unshare to run the notebook without a network"
+    (wheel,) = dist.glob("*.whl")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
+    python = venv / "bin" / "python"
+    # the wheel's dependencies and a kernel come from the index (pip's cache makes it quick)
+    install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel),
+                              "ipykernel", "nbclient", "nbformat"], capture_output=True, text=True)
+    assert install.returncode == 0, install.stderr[-3000:]
+    with zipfile.ZipFile(wheel) as z:
+        expected = hashlib.sha256(z.read("ppviz/static/widget.js")).hexdigest()
+    assert expected == hashlib.sha256(BUNDLE.read_bytes()).hexdigest()
+    work = tmp_path / "work"
+    work.mkdir()
+    shutil.copy(ROOT / "notebooks" / "quickstart.ipynb", work / "quickstart.ipynb")
+    (work / "run.py").write_text(_OFFLINE_RUN)
+    env = {"PATH": str(venv / "bin"), "HOME": str(tmp_path), "PYTHONNOUSERSITE": "1", "LANG": "C.UTF-8"}
+    run = subprocess.run([unshare, "--map-root-user", "--net", str(python), str(work / "run.py"),
+                          str(work / "quickstart.ipynb"), expected],
+                         cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-4000:]
+    report = json.loads(run.stdout.strip().splitlines()[-1])
+    assert report["errors"] == 0 and report["widget_views"] >= 3 and report["summary"], report
+    assert report["kernel_ppviz"].startswith(f"ppviz {venv}"), report
+
+
+# Install instructions ---------------------------------------------------------------------------
+
+#: every file a user reads install instructions in
+_READ = ["README.md", "ARCHITECTURE.md", "js/README.md", *sorted(str(p.relative_to(ROOT))
+                                                                 for p in (ROOT / "notebooks").glob("*.ipynb"))]
+
+
+def _prose(path: Path) -> str:
+    if path.suffix != ".ipynb":
+        return path.read_text()
+    cells = json.loads(path.read_text())["cells"]
+    return "\n".join("".join(cell["source"]) for cell in cells)
+
+
+def test_install_instructions_point_at_what_exists():
+    for name in _READ:
+        text = _prose(ROOT / name)
+        for line in re.findall(r"pip install[^\n`]*", text):
+            targets = [t for t in line.split()[2:] if not t.startswith("-")]
+            # the distribution is not on the index: only a checkout or a wheel built from it
+            assert not {"ppviz", DISTRIBUTION} & {t.strip("\"'") for t in targets}, f"{name}: {line}"
+        # nothing is published: no Colab, GitHub or package-index page to link to
+        for url in re.findall(r"https?://[^\s)\"'>]+", text):
+            assert not re.search(r"colab\.research|github\.com|pypi\.org|shields\.io", url), f"{name}: {url}"
+
+
+def test_readme_says_how_to_install_from_a_checkout():
+    readme = (ROOT / "README.md").read_text()
+    install = readme[readme.index("## Install"):readme.index("## Use")]
+    assert f"`{DISTRIBUTION}`" in install and re.search(r"^pip install \.\s", install, flags=re.M)
+    assert f"pip install dist/{WHEEL_STEM}-*.whl" in install

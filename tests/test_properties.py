@@ -28,7 +28,8 @@ def configs(draw, schedules=tuple(SCHEDULES), uniform=False):
         overrides = {s: {"f": draw(costs), "b": draw(costs)}}
     try:
         return Config(schedule=name, devices=p, microbatches=m, stages_per_device=v, f=f, b=b, w=w, comm=comm,
-                      stage_costs=overrides, w_share=draw(st.sampled_from([0.0, 0.5, 1.0, 32 / 34])))
+                      stage_costs=overrides, w_share=draw(st.sampled_from([0.0, 0.5, 1.0, 32 / 34])),
+                      segments=draw(st.integers(1, 4)) if spec.segmented else 1)
     except ScheduleConstraintError:
         assume(False)
 
@@ -39,7 +40,7 @@ def check_timeline(res):
     # every (stage, microbatch) runs F once and B once (or I and W once): validate() enforces it,
     # and the op count is exactly what that implies
     split = int(np.count_nonzero(prog.kind == 2))
-    assert n == 2 * prog.stages * prog.microbatches + split
+    assert n == (1 if prog.forward_only else 2) * prog.stages * prog.microbatches + split
     from ppviz.core.engine import dependencies, op_costs
 
     dep = dependencies(prog)

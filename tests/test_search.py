@@ -18,10 +18,11 @@ TOL = 1e-9
 
 
 def library_best(cfg: Config, limit: float, *, fixed_v: bool) -> float:
-    """The fastest registry schedule whose simulated peak fits ``limit``, found here with simulate."""
+    """The fastest training schedule of the registry whose simulated peak fits ``limit``, found
+    here with simulate."""
     best = np.inf
     for spec in all_specs():
-        if spec.builder is None:
+        if spec.builder is None or spec.forward_only:  # training schedules: inference has no backward
             continue
         for v in {spec.default_v, cfg.stages_per_device} if not fixed_v else {cfg.stages_per_device}:
             try:

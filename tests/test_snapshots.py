@@ -74,6 +74,8 @@ BAD_CONFIGS = [
     dict(stage_costs=[1]), dict(stage_costs={4: {"f": 1}}), dict(stage_costs={0: 1.0}),
     dict(stage_costs={0: {"x": 1}}), dict(stage_costs={0: {"f": -1}}), dict(stage_costs={"a": {"f": 1}}),
     dict(microbatch_group_size=0), dict(stages_per_device=0),
+    dict(recompute="everything"), dict(recompute="full", recompute_cost=-1), dict(recompute_activation=float("inf")),
+    dict(memory_capacity=0), dict(stage_costs={0: {"params": -2}}),
 ]
 
 

@@ -209,10 +209,10 @@ class Problem:
 
 
 def orders_of(program: Program) -> Orders | None:
-    """A program's per-device orders, or None when it has F&B pairs, two replicas or both full and
-    split backwards (not searched)."""
+    """A program's per-device orders, or None when it has F&B pairs, two replicas, both full and
+    split backwards, sequence segments or no backward at all (not searched)."""
     if program.pair.any() or program.placement is None or program.placement.reverse_device is not None \
-            or ((program.kind == B).any() and (program.kind == I).any()):
+            or program.forward_only or program.segments != 1 or ((program.kind == B).any() and (program.kind == I).any()):
         return None
     kind, stage, mb = program.kind.tolist(), program.stage.tolist(), program.microbatch.tolist()
     bounds = program.offsets.tolist()

@@ -136,7 +136,7 @@ def library_runs(config: Config, fixed_v: bool):
     its default v and the config's (only the config's, with the same stages, when ``fixed_v``)."""
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
     for spec in all_specs():
-        if spec.builder is None:
+        if spec.builder is None or spec.forward_only:  # training schedules only
             continue
         vs = [config.stages_per_device] if fixed_v else sorted({spec.default_v, config.stages_per_device})
         for v in vs:

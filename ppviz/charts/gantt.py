@@ -365,7 +365,10 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt
     name = c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule)
     v = f" · v={c.stages_per_device}" if c.stages_per_device > 1 else ""
     comm = f" · comm={c.comm:g}" if c.comm > 0 else ""
-    sizes = f"p={r.devices} · m={program.microbatches}{v} · f={c.f:g} b={c.b:g} w={c.w:g}{comm} · {len(r.ops):,} ops"
+    # a segmented program's bars are numbered by segment index (microbatch·k + segment)
+    k = f" · k={program.segments} segments (bars: microbatch·{program.segments} + segment)" if program.segments > 1 else ""
+    sizes = (f"p={r.devices} · m={program.whole_microbatches}{k}{v} · f={c.f:g} b={c.b:g} w={c.w:g}{comm} · "
+             f"{len(r.ops):,} ops")
     star = "" if cf is None or cf.applies else "*"
 
     def closed(text: str | None) -> str:

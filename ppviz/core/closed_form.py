@@ -27,6 +27,9 @@ class ClosedForm:
     source: str
     assumptions: str
     applies: bool
+    #: forward-only pipelines: time to the first output and steady-state microbatches per unit of time
+    first_output: float | None = None
+    throughput: float | None = None
 
     @property
     def makespan(self) -> float:

@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError
+from .errors import ConfigError, ScheduleConstraintError
 from .budget import check_size
 from .registry import lookup
 
@@ -17,8 +17,12 @@ from .registry import lookup
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
 #: with flash attention the 5as²b term is not stored, leaving M_W / M_B = 32/34.
 DEFAULT_W_SHARE = 32 / 34
+#: Default share of the activation full recompute keeps: each layer's input, 2sbh of a
+#: flash-attention layer's 34sbh (Korthikanti et al. 2022, arXiv 2205.05198, Table 2).
+FULL_RECOMPUTE_SHARE = 2 / 34
+RECOMPUTE = (None, "selective", "full")
 
-_STAGE_COST_KEYS = ("f", "b", "w", "activation")
+_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute")
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -121,6 +125,28 @@ class Config:
     time_unit : the unit of ``f``, ``b``, ``w``, ``comm`` and ``fb`` (``"ms"``, ``"us"``, ``"s"`` …),
         shown beside times in summaries, charts and the widget; ``None`` (the default) leaves
         times unitless.
+    segments : k, the sequence segments each microbatch is split into (Seq1F1B); each segment's
+        passes cost 1/k of the microbatch's and hold 1/k of its activation. Only schedules that
+        split sequences accept k > 1.
+    recompute : activation recomputation (Korthikanti et al. 2022, arXiv 2205.05198): ``None``;
+        ``"full"``, each stage's forward runs again before its backward (I or B), which costs
+        ``recompute_cost`` more, and F stores only the layers' inputs, ``recompute_activation``;
+        ``"selective"``, only the attention core is recomputed and its s²-sized activations are
+        not stored. In abstract units the defaults assume flash attention, as ``w_share``'s
+        does: full recompute costs f (the stage's own f) and keeps 2/34 of ``activation`` (each
+        layer's 2sbh input of its 34sbh); selective recompute then has nothing to recompute
+        (cost 0, activation unchanged) unless you give both. ``Config.from_model`` gives
+        them per stage from the model. W after I keeps ``w_share`` of what F stored.
+    recompute_cost : time of the recompute before each backward, per 1/p of the model
+        (``None``: f under full recompute, 0 under selective); per stage: ``stage_costs[s]["recompute"]``.
+    recompute_activation : activation units F stores per 1/p of the model under recompute
+        (``None``: the defaults above); per stage, ``stage_costs[s]["activation"]`` as usual.
+    memory_capacity : each device's memory, in activation units like ``params`` (with
+        ``activation_bytes``, capacity in bytes / activation_bytes); ``None``: unlimited. The
+        result then says which devices fit (``Result.fits``) and by how much the others do not.
+
+    ``stage_costs`` may also give a stage's static memory (``"params"``, activation units,
+    absolute) and its recompute time (``"recompute"``).
     """
 
     schedule: str = "1f1b"
@@ -140,6 +166,11 @@ class Config:
     activation_bytes: float | None = None
     label: str | None = None
     time_unit: str | None = None
+    segments: int = 1
+    recompute: str | None = None
+    recompute_cost: float | None = None
+    recompute_activation: float | None = None
+    memory_capacity: float | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -151,7 +182,11 @@ class Config:
         set_(self, "microbatches", positive_int("microbatches", self.microbatches))
         v = positive_int("stages_per_device", self.stages_per_device, allow_none=True)
         set_(self, "stages_per_device", spec.default_v if v is None else v)
-        check_size(spec, self.devices, self.stages_per_device, self.microbatches)
+        set_(self, "segments", positive_int("segments", self.segments))
+        if self.segments > 1 and not spec.segmented:
+            raise ScheduleConstraintError("segments", self.segments, "use 1, or the seq1f1b schedule to split sequences",
+                                          reason=f"{spec.name} does not split microbatches into sequence segments")
+        check_size(spec, self.devices, self.stages_per_device, self.microbatches * self.segments)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
         if self.f + self.b + self.w <= 0:
@@ -169,6 +204,11 @@ class Config:
         if self.time_unit is not None and not (isinstance(self.time_unit, str) and _UNIT_RE.fullmatch(self.time_unit)):
             raise ConfigError("time_unit", self.time_unit,
                               "give a short unit name such as 'ms', 'us' or 's' (letters, at most 8), or None")
+        if self.recompute not in RECOMPUTE:
+            raise ConfigError("recompute", self.recompute, "give None, 'selective' or 'full'")
+        for name in ("recompute_cost", "recompute_activation"):
+            set_(self, name, _number(name, getattr(self, name), allow_none=True))
+        set_(self, "memory_capacity", _number("memory_capacity", self.memory_capacity, strict=True, allow_none=True))
         set_(self, "stage_costs", self._checked_stage_costs(spec))
         spec.check(self)
 
@@ -177,7 +217,8 @@ class Config:
         if raw is None:
             return FrozenMapping()
         if not isinstance(raw, Mapping):
-            raise ConfigError("stage_costs", raw, "give a dict {stage: {'f': .., 'b': .., 'w': .., 'activation': ..}}")
+            raise ConfigError("stage_costs", raw, "give a dict {stage: {'f': .., 'b': .., 'w': .., 'activation': .., "
+                              "'params': .., 'recompute': ..}}")
         # a custom schedule's stage count comes with its program: simulate() checks the keys then
         stages = spec.stage_count(self.devices, self.stages_per_device)
         out = {}
@@ -224,8 +265,35 @@ class Config:
 
     @property
     def uniform(self) -> bool:
-        """True when no per-stage override changes a cost (closed forms assume this)."""
-        return not any(k in ("f", "b", "w") for costs in self.stage_costs.values() for k in costs)
+        """True when no per-stage override changes a cost and no recompute lengthens the
+        backward (closed forms assume this)."""
+        return self.recompute is None and not any(k in ("f", "b", "w") for costs in self.stage_costs.values()
+                                                  for k in costs)
+
+    @classmethod
+    def from_model(cls, model, hardware, **options) -> "Config":
+        """A config in real units from a model and an accelerator: times in ms, memory in bytes,
+        the device memory as ``memory_capacity``.
+
+        ``model`` is a :class:`ppviz.Transformer`, ``hardware`` a :class:`ppviz.Hardware`.
+        Options: ``schedule``, ``devices`` (pipeline stages p), ``microbatches``,
+        ``stages_per_device`` (taken from a layout string when not given), ``data_parallel``
+        and ``zero_stage`` (0, 1 or 2: ZeRO sharding of the optimizer state and gradients),
+        ``tensor_parallel`` and ``sequence_parallel`` (default: on when tensor_parallel > 1),
+        ``recompute`` (None, ``"selective"``, ``"full"``), ``flash_attention`` (default True),
+        ``layout`` (None or ``"even"``: Megatron's even split; ``"balanced"``: the automatic
+        balancer; a Megatron layout string such as ``"Et*9|(t*10|)*6t*9L"``; a list of
+        transformer layers per stage; a :class:`ppviz.model.Layout`), ``first_stage_layers`` /
+        ``last_stage_layers``, and any other Config field (``comm``, ``label``, ...).
+
+        f, b, w are the model's F, I, W times per 1/p of it; ``stage_costs`` holds every
+        stage's own times, activation, static memory and recompute time (the embedding makes
+        the first stage differ, the LM head and loss the last). The formulas and their sources
+        are in ``ppviz.model``'s modules.
+        """
+        from ..model.costs import config_from_model
+
+        return config_from_model(model, hardware, **options)
 
     def replace(self, **changes) -> "Config":
         """A copy with some fields changed (validated again)."""
@@ -236,8 +304,12 @@ class Config:
         return self.spec.build_program(self)
 
 
-def _keyword_checked(init):
-    fields = [f.name for f in dataclasses.fields(Config) if f.init]
+def keyword_checked(cls):
+    """Make a dataclass's unknown or misspelt keyword (or too many positional values) a
+    ConfigError naming it, not a TypeError."""
+    init = cls.__init__
+    fields = [f.name for f in dataclasses.fields(cls) if f.init]
+    name = cls.__name__
 
     @functools.wraps(init)
     def __init__(self, *args, **kwargs):
@@ -247,14 +319,14 @@ def _keyword_checked(init):
 
             close = difflib.get_close_matches(unknown[0], fields, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(unknown[0], kwargs[unknown[0]], f"{hint}Config takes {', '.join(fields)}",
-                              reason="Config has no such field")
+            raise ConfigError(unknown[0], kwargs[unknown[0]], f"{hint}{name} takes {', '.join(fields)}",
+                              reason=f"{name} has no such field")
         if len(args) > len(fields):
             raise ConfigError("arguments", args, f"give at most {len(fields)} positional values ({', '.join(fields)})")
         init(self, *args, **kwargs)
 
-    return __init__
+    cls.__init__ = __init__
+    return cls
 
 
-# a misspelt or unknown keyword is a ConfigError naming it, not a TypeError
-Config.__init__ = _keyword_checked(Config.__init__)
+keyword_checked(Config)

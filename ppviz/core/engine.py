@@ -47,8 +47,9 @@ def dependencies(program: Program) -> np.ndarray:
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
-    """Duration of each op; the first op of an F&B pair carries the pair's duration."""
-    table = stage_table(config, program.devices, program.stages)
+    """Duration of each op; the first op of an F&B pair carries the pair's duration. A segment of
+    a microbatch split into k sequence segments costs 1/k of the microbatch's pass."""
+    table = stage_table(config, program.devices, program.stages) / program.segments
     cost = table[program.kind.astype(np.intp), program.stage]
     if program.pair.any():
         first = np.flatnonzero(program.pair)
@@ -59,11 +60,16 @@ def op_costs(program: Program, config: Config) -> np.ndarray:
 
 
 def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
-    """Per-stage times, rows F, B (= I + W), I, W; a stage of 1/S of the model costs p/S of f, b, w."""
+    """Per-stage times, rows F, B (= I + W), I, W; a stage of 1/S of the model costs p/S of f, b, w.
+
+    Under recompute, each stage's I (and B) starts with the recompute of its forward
+    (``recompute_cost``, by default the stage's f under full recompute; see ``Config.recompute``).
+    """
     frac = devices / stages
     f = np.full(stages, config.f * frac)
     i = np.full(stages, config.b * frac)
     w = np.full(stages, config.w * frac)
+    again = np.zeros(stages)
     for s, over in config.stage_costs.items():
         if s >= stages:
             raise ConfigError("stage_costs", dict(config.stage_costs),
@@ -71,6 +77,12 @@ def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
         f[s] = over.get("f", f[s])
         i[s] = over.get("b", i[s])
         w[s] = over.get("w", w[s])
+    if config.recompute is not None:
+        default = config.recompute_cost
+        again = f.copy() if default is None and config.recompute == "full" else np.full(stages, (default or 0.0) * frac)
+        for s, over in config.stage_costs.items():
+            again[s] = over.get("recompute", again[s])
+    i = i + again
     return np.stack([f, i + w, i, w])
 
 
@@ -251,7 +263,7 @@ def _deadlock(program: Program, pos, stop, dep, end) -> DeadlockError:
     return DeadlockError(message, blocked)
 
 
-def simulate(x, config: Config | None = None, *, engine: str = "auto", **options):
+def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
     """Simulate a config (its schedule is built first) or a program.
 
     ``simulate(cfg)``; ``simulate(cfg, comm=0.1)`` (options replace config fields);
@@ -267,14 +279,14 @@ def simulate(x, config: Config | None = None, *, engine: str = "auto", **options
     elif isinstance(x, Program):
         program = x
         if config is None:
-            base = {"schedule": "custom", "devices": program.devices, "microbatches": program.microbatches}
+            base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
             base.update(options)
             cfg = Config(**base)
         else:
             cfg = config.replace(**options) if options else config
     else:
         raise ConfigError("x", type(x).__name__, "simulate takes a ppviz.Config or a ppviz.Program")
-    for field, wanted in (("devices", program.devices), ("microbatches", program.microbatches)):
+    for field, wanted in (("devices", program.devices), ("microbatches", program.whole_microbatches)):
         if getattr(cfg, field) != wanted:
             raise ConfigError(field, getattr(cfg, field),
                               f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")

@@ -43,6 +43,18 @@ class ScheduleConstraintError(ConfigError):
     """The schedule exists but cannot run with these sizes (e.g. DualPipe with an odd device count)."""
 
 
+class LayoutError(ConfigError):
+    """A pipeline layout (Megatron's ``--pipeline-model-parallel-layout`` string, or layers per
+    stage) cannot be read, or does not fit the model or the schedule's stage count.
+
+    ``position`` is the 0-based offset in the string of a syntax error (None for other errors).
+    """
+
+    def __init__(self, value, accepted: str, *, reason: str, position: int | None = None):
+        self.position = position
+        super().__init__("layout", value, accepted, reason=reason)
+
+
 class ProgramError(PpvizError):
     """A program (per-device op lists) breaks a rule; the message names the device, position and rule."""
 

@@ -2,7 +2,10 @@
 
 F of (s, mb) allocates that stage's activation when it starts. I frees the part the weight
 gradient does not need when it ends (1 − ``w_share`` of it), W frees the rest, and B frees
-all of it. An F&B pair allocates at its start and frees at its end. Static memory
+all of it. An F&B pair allocates at its start and frees at its end. In a forward-only
+(inference) program nothing is kept for a backward: each F holds its stage's activation, the
+working set of its pass, from its start to its end. A segment of a microbatch split into k
+sequence segments (Seq1F1B) holds 1/k of the microbatch's activation. Static memory
 (parameters, gradients, optimizer state) is ``params`` per 1/p of the model, counted once
 per stage a device holds, so DualPipe's two replicas count twice.
 """
@@ -13,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .config import FULL_RECOMPUTE_SHARE
 from .program import B, F, I, W
 
 
@@ -46,7 +50,14 @@ class MemoryCurves:
 
 
 def stage_activation(config, devices: int, stages: int) -> np.ndarray:
-    act = np.full(stages, config.activation * devices / stages)
+    """What each stage's F stores: ``activation`` per 1/p of the model, or under recompute
+    ``recompute_activation`` (default: 2/34 of it for full recompute, all of it for selective;
+    see ``Config.recompute``); ``stage_costs[s]["activation"]`` overrides a stage."""
+    unit = config.activation
+    if config.recompute is not None:
+        unit = config.recompute_activation if config.recompute_activation is not None else \
+            unit * FULL_RECOMPUTE_SHARE if config.recompute == "full" else unit
+    act = np.full(stages, unit * devices / stages)
     for s, over in config.stage_costs.items():
         if "activation" in over and s < stages:
             act[s] = over["activation"]
@@ -55,12 +66,14 @@ def stage_activation(config, devices: int, stages: int) -> np.ndarray:
 
 def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> MemoryCurves:
     p = program.devices
-    act = stage_activation(config, p, program.stages)[program.stage]
+    act = stage_activation(config, p, program.stages)[program.stage] / program.segments
     kind = program.kind
     share = config.w_share
     release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
     is_alloc = kind == F
     is_free = ~is_alloc & (release != 0)
+    if program.forward_only:
+        release, is_free = act, act != 0  # each F frees at its own end what it took at its start
     times, values, offsets = [], [], [0]
     bounds = program.offsets.tolist()
     for d in range(p):
@@ -98,10 +111,19 @@ def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> Me
 
 
 def static_memory(program, config) -> np.ndarray:
-    """Parameters + gradients + optimizer state per device, in activation units."""
-    per_stage = config.params * program.devices / program.stages
+    """Parameters + gradients + optimizer state per device, in activation units: each
+    (replica, stage) a device holds adds ``params`` · p/S, or ``stage_costs[s]["params"]``."""
+    per_stage = np.full(program.stages, config.params * program.devices / program.stages)
+    for s, over in config.stage_costs.items():
+        if "params" in over and s < program.stages:
+            per_stage[s] = over["params"]
+    out = np.zeros(program.devices)
     if program.placement is None:
-        counts = np.array([len(np.unique(program.stage[program.device == d])) for d in range(program.devices)])
-    else:
-        counts = np.array([program.placement.replicas_on(d) for d in range(program.devices)])
-    return per_stage * counts
+        for d in range(program.devices):
+            out[d] = per_stage[np.unique(program.stage[program.device == d])].sum()
+        return out
+    placement = program.placement
+    np.add.at(out, np.asarray(placement.stage_device), per_stage)
+    if placement.reverse_device is not None:
+        np.add.at(out, np.asarray(placement.reverse_device), per_stage)
+    return out

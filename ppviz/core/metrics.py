@@ -15,7 +15,8 @@ and the peak memory is a handful of numpy operations that add the same numbers i
 order as :mod:`ppviz.core.memory` does, so the peaks are identical, not just close.
 
 A config that sets a field this module does not model (one added to :class:`Config` later)
-is passed to :func:`ppviz.simulate` instead, and its metrics read off the full result.
+is passed to :func:`ppviz.simulate` instead, and its metrics read off the full result; so are
+forward-only (inference) programs, whose F's free what they hold at their own end.
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ from .program import B, F, I, W, Program
 MODELLED = frozenset({
     "schedule", "devices", "microbatches", "stages_per_device", "f", "b", "w", "comm", "fb", "stage_costs",
     "microbatch_group_size", "activation", "w_share", "params", "activation_bytes", "label", "time_unit",
+    "segments", "recompute", "recompute_cost", "recompute_activation",
+    "memory_capacity",  # changes what fits, not the metrics
 })
 #: Programs kept by :func:`plan_for`: enough for a sweep's shapes, small beside the memory it saves.
 CACHE_SIZE = 256
@@ -64,6 +67,10 @@ class Metrics:
                    result.bubble_rate, result.peak_activation, result.static_memory, result.peak_memory)
 
 
+_BATCHED = ("makespan", "busy", "idle", "ideal", "bubble_fraction", "bubble_rate", "peak_activation", "static_memory",
+            "peak_memory")
+
+
 @dataclass
 class Batch:
     """The metrics of many configs of one program as arrays, a row per config (:meth:`Plan.batch`)."""
@@ -82,9 +89,12 @@ class Batch:
     def __len__(self) -> int:
         return len(self.configs)
 
+    @classmethod
+    def of(cls, runs: list[Metrics]) -> "Batch":
+        return cls([m.config for m in runs], *(np.array([getattr(m, name) for m in runs]) for name in _BATCHED))
+
     def set(self, k: int, m: Metrics) -> None:
-        for name in ("makespan", "busy", "idle", "ideal", "bubble_fraction", "bubble_rate", "peak_activation",
-                     "static_memory", "peak_memory"):
+        for name in _BATCHED:
             getattr(self, name)[k] = getattr(m, name)
 
     def __getitem__(self, k: int) -> Metrics:
@@ -100,7 +110,7 @@ class Plan:
     device predecessor and inputs come first: the order the event engine visits them.
     """
 
-    __slots__ = ("program", "n", "steps", "pairs", "cross", "replicas", "alloc", "device", "kind", "width", "cell",
+    __slots__ = ("program", "n", "steps", "pairs", "cross", "holds", "alloc", "device", "kind", "width", "cell",
                  "_waves")
 
     def __init__(self, program: Program):
@@ -137,8 +147,10 @@ class Plan:
             self.steps = [(i, prev_l[i], dep_l[i], cross_l[i], pair_l[i], part_l[i], pcross_l[i]) for i in order]
         else:
             self.steps = [(i, prev_l[i], dep_l[i], cross_l[i]) for i in order]
-        self.replicas = None if program.placement is None else np.array(
-            [program.placement.replicas_on(d) for d in range(program.devices)])
+        placement = program.placement
+        # each device's (replica, stage) slices, in the order static_memory adds them up
+        self.holds = None if placement is None else np.concatenate(
+            [placement.stage_device, () if placement.reverse_device is None else placement.reverse_device]).astype(np.intp)
         self.alloc = program.kind == F
         # each op's cell in a (device, position on the device) grid, for per-device running sums
         counts = np.diff(offsets)
@@ -217,6 +229,8 @@ class Plan:
         the curves' sort) or whose sums overflow run one by one.
         """
         program = self.program
+        if program.forward_only:
+            return Batch.of([self.metrics(c) for c in configs])
         n, p, K = self.n, program.devices, len(configs)
         cost = self._costs_many(configs)  # (K, n)
         comm = np.array([c.comm for c in configs])
@@ -247,14 +261,29 @@ class Plan:
         timed = (end > start).all(axis=1) & finite
         peak = np.zeros((K, p))
         peak[timed] = self._peaks_many([c for c, ok in zip(configs, timed) if ok], start[timed], end[timed])
-        params = np.array([c.params for c in configs])
-        if self.replicas is not None:
-            static = params[:, None] * p / program.stages * self.replicas[None, :]
-        else:
-            static = np.stack([static_memory(program, c) for c in configs])
+        static = self._static_many(configs)
         out = Batch(list(configs), makespan, busy, idle, ideal, fraction, rate, peak, static, peak + static)
         for k in np.flatnonzero(~timed):
             out.set(int(k), self.metrics(configs[k]))
+        return out
+
+    def _static_many(self, configs: list[Config]) -> np.ndarray:
+        """``static_memory`` of each config as rows: the same per-stage values added per device
+        in the same order (configs with per-stage ``params`` one by one)."""
+        program = self.program
+        p, S = program.devices, program.stages
+        out = np.zeros((len(configs), p))
+        uniform = [k for k, c in enumerate(configs) if not any("params" in over for over in c.stage_costs.values())]
+        if self.holds is not None and uniform:
+            per_stage = np.array([configs[k].params * p / S for k in uniform])[:, None]
+            slices = np.broadcast_to(per_stage, (len(uniform), len(self.holds)))
+            rows = np.zeros((len(uniform), p))
+            np.add.at(rows, (slice(None), self.holds), slices)
+            out[uniform] = rows
+        done = set(uniform) if self.holds is not None else set()
+        for k, c in enumerate(configs):
+            if k not in done:
+                out[k] = static_memory(program, c)
         return out
 
     def _costs_many(self, configs: list[Config]) -> np.ndarray:
@@ -263,10 +292,10 @@ class Plan:
         program = self.program
         kind = self.kind
         cost = np.empty((len(configs), self.n))
-        plain = [k for k, c in enumerate(configs) if not c.stage_costs]
-        for k, c in enumerate(configs):
-            if c.stage_costs:
-                cost[k] = op_costs(program, c)
+        plain = [k for k, c in enumerate(configs)
+                 if not c.stage_costs and c.recompute is None and program.segments == 1]
+        for k, c in enumerate(set(range(len(configs))) - set(plain)):
+            cost[c] = op_costs(program, configs[c])
         if plain:
             frac = program.devices / program.stages
             f = np.array([configs[k].f for k in plain])[:, None] * frac
@@ -294,13 +323,15 @@ class Plan:
         out = np.zeros((K, p))
         if not K:
             return out
-        varied = np.array([any("activation" in over for over in c.stage_costs.values()) for c in configs])
+        varied = np.array([c.recompute is not None or any("activation" in over for over in c.stage_costs.values())
+                           for c in configs])
         for k in np.flatnonzero(varied):
             out[k] = self.peak_activation(configs[k], start[k], end[k])
         rows = np.flatnonzero(~varied)
         if not len(rows):
             return out
-        act = np.array([configs[k].activation * p / program.stages for k in rows])  # stage_activation's value
+        # stage_activation's value, activation · p/S, per segment of a microbatch as the curves take it
+        act = np.array([configs[k].activation * p / program.stages for k in rows]) / program.segments
         share = np.array([configs[k].w_share for k in rows])
         change = np.stack([act, -act, -((1.0 - share) * act), -(share * act)], axis=1)  # by kind F, B, I, W
         delta = change[:, self.kind.astype(np.intp)]
@@ -323,8 +354,9 @@ class Plan:
         program = self.program
         p = program.devices
         cost = op_costs(program, config)
-        if not np.isfinite(float(cost.sum()) + config.comm * self.n):
-            # the full path says why (the same refusal)
+        if program.forward_only or not np.isfinite(float(cost.sum()) + config.comm * self.n):
+            # inference holds each activation only while its F runs; and for sums that
+            # overflow, the full path says why (the same refusal)
             return Metrics.of(simulate(program, config))
         start, end = self.times(cost, config.comm)
         makespan = float(end.max())
@@ -334,8 +366,7 @@ class Plan:
         fraction = float(idle.sum() / (p * makespan)) if makespan else 0.0
         rate = (makespan - ideal) / ideal if ideal else 0.0
         peak = self.peak_activation(config, start, end)
-        static = (static_memory(program, config) if self.replicas is None
-                  else config.params * p / program.stages * self.replicas)
+        static = static_memory(program, config)
         return Metrics(config, makespan, busy, idle, ideal, fraction, rate, peak, static, peak + static)
 
     def peak_activation(self, config: Config, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -352,7 +383,7 @@ class Plan:
         """
         program = self.program
         p = program.devices
-        act = stage_activation(config, p, program.stages)[program.stage]
+        act = stage_activation(config, p, program.stages)[program.stage] / program.segments
         kind = self.kind
         share = config.w_share
         release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
@@ -442,16 +473,16 @@ def _visit_order(program: Program, dep: np.ndarray) -> list[int] | None:
 
 
 @functools.lru_cache(maxsize=CACHE_SIZE)
-def _plan_of_shape(schedule: str, devices: int, microbatches: int, v: int, group: int | None) -> Plan:
+def _plan_of_shape(schedule: str, devices: int, microbatches: int, v: int, group: int | None, segments: int) -> Plan:
     config = Config(schedule=schedule, devices=devices, microbatches=microbatches, stages_per_device=v,
-                    microbatch_group_size=group)
+                    microbatch_group_size=group, segments=segments)
     return Plan(config.build())
 
 
 def plan_for(config: Config) -> Plan:
-    """The plan of a config's program, built once per (schedule, p, m, v, group size)."""
+    """The plan of a config's program, built once per (schedule, p, m, v, group size, segments)."""
     return _plan_of_shape(config.schedule, config.devices, config.microbatches, config.stages_per_device,
-                          config.microbatch_group_size)
+                          config.microbatch_group_size, config.segments)
 
 
 def clear_cache() -> None:
@@ -482,7 +513,7 @@ def metrics_many(configs: list[Config]) -> list[Metrics]:
             raise ConfigError(f"configs[{k}]", config, "give ppviz.Config objects")
         if modelled(config) and config.spec.builder is not None:
             key = (config.schedule, config.devices, config.microbatches, config.stages_per_device,
-                   config.microbatch_group_size)
+                   config.microbatch_group_size, config.segments)
             groups.setdefault(key, []).append(k)
         else:
             out[k] = metrics(config)
@@ -512,12 +543,12 @@ def metrics(x, config: Config | None = None, **options) -> Metrics:
     if not isinstance(program, Program):
         raise ConfigError("x", type(x).__name__, "metrics takes a ppviz.Config, a ppviz.Program or a Plan")
     if config is None:
-        base = {"schedule": "custom", "devices": program.devices, "microbatches": program.microbatches}
+        base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
         base.update(options)
         cfg = Config(**base)
     else:
         cfg = config.replace(**options) if options else config
-    for field, wanted in (("devices", program.devices), ("microbatches", program.microbatches)):
+    for field, wanted in (("devices", program.devices), ("microbatches", program.whole_microbatches)):
         if getattr(cfg, field) != wanted:
             raise ConfigError(field, getattr(cfg, field),
                               f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")

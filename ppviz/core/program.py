@@ -9,6 +9,17 @@ r's actions, one per cell, an empty cell being an idle step.
 
 A program is stored as flat numpy columns in device order (``offsets[d]:offsets[d+1]`` are
 device d's ops) so that a million ops build, validate and simulate in well under a second.
+
+Two flags widen what a program may be, each explicitly (a training program keeps every rule):
+
+- ``forward_only``: an inference pipeline. Every (stage, microbatch) has one F and no backward
+  at all; a backward op is refused.
+- ``segments = k > 1``: every microbatch is split into k sequence segments (Seq1F1B), and the
+  microbatch index i stands for segment i mod k of microbatch i // k (``microbatches`` counts
+  the m·k indices). Causal attention orders the segments of one microbatch on every stage:
+  their forwards run in segment order and their backwards in reverse order, on one device.
+
+torch's text and CSV formats have no place for either flag: set them on the program read back.
 """
 
 from __future__ import annotations
@@ -89,10 +100,12 @@ class Program:
     :meth:`from_torch` (users), or :meth:`from_arrays`.
     """
 
-    __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name", "_device")
+    __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
+                 "forward_only", "segments", "_device")
 
     def __init__(self, kind, stage, microbatch, pair, offsets, *, stages: int, microbatches: int,
-                 placement: Placement | None = None, name: str = "custom"):
+                 placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
+                 segments: int = 1):
         self.kind = np.asarray(kind, dtype=np.int8)
         self.stage = np.asarray(stage, dtype=np.int32)
         self.microbatch = np.asarray(microbatch, dtype=np.int32)
@@ -102,6 +115,8 @@ class Program:
         self.microbatches = int(microbatches)
         self.placement = placement
         self.name = name
+        self.forward_only = bool(forward_only)
+        self.segments = int(segments)
         self._device = None
 
     # Construction -----------------------------------------------------------------------
@@ -312,6 +327,11 @@ class Program:
         return self._device
 
     @property
+    def whole_microbatches(self) -> int:
+        """Microbatches before any split into sequence segments (``microbatches // segments``)."""
+        return self.microbatches // self.segments
+
+    @property
     def stages_per_device(self) -> float:
         return self.stages / self.devices
 
@@ -356,7 +376,8 @@ class Program:
             return NotImplemented
         return (np.array_equal(self.offsets, other.offsets) and np.array_equal(self.kind, other.kind)
                 and np.array_equal(self.stage, other.stage) and np.array_equal(self.microbatch, other.microbatch)
-                and np.array_equal(self.pair, other.pair))
+                and np.array_equal(self.pair, other.pair) and self.forward_only == other.forward_only
+                and self.segments == other.segments)
 
     __hash__ = None
 
@@ -370,12 +391,17 @@ class Program:
         """Check the rules torch's ``_validate_schedule`` checks, and say exactly what is wrong.
 
         Every (stage, microbatch) has one F and either one B or one I and one W, on the device
-        the placement assigns; on that device F comes before B/I and I before W. Returns self.
+        the placement assigns; on that device F comes before B/I and I before W. A
+        ``forward_only`` program has the F's and no backward; a program of ``segments`` k > 1
+        also keeps each microbatch's segments in causal order (module docstring). Returns self.
         """
         n = len(self)
         S, m = self.stages, self.microbatches
         if n == 0:
             raise ProgramError("the program has no ops")
+        if self.segments < 1 or m % self.segments:
+            raise ProgramError(f"segments={self.segments} does not divide the {m} microbatch indices; a program of "
+                               f"k segments numbers m·k indices (segment i mod k of microbatch i // k)")
         self._check_pairs()
         bad = (self.stage < 0) | (self.stage >= S) | (self.microbatch < 0) | (self.microbatch >= m)
         if bad.any():
@@ -384,7 +410,7 @@ class Program:
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): stage must be in 0..{S - 1} "
                 f"and microbatch in 0..{m - 1}", device=d, position=pos)
-        if 2 * S * m > n and S * m > max(4 * n, 1 << 20):
+        if (1 if self.forward_only else 2) * S * m > n and S * m > max(4 * n, 1 << 20):
             # some (stage, microbatch) cannot have both an F and a backward: name one without
             # allocating S·m counters (a typo such as 0F99999999 would ask for gigabytes)
             for s in range(S):
@@ -395,7 +421,8 @@ class Program:
                     raise ProgramError(
                         f"stage {s} microbatch {missing} is never forwarded: no {action(F, s, missing)} on any device; "
                         f"the actions name stages 0..{S - 1} and microbatches 0..{m - 1}, so every one of those "
-                        f"{S}×{m} pairs needs an F and a backward ({2 * S * m} ops; the program has {n})")
+                        f"{S}×{m} pairs needs an F{'' if self.forward_only else ' and a backward'} "
+                        f"({(1 if self.forward_only else 2) * S * m} ops; the program has {n})")
         key = self.stage.astype(np.int64) * m + self.microbatch
         counts = np.zeros((4, S * m), dtype=np.int64)
         np.add.at(counts, (self.kind.astype(np.intp), key), 1)
@@ -418,6 +445,17 @@ class Program:
             raise ProgramError(
                 f"{where}stage {k0 // m} microbatch {k0 % m} is never forwarded: "
                 f"no {k0 // m}F{k0 % m} on any device; every (stage, microbatch) needs one F", **located)
+        if self.forward_only:
+            backward = self.kind != F
+            if backward.any():
+                k = int(np.argmax(backward))
+                d, pos = self.locate(k)
+                raise ProgramError(
+                    f"device {d}, position {pos} ({self.action_at(k)}): a forward-only (inference) program has no "
+                    f"backward ops; remove it, or build a training program (forward_only=False)", device=d, position=pos)
+            self._check_placement()
+            self._check_local_order(key)
+            return self
         both = (b_ > 0) & ((i_ > 0) | (w_ > 0))
         if both.any():
             k0 = int(np.argmax(both))
@@ -516,7 +554,7 @@ class Program:
         pos_f[key[is_f]] = idx[is_f]
         pos_g[key[is_g]] = idx[is_g]
         pos_w[key[is_w]] = idx[is_w]
-        early = pos_g < pos_f
+        early = (pos_g >= 0) & (pos_g < pos_f)  # forward-only programs have no backward to order
         if early.any():
             k0 = int(np.argmax(early))
             k = int(pos_g[k0])
@@ -535,6 +573,35 @@ class Program:
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): W runs before its I "
                 f"{k0 // self.microbatches}I{k0 % self.microbatches}; I must come first", device=d, position=pos)
+        if self.segments > 1:
+            self._check_segment_order(pos_f, pos_g)
+
+    def _check_segment_order(self, pos_f: np.ndarray, pos_g: np.ndarray) -> None:
+        """Causal attention (Seq1F1B): on each stage, segment j's forward needs segment j−1's keys
+        and values, and segment j's backward needs segment j+1's gradient of them. Both are local
+        to the stage, so the engine needs no new edge: the two ops sit on one device, in order."""
+        k, m = self.segments, self.microbatches
+        later = np.flatnonzero(np.arange(self.stages * m) % k)  # keys (stage, index) of segments j >= 1
+        earlier = later - 1
+        rules = [("forward", pos_f[earlier], pos_f[later], "after segment {j_1}'s forward")]
+        if not self.forward_only:
+            rules.append(("backward", pos_g[later], pos_g[earlier], "after segment {j}'s backward"))
+        device = self.device
+        for what, first, then, rule in rules:
+            wrong = (device[first] != device[then]) | (then < first)
+            if not wrong.any():
+                continue
+            bad = int(np.argmax(wrong))
+            s, i = int(later[bad]) // m, int(later[bad]) % m
+            j = i % k
+            op = int(then[bad])
+            d, pos = self.locate(op)
+            segment = j if what == "forward" else j - 1
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(op)}): the {what} of segment {segment} of microbatch "
+                f"{i // k} on stage {s} must run on the same device and "
+                + rule.format(j=j, j_1=j - 1)
+                + f" (causal attention; index = microbatch·{k} + segment)", device=d, position=pos)
 
 
 # Parsing helpers -----------------------------------------------------------------------

@@ -34,6 +34,10 @@ class ScheduleSpec:
     closed_form: Callable | None = None
     replicas: int = 1
     split_backward: bool = False
+    #: an inference pipeline: forwards only (its programs are ``forward_only``)
+    forward_only: bool = False
+    #: accepts ``Config.segments`` > 1 (microbatches split into sequence segments)
+    segmented: bool = False
 
     @property
     def v_rule(self) -> str:
@@ -51,9 +55,7 @@ class ScheduleSpec:
     def stage_count(self, devices: int, v: int) -> int | None:
         if self.builder is None:
             return None
-        if self.replicas == 2:
-            return devices
-        return devices * v
+        return devices * v  # replicas share stage numbers: DualPipe's and Chimera's v = 1 gives p
 
     def check(self, config) -> None:
         if self.validate is not None:
@@ -112,7 +114,8 @@ def all_specs() -> list[ScheduleSpec]:
 
 #: The order of the README's table, used when listing the registry; schedules not named here come last.
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
-         "v-half", "v-min", "dualpipe", "dualpipe-v", "1f1b-overlap", "interleaved-1f1b-overlap", "custom")
+         "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "1f1b-overlap",
+         "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom")
 
 
 def one_stage_per_device(alternative: str) -> Callable:

@@ -52,6 +52,17 @@ class Result:
     value per device in activation units, ``memory`` (curves over time) and ``closed_form``
     (the published figures for this schedule, or None). ``dependencies`` gives, per op, the
     index of the op it waits for (−1 for none), as the simulator computed it.
+
+    A forward-only (inference) program also has ``time_to_first_output`` (when the last stage
+    finishes its first microbatch) and ``throughput`` (steady-state microbatches per unit of
+    time: m − 1 outputs over the time from the first output to the last; None for m = 1); both
+    are None for training programs. Its bubble is the fill and drain of this one batch: the
+    idle time a stream of batches through a full pipeline would not pay, which is why latency
+    and throughput, not the bubble, describe inference.
+    With ``Config.memory_capacity``: ``fits`` (per device, peak memory <= capacity), ``excess``
+    (per device, how far the peak exceeds the capacity, 0 where it fits; activation units,
+    ``excess_bytes`` in bytes) and ``out_of_memory`` (some device does not fit); without a
+    capacity ``fits`` and ``excess`` are None and ``out_of_memory`` is False.
     """
 
     def __init__(self, config, program, start, end, dep, cost):
@@ -81,11 +92,16 @@ class Result:
         self.peak_activation = self.memory.peaks()
         self.static_memory = static_memory(program, config)
         self.peak_memory = self.peak_activation + self.static_memory
+        self.time_to_first_output, self.throughput = _output_times(program, end)
+        capacity = config.memory_capacity
+        self.fits = None if capacity is None else self.peak_memory <= capacity
+        self.excess = None if capacity is None else np.maximum(self.peak_memory - capacity, 0.0)
         spec = config.spec
         self.closed_form = spec.closed_form(config) if spec.closed_form is not None and spec.name == program.name else None
         # a result is a record: its arrays (and the program's, shared by every result of it) are read-only
         for array in (*(getattr(self.ops, f.name) for f in dataclasses.fields(self.ops)), self.dependencies, self.busy,
                       self.idle, self.peak_activation, self.static_memory, self.peak_memory, self.memory.times,
+                      *((self.fits, self.excess) if capacity is not None else ()),
                       self.memory.values, self.memory.offsets, program.kind, program.stage, program.microbatch,
                       program.pair, program.offsets, program.device):
             array.flags.writeable = False
@@ -98,6 +114,16 @@ class Result:
     def peak_memory_bytes(self) -> np.ndarray | None:
         b = self.config.activation_bytes
         return None if b is None else self.peak_memory * b
+
+    @property
+    def out_of_memory(self) -> bool:
+        """True when some device's peak memory exceeds ``Config.memory_capacity``."""
+        return self.fits is not None and not bool(self.fits.all())
+
+    @property
+    def excess_bytes(self) -> np.ndarray | None:
+        b = self.config.activation_bytes
+        return None if b is None or self.excess is None else self.excess * b
 
     def memory_at(self, t: float) -> np.ndarray:
         """Activation + static memory of each device at time t."""
@@ -119,8 +145,10 @@ class Result:
         cf = self.closed_form
         name = c.display_name
         v = self.program.stages_per_device
-        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None else "1 (2 replicas)"
-        lines = [f"{name}: p={self.devices} m={self.program.microbatches} v={v_text} "
+        v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None \
+            else f"{v:g} (2 replicas)"
+        k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
+        lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
         unit = f" {c.time_unit}" if c.time_unit else ""
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
@@ -134,9 +162,40 @@ class Result:
             lines.append("    closed form    " + " ".join(f"{x:.3g}" for x in cf.peak_activation) + f"  [{cf.memory_formula}]")
         if self.static_memory.any():
             lines.append("  peak memory      " + " ".join(f"{x:.3g}" for x in self.peak_memory))
+        if self.time_to_first_output is not None:
+            lines.append(f"  first output     {self.time_to_first_output:.6g}{unit}" +
+                         (f"   closed form {cf.first_output:.6g}{unit}" if cf and cf.first_output is not None else ""))
+        if self.throughput is not None:
+            per = f" microbatches per{unit}" if unit else " microbatches per unit of time"
+            lines.append(f"  throughput       {self.throughput:.6g}{per}" +
+                         (f"   closed form {cf.throughput:.6g}" if cf and cf.throughput is not None else ""))
+        if c.activation_bytes is not None:
+            lines.append("  peak memory GiB  " + " ".join(f"{x / 2**30:.3g}" for x in self.peak_memory_bytes))
+        if self.fits is not None:
+            lines.append("  " + self.fit_summary())
         if cf and not cf.applies:
             lines.append(f"  (closed form assumes {cf.assumptions}; this config does not meet all of it)")
         return "\n".join(lines)
+
+    def fit_summary(self) -> str:
+        """One line: whether every device's peak memory fits ``Config.memory_capacity`` (None: no capacity)."""
+        if self.fits is None:
+            return "memory capacity  none given"
+        b = self.config.activation_bytes
+
+        def amount(x: float) -> str:
+            return f"{x * b / 2**30:.3g} GiB" if b is not None else f"{x:.3g}"
+
+        capacity = self.config.memory_capacity
+        head = f"memory capacity  {amount(capacity)} per device: "
+        if not self.out_of_memory:
+            worst = int(np.argmax(self.peak_memory))
+            return head + f"fits (highest peak {amount(self.peak_memory[worst])} on device {worst})"
+        over = np.flatnonzero(~self.fits)
+        worst = int(over[np.argmax(self.excess[over])])
+        devices = ", ".join(map(str, over.tolist()))
+        return head + (f"OUT OF MEMORY on device{'s' if len(over) > 1 else ''} {devices} "
+                       f"(up to {amount(self.excess[worst])} over, on device {worst})")
 
     def to_text(self, width: int = 80) -> str:
         """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
@@ -180,6 +239,16 @@ class Result:
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
                 f"bubble {self.bubble_fraction:.1%}, peak activation {self.peak_activation.max():.3g}>")
+
+
+def _output_times(program, end) -> tuple[float | None, float | None]:
+    """Time to first output and steady-state throughput of a forward-only program (else None, None)."""
+    if not program.forward_only:
+        return None, None
+    outputs = np.sort(end[(program.stage == program.stages - 1) & (program.kind == 0)])
+    first = float(outputs[0])
+    span = float(outputs[-1]) - first
+    return first, ((len(outputs) - 1) / span if len(outputs) > 1 and span > 0 else None)
 
 
 def _binding_dependency(program, start, end, dep, comm) -> np.ndarray:

@@ -8,7 +8,8 @@ import types
 import warnings
 
 from ..core.registry import list_schedules
-from . import gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe, custom  # noqa: F401  (registers)
+from . import (gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe, chimera, bitpipe, seq1f1b,  # noqa: F401
+               inference, custom)  # (registers)
 
 
 class _Package(types.ModuleType):

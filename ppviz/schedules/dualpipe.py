@@ -45,6 +45,19 @@ phase 0 = stage r, phase 1 = stage 2p−1−r; the middle device is p−1. Needs
 * Memory: 2p + 1 chunks (PP+1 stages' activations, each half a unit), i.e. p + ½
   activation units on every device, whatever W keeps; counting F − (B|I) along torch's
   ``dualpipev_4rank_10mb.csv`` gives the same 9 chunks.
+
+``dualpipe-v-unsplit`` — DualPipeV with every backward a full B: DeepSeek's eight steps run with
+``enable_zb=False`` throughout (so step 3 is B1 F1, step 6 never switches to I, step 7 is B0
+alone and step 8 is empty). No library ships it as a schedule: DeepSpeed has no DualPipeV, and
+DeepSeek's, torch's and d9d's DualPipeV all split the backward; it is the baseline that shows
+what the split buys.
+
+* Bubble (no published figure; read off the construction, checked by simulation):
+  (PP/2 − 1)(F&B + B) with PP = 2p half-size stages, i.e. (p − 1)(fb + b + w)/2 per device,
+  less f/2 when b + w >= 2f (the middle device's unpaired first F and B); exact when fb =
+  f + b + w and b + w = f or b + w >= 2f. p = 4, m = 10, f = b = w = 1: idle 7 against the
+  split version's 3.
+* Memory: 2p + 1 chunks = p + ½ activation units on every device, as with the split.
 """
 
 from __future__ import annotations
@@ -57,11 +70,14 @@ from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.registry import ScheduleSpec, register, require
 
 
-def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middle: bool) -> None:
+def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middle: bool,
+                 zero_bubble: bool = True) -> None:
     """DeepSeek's eight steps on one device.
 
     ``phases[k]`` is (stage, first microbatch) of phase k; each phase numbers its microbatches
-    upwards from there, separately for forwards and backwards.
+    upwards from there, separately for forwards and backwards. Without ``zero_bubble`` every
+    backward is a full B (DeepSeek's ``enable_zb=False`` throughout), so steps 3 and 7 lose their
+    W's and step 8 is empty.
     """
     forwards = [0, 0]
     backwards = [0, 0]
@@ -99,8 +115,9 @@ def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middl
         f(0)
         f(1)
     for _ in range(lead):
-        backward(1, split=True)
-        w()
+        backward(1, split=zero_bubble)
+        if zero_bubble:
+            w()
         f(1)
     for i in range(chunks - 2 * halves + h + 1):
         if i == 0 and middle:
@@ -116,15 +133,16 @@ def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middl
     split = False
     for i in range(h + 1):
         if i == (h + 1) // 2 and h % 2 == 1:
-            split = True
+            split = zero_bubble
         backward(1, split)
         if i == (h + 1) // 2 and h % 2 == 0:
-            split = True
+            split = zero_bubble
         backward(0, split)
     for _ in range(lead):
-        w()
-        backward(0, split=True)
-    for _ in range(h + 1):
+        if zero_bubble:
+            w()
+        backward(0, split=zero_bubble)
+    for _ in range(h + 1 if zero_bubble else 0):
         w()
 
 
@@ -142,11 +160,19 @@ def build_dualpipe(config) -> Program:
 
 
 def build_dualpipe_v(config) -> Program:
+    return _dualpipe_v(config, zero_bubble=True)
+
+
+def build_dualpipe_v_unsplit(config) -> Program:
+    return _dualpipe_v(config, zero_bubble=False)
+
+
+def _dualpipe_v(config, zero_bubble: bool) -> Program:
     p, m = config.devices, config.microbatches
     devices = []
     for r in range(p):
         ops = DeviceOps()
-        _eight_steps(ops, ((r, 0), (2 * p - 1 - r, 0)), r, p, m, middle=r == p - 1)
+        _eight_steps(ops, ((r, 0), (2 * p - 1 - r, 0)), r, p, m, middle=r == p - 1, zero_bubble=zero_bubble)
         devices.append(ops)
     return Program.from_device_ops(devices, stages=2 * p, microbatches=m, placement=Placement.v_shape(p, 2))
 
@@ -235,4 +261,40 @@ register(ScheduleSpec(
     closed_form=dualpipe_v_closed_form,
     constraints="v = 2; m >= 2p",
     split_backward=True,
+))
+
+
+def dualpipe_v_unsplit_closed_form(config) -> ClosedForm:
+    """No published figure: DeepSeek's (PP/2 − 1)(F&B + B − 3W) without the −3W that the W's
+    win back, less half a forward that the middle device's unpaired first F and B save when a
+    backward takes at least two forwards. Read off the construction and checked by simulation."""
+    p, m, _, f, b, w, a = base(config)
+    pair = f + b + w if config.fb is None else config.fb
+    full = b + w
+    saved = f / 2 if full >= 2 * f and p > 1 else 0.0
+    return ClosedForm(
+        schedule="dualpipe-v-unsplit",
+        idle=(p - 1) * (pair + full) / 2 - saved,
+        ideal=m * (f + b + w),
+        peak_activation=tuple((p + 0.5) * a for _ in range(p)),
+        bubble_formula="(PP/2 − 1)(F&B + B) with PP = 2p half-size stages, less f/2 when B >= 2f",
+        memory_formula="2p + 1 chunks (PP+1) = p + ½ on every device",
+        source="deepseek-ai/DualPipe dualpipev.py with enable_zb=False; DeepSeek-V3 Table 2 without the −3W",
+        assumptions="uniform stage costs, comm = 0, fb = f+b+w, and b + w = f or b + w >= 2f",
+        applies=uniform_costs(config) and pair == f + b + w and (full == f or full >= 2 * f),
+    )
+
+
+register(ScheduleSpec(
+    name="dualpipe-v-unsplit",
+    summary="DualPipeV with every backward a full B (no I/W split, no zero-bubble steps)",
+    reference="deepseek-ai/DualPipe dualpipev.py run with enable_zb=False",
+    builder=build_dualpipe_v_unsplit,
+    aliases=("DualPipeV-unsplit", "DualPipeV-noZB", "dualpipe-v-full-backward"),
+    default_v=2,
+    v_min=2,
+    v_max=2,
+    validate=_validate_dualpipe_v,
+    closed_form=dualpipe_v_unsplit_closed_form,
+    constraints="v = 2; m >= 2p",
 ))

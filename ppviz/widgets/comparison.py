@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from html import escape
 
 import anywidget
 import ipywidgets
@@ -113,6 +114,13 @@ def _from_schedules(base, schedules, options: dict) -> list[_Run]:
     runs = []
     for spec in specs:
         v = spec.v_or_default(fields["stages_per_device"])
+        stages = spec.stage_count(fields["devices"], v)
+        if fields["stage_costs"] and stages != base.stages:
+            # per-stage costs (from_model's layers per stage) describe the base schedule's stages
+            runs.append(_Run(spec.name, None, f"the config's stage_costs describe {base.stages} stages and "
+                             f"{spec.name} has {stages}: build its config with Config.from_model(..., "
+                             f"schedule={spec.name!r}) and compare the configs"))
+            continue
         try:
             config = Config(**{**fields, "schedule": spec.name, "stages_per_device": v})
         except ScheduleConstraintError as exc:
@@ -323,6 +331,10 @@ class Comparison(ipywidgets.VBox):
     longer holds). ``time_extent`` is the longest makespan: every Gantt chart's time axis
     spans [0, time_extent].
 
+    ``ranking`` lists the runs that fit their device memory (``Config.memory_capacity``; every
+    run without one), fastest first; ``out_of_memory`` maps each run that does not fit to its
+    largest excess (bytes when its config gives ``activation_bytes``, else activation units).
+
     ``selected_schedule`` ("" for none), ``selected_device`` (−1), ``selected_microbatch``
     (−1) and ``time_window`` ([] for all of time) follow clicks, zoom and pan in any view;
     observe them, or set them to make the views follow.
@@ -343,6 +355,7 @@ class Comparison(ipywidgets.VBox):
         self.names = [name for name, _ in ran]
         self.refused = {name: r.refusal for name, r in zip(names, runs) if r.result is None}
         self.time_extent = max(result.makespan for result in self.results)
+        self.ranking, self.out_of_memory = _rank(self.names, self.results)
         colors = schedule_colors(self.results)
         self.state = CompareState(theme=theme)
         self.chart = _chart(self.results, metric, dark=theme == "dark")
@@ -358,8 +371,12 @@ class Comparison(ipywidgets.VBox):
                        for gantt in self.gantts for trait in SHARED]
         self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "chart_selections")),
                         ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
+        fit = ""
+        if any(r.fits is not None for r in self.results):
+            fastest = f"; fastest that fits: <b>{escape(self.ranking[0])}</b>" if self.ranking else ""
+            fit = f"<b>{len(self.ranking)} of {len(self.results)} fit</b> in device memory{fastest} · "
         hint = ipywidgets.HTML(
-            f"<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
+            f"{fit}<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
             "point to emphasise it · a device's label or an op to highlight that device everywhere · scroll to "
             "zoom and drag to pan all the timelines · Esc clears")
         hint.add_class("ppviz-compare-hint")
@@ -390,6 +407,18 @@ class Comparison(ipywidgets.VBox):
         return valid_window(proposal["value"])
 
 
+def _rank(names: list[str], results: list[Result]) -> tuple[list[str], dict[str, float]]:
+    """The names of the runs that fit, fastest first, and each other run's largest excess."""
+    order = sorted(range(len(results)), key=lambda k: results[k].makespan)
+    ranking = [names[k] for k in order if not results[k].out_of_memory]
+    over = {}
+    for name, r in zip(names, results):
+        if r.out_of_memory:
+            excess = r.excess_bytes if r.excess_bytes is not None else r.excess
+            over[name] = float(excess.max())
+    return ranking, over
+
+
 def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fraction", **config_options) -> Comparison:
     """Several runs side by side: Gantt charts on one time axis above the bubble, Pareto and
     peak-memory charts, linked (see the module docstring for what a click does).
@@ -397,7 +426,9 @@ def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fracti
     ``items`` is a list of Configs, Programs and Results (configs and programs are simulated),
     or one Config with ``schedules=[names]``: each schedule then runs with that config's sizes
     and costs, and with its own default v where the config's v breaks its rule. A schedule
-    that refuses the sizes is shown as a notice in its place rather than raising.
+    that refuses the sizes is shown as a notice in its place rather than raising. With a
+    device memory (``Config.memory_capacity``, set by ``Config.from_model``) the comparison's
+    ``ranking`` lists the runs that fit, fastest first, and ``out_of_memory`` the others.
     ``config_options`` (any Config field but ``schedule`` and ``label``) replace those fields
     in every run, e.g. ``compare(configs, microbatches=32)``. ``theme`` is ``"auto"`` (follow
     the host), ``"light"`` or ``"dark"``; ``metric`` is the bubble metric of the charts,

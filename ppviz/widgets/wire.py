@@ -108,5 +108,9 @@ def describe(result: Result) -> dict:
         "static_memory": _floats(result.static_memory),
         "peak_memory": _floats(result.peak_memory),
         "activation_bytes": c.activation_bytes,
+        # memory_capacity and excess in activation units, like peak_memory; None without a capacity
+        "memory_capacity": c.memory_capacity,
+        "fits": None if result.fits is None else [bool(x) for x in result.fits],
+        "excess": None if result.excess is None else _floats(result.excess),
         "closed_form": closed,
     }

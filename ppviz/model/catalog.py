@@ -1,0 +1,26 @@
+"""Finding a preset (a published model or accelerator) by name, forgivingly: case, spaces,
+``-``, ``_`` and ``.`` do not matter, and an unknown name gets the closest ones suggested."""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from ..core.errors import ConfigError
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_\-.]+", "", name.lower())
+
+
+def from_catalog(table: dict, what: str, name, cls, changes: dict):
+    """``cls(name=..., **table[name], **changes)``; a ConfigError naming the known presets otherwise."""
+    if not isinstance(name, str):
+        raise ConfigError(what, name, f"give a preset name: {', '.join(table)}")
+    keys = {_key(k): k for k in table}
+    found = keys.get(_key(name))
+    if found is None:
+        close = difflib.get_close_matches(_key(name), list(keys), n=2, cutoff=0.5)
+        hint = f"did you mean {', '.join(repr(keys[c]) for c in close)}? " if close else ""
+        raise ConfigError(what, name, f"{hint}known presets: {', '.join(table)}", reason="no preset has this name")
+    return cls(**{"name": found, **table[found], **changes})

@@ -1,0 +1,170 @@
+"""BitPipe: two V-shaped interleaved pipelines in opposite directions, one per model replica.
+
+Source: Wu et al., "BitPipe: Bidirectional Interleaved Pipeline Parallelism for Accelerating
+Large Models Training" (arXiv 2410.19367, 2024) and its code (wuhouming/BitPipe,
+``megatron/core/pipeline_parallel/bitpipe_schedule.py``, ``forward_backward_pipelining_with_BitPipe``
+with its "V_shaped" layer assignment in ``megatron/model/transformer.py``). Chosen over the other
+2024–2025 hybrids because its reference code is public and its order is fully determined by
+that one function; the per-device orders here equal the paper's README figure (p = 4, m = 4)
+and its index lists equal the ones the code's comments print.
+
+Placement (the code's four model chunks per device): the model is cut into 2p stages of half
+of 1/p; the "down" replica (microbatches < m/2) runs stage s on device s for s < p and on
+device 2p−1−s after (a V from device 0), the "up" replica (the rest) on device p−1−s and then
+s−p (a V from device p−1). Every device holds two stages of each replica: 2× parameters,
+``replicas=2``, v = 2.
+
+Order (rank r, half = p/2, the code's ``num_initial`` lead = half−r for r < half, else
+r−half+1): the code numbers 2m "virtual" microbatches, id i on chunk ((i mod p) div half) + 2·[i
+>= m]; ids i and i+m are one microbatch on its replica's two legs. Per unit of p microbatches
+it lists the forward ids as lead of its own first leg, then pairs (other replica's first leg,
+own first leg), pairs (other first leg, other second leg), pairs (own second leg, other second
+leg), and lead of its own second leg; backwards mirror that with the legs swapped. Rank r runs
+W = 3p/2 + min(r, p−1−r) warm-up forwards, then per unit (direct concatenation) 1F1B steps,
+a backward drain and a forward refill, then the last 1F1B steps and the cooldown — the code's
+control flow, loop for loop. The code's two gradient-sync markers are not compute and are left out.
+
+* Bubble (the code publishes none; read off the construction and checked by simulation on
+  every m a multiple of p, p <= 10 and 125 cost triples): idle
+  (p/2 − 1)(max(f, B) + (m/p − 1)·|B − f|) per device, B = b + w. One unit of p microbatches
+  idles (p/2 − 1)·max(f, B) — half of Chimera's (p − 2)·B, from the half-size stages — and each
+  further unit of direct concatenation adds (p/2 − 1)|B − f|.
+* Memory: rank r holds its W + 1 = 3p/2 + min(r, p−1−r) + 1 half-size activations at the
+  start of its first backward: (3p/2 + min(r, p−1−r) + 1)/2 activation units, from
+  (3p/2 + 1)/2 on the outer devices to p on the middle ones; 2× parameters. Exact for every
+  m a multiple of p.
+"""
+
+from __future__ import annotations
+
+from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.placement import Placement
+from ..core.program import DeviceOps, Program
+from ..core.registry import ScheduleSpec, register, require
+
+
+def _index_lists(rank: int, p: int, m: int) -> tuple[list[int], list[int]]:
+    """The code's ``get_microbatch_idx`` and ``get_bkmicrobatch_idx`` (without the sync markers):
+    the virtual microbatch ids of rank ``rank``'s forwards and of its backwards, in order."""
+    half = p // 2
+    by_chunk: list[list[int]] = [[] for _ in range(4)]
+    for i in range(2 * m):
+        by_chunk[_chunk(i, p, m)].append(i)
+    own = rank // half
+    lead = half - rank if rank < half else rank - half + 1
+    forwards: list[int] = []
+    backwards: list[int] = []
+    for unit in range(m // p):
+        first = unit * half
+        for order, legs in ((forwards, (own, 1 - own, 3 - own, 2 + own)),
+                            (backwards, (2 + own, 3 - own, 1 - own, own))):
+            a, b, c, d = (by_chunk[leg] for leg in legs)
+            order += [a[first + i] for i in range(lead)]
+            for i in range(half - lead):
+                order += [b[first + i], a[first + i + lead]]
+            for i in range(lead):
+                order += [b[first + i + half - lead], c[first + i]]
+            for i in range(half - lead):
+                order += [d[first + i], c[first + i + lead]]
+            order += [d[first + i + half - lead] for i in range(lead)]
+    return forwards, backwards
+
+
+def _chunk(i: int, p: int, m: int) -> int:
+    """The code's ``get_model_chunk_id``: 0/1 the down/up replica's first leg, 2/3 their second."""
+    return (i % p) // (p // 2) + (0 if i < m else 2)
+
+
+def _passes(rank: int, p: int, m: int) -> list[tuple[str, int]]:
+    """Rank ``rank``'s compute passes as (F or B, virtual id), the code's control flow loop for loop."""
+    forwards, backwards = _index_lists(rank, p, m)
+    warmup = p + p // 2 + min(rank, p - 1 - rank)
+    remaining = 2 * p - warmup
+    middle = (m // p - 1) * 2 * p
+    out = [("F", forwards[k]) for k in range(warmup)]
+
+    def one_f_one_b(steps: int, f_first: int, b_first: int) -> None:
+        for k in range(steps):
+            out.append(("F", forwards[f_first + k]))
+            out.append(("B", backwards[b_first + k]))
+
+    for unit in range(m // p - 1):
+        offset = unit * 2 * p
+        one_f_one_b(remaining, warmup + offset, offset)
+        out += [("B", backwards[offset + remaining + k]) for k in range(warmup - remaining + 1)]
+        one_f_one_b(remaining - 1, 2 * p + offset, warmup + 1 + offset)
+        out += [("F", forwards[2 * p + offset + remaining - 1 + k]) for k in range(warmup - remaining + 1)]
+    one_f_one_b(remaining, warmup + middle, middle)
+    out += [("B", i) for i in backwards[middle + remaining:]]
+    return out
+
+
+def build_bitpipe(config) -> Program:
+    p, m = config.devices, config.microbatches
+    half = p // 2
+    devices = []
+    for rank in range(p):
+        ops = DeviceOps()
+        for kind, i in _passes(rank, p, m):
+            chunk = _chunk(i, p, m)
+            unit, position = divmod(i % m, p)
+            # chunks 0, 2: the down replica (microbatches 0..m/2−1); 1, 3: the up replica
+            microbatch = unit * half + position if chunk in (0, 2) else m // 2 + unit * half + position - half
+            stage = (rank, p - 1 - rank, 2 * p - 1 - rank, p + rank)[chunk]
+            (ops.f if kind == "F" else ops.b)(stage, microbatch)
+        devices.append(ops)
+    return Program.from_device_ops(devices, stages=2 * p, microbatches=m, placement=bidirectional_v(p, m))
+
+
+def bidirectional_v(p: int, m: int) -> Placement:
+    """Two replicas, each in a V over 2p stages: down from device 0, up from device p−1."""
+    down = tuple(s if s < p else 2 * p - 1 - s for s in range(2 * p))
+    up = tuple(p - 1 - s if s < p else s - p for s in range(2 * p))
+    return Placement("bidirectional-v", p, down, reverse_device=up, split=m // 2)
+
+
+def _validate(config) -> None:
+    p, m = config.devices, config.microbatches
+    require(config.stages_per_device == 2, config, "stages_per_device", "use 2 (leave it unset)",
+            "places two stages of each of its two replicas on every device (the code's four model chunks)")
+    require(config.microbatch_group_size is None, config, "microbatch_group_size",
+            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+    require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
+            f"splits the devices into two halves that lead the two directions, so it needs an even number; got {p}")
+    lower, upper = max(p, m - m % p), m - m % p + p
+    require(m % p == 0, config, "microbatches",
+            "use " + " or ".join(map(str, sorted({lower, upper}))) + " (a multiple of p)",
+            f"concatenates units of p = {p} microbatches (the code: 'not divisible by pipeline-model-parallel-size'); "
+            f"got {m}")
+
+
+def bitpipe_closed_form(config) -> ClosedForm:
+    p, m, _, f, b, w, a = base(config)
+    full = b + w
+    return ClosedForm(
+        schedule="bitpipe",
+        idle=(p / 2 - 1) * (max(f, full) + (m // p - 1) * abs(full - f)),
+        ideal=m * (f + b + w),
+        peak_activation=tuple((3 * p / 2 + min(r, p - 1 - r) + 1) / 2 * a for r in range(p)),
+        bubble_formula="(p/2 − 1)(max(f, B) + (m/p − 1)|B − f|), B = b + w",
+        memory_formula="(3p/2 + min(r, p−1−r) + 1)/2 on device r; 2× parameters",
+        source="read off wuhouming/BitPipe bitpipe_schedule.py (arXiv 2410.19367) and checked by simulation",
+        assumptions="uniform stage costs, comm = 0",
+        applies=uniform_costs(config),
+    )
+
+
+register(ScheduleSpec(
+    name="bitpipe",
+    summary="bidirectional interleaved: two replicas, each in a V over 2p half-size stages",
+    reference="Wu et al., BitPipe (arXiv 2410.19367); wuhouming/BitPipe bitpipe_schedule.py",
+    builder=build_bitpipe,
+    aliases=("BitPipe", "bidirectional-interleaved"),
+    default_v=2,
+    v_min=2,
+    v_max=2,
+    validate=_validate,
+    closed_form=bitpipe_closed_form,
+    constraints="v = 2; even p; m a multiple of p",
+    replicas=2,
+))

@@ -1,0 +1,251 @@
+"""Config.from_model: a model and a machine give per-stage milliseconds and bytes, simulate reports
+them with the device memory (fits, out of memory), recompute trades time for memory, and bad
+input is refused with the argument named."""
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import ppviz
+from ppviz import Config, ConfigError, Hardware, LayoutError, Transformer, simulate
+from ppviz.model import activations, flops
+from ppviz.model.activations import Parallel
+from ppviz.model.static_memory import bytes_per_param
+from ppviz.widgets.wire import describe
+
+H100 = Hardware.preset("h100-sxm")
+GIB = 2**30
+LLAMA_70B = Transformer.preset("llama-3-70b", seq_len=4096)
+SIZES = dict(schedule="1f1b", devices=8, microbatches=16, tensor_parallel=8, data_parallel=4, zero_stage=1)
+
+
+def ms(flop_count, t=8):
+    return flop_count / t / (989.4e12 * 0.5) * 1e3
+
+
+def test_stage_times_are_the_flops_of_the_layers_they_hold_at_the_sustained_rate():
+    cfg = Config.from_model(LLAMA_70B, H100, **SIZES)
+    layer, head = flops.layer(LLAMA_70B), flops.head(LLAMA_70B)
+    assert cfg.time_unit == "ms" and cfg.stages == 8
+    # 80 layers on 8 stages: 10 each; the embedding costs no FLOPs, the head sits on the last
+    assert cfg.stage_costs[0]["f"] == pytest.approx(ms(10 * layer.f), rel=1e-12)
+    assert cfg.stage_costs[3]["b"] == pytest.approx(ms(10 * layer.i), rel=1e-12)
+    assert cfg.stage_costs[7]["w"] == pytest.approx(ms(10 * layer.w + head.w), rel=1e-12)
+    # f, b, w are per 1/p of the model: the stages' mean
+    assert cfg.f == pytest.approx(ms(80 * layer.f + head.f) / 8, rel=1e-12)
+    assert not cfg.uniform  # the last stage differs, so the closed forms do not apply
+    res = simulate(cfg)
+    assert res.closed_form is not None and not res.closed_form.applies
+
+
+def test_memory_in_bytes_and_the_device_capacity():
+    cfg = Config.from_model(LLAMA_70B, H100, **SIZES)
+    res = simulate(cfg)
+    par = Parallel(8, sequence=True)
+    layer = activations.layer_bytes(LLAMA_70B, par, flash_attention=True)
+    first = 10 * layer + activations.embedding_bytes(LLAMA_70B, par)
+    static = Fraction(LLAMA_70B.embedding_params() + 10 * LLAMA_70B.layer_params(), 8) * bytes_per_param(1, 4)
+    # 1F1B: rank 0 holds p = 8 microbatches at its peak
+    assert res.peak_memory_bytes[0] == pytest.approx(float(8 * first + static), rel=1e-12)
+    assert res.static_memory[0] * cfg.activation_bytes == pytest.approx(float(static), rel=1e-12)
+    assert cfg.memory_capacity * cfg.activation_bytes == 80 * GIB
+    assert res.fits.all() and not res.out_of_memory and res.excess.max() == 0
+    text = res.summary()
+    assert "makespan" in text and " ms" in text and "peak memory GiB" in text
+    assert f"memory capacity  80 GiB per device: fits (highest peak {res.peak_memory_bytes.max() / GIB:.3g} GiB" in text
+
+
+def test_out_of_memory_names_the_devices_and_the_excess():
+    small = H100.replace(memory_gib=15.0)  # 1F1B's first two ranks peak above it (18.3 and 16.1 GiB)
+    res = simulate(Config.from_model(LLAMA_70B, small, **SIZES))
+    capacity = 15 * GIB
+    over = res.peak_memory_bytes > capacity
+    assert res.out_of_memory and over.any() and not over.all()
+    assert res.fits.tolist() == (~over).tolist()
+    assert np.allclose(res.excess_bytes, np.maximum(res.peak_memory_bytes - capacity, 0), rtol=1e-12)
+    devices = ", ".join(str(d) for d in np.flatnonzero(over))
+    assert f"OUT OF MEMORY on devices {devices} (up to {res.excess_bytes.max() / GIB:.3g} GiB over, on device 0)" \
+        in res.summary()
+    meta = describe(res)
+    assert meta["fits"] == res.fits.tolist() and meta["excess"] == pytest.approx(res.excess.tolist())
+    assert meta["memory_capacity"] == pytest.approx(capacity / res.config.activation_bytes)
+
+
+def test_full_recompute_trades_time_for_memory():
+    plain = Config.from_model(LLAMA_70B, H100, **SIZES)
+    full = Config.from_model(LLAMA_70B, H100, recompute="full", **SIZES)
+    layer = flops.layer(LLAMA_70B)
+    # each stage's layers run their forward again before the backward; the head is not recomputed
+    assert full.stage_costs[7]["recompute"] == pytest.approx(ms(10 * layer.f), rel=1e-12)
+    assert full.stage_costs[0]["recompute"] == pytest.approx(full.stage_costs[0]["f"], rel=1e-12)
+    a, b = simulate(plain), simulate(full)
+    assert b.makespan > a.makespan
+    busy = (b.busy - a.busy)[0]
+    assert busy == pytest.approx(16 * full.stage_costs[0]["recompute"], rel=1e-9)  # once per microbatch
+    # F keeps each layer's input, 2·s·b·h / t (sequence parallel) instead of the full activations
+    stored = full.stage_costs[1]["activation"] * full.activation_bytes
+    assert stored == pytest.approx(10 * 2 * 4096 * 8192 / 8, rel=1e-12)
+    assert b.peak_memory_bytes.max() < 0.5 * a.peak_memory_bytes.max()
+
+
+def test_selective_recompute_without_flash_attention_drops_the_attention_scores():
+    gpt = Transformer.preset("gpt-3-175b")
+    sizes = dict(schedule="1f1b", devices=8, microbatches=8, tensor_parallel=8, sequence_parallel=True)
+    plain = Config.from_model(gpt, H100, flash_attention=False, **sizes)
+    selective = Config.from_model(gpt, H100, flash_attention=False, recompute="selective", **sizes)
+    sbh = 2048 * 12288
+    per_stage = 12  # 96 layers on 8 stages
+    kept = selective.stage_costs[1]["activation"] * selective.activation_bytes
+    assert kept == pytest.approx(per_stage * sbh * 34 / 8, rel=1e-12)  # Korthikanti: sbh·34/t
+    assert plain.stage_costs[1]["activation"] * plain.activation_bytes == pytest.approx(per_stage * sbh * (34 + 80) / 8)
+    core = flops.attention_core(gpt).f
+    assert selective.stage_costs[1]["recompute"] == pytest.approx(ms(per_stage * core), rel=1e-12)
+
+
+def test_recompute_in_abstract_units():
+    # p = 2, m = 1, 1F1B: B costs b + w + the recompute (f by default under full recompute)
+    res = simulate(Config(devices=2, microbatches=1, f=1, b=2, w=1, recompute="full"))
+    assert res.makespan == 2 * 1 + 2 * (1 + 2 + 1)
+    assert res.peak_activation.tolist() == pytest.approx([2 / 34, 2 / 34])
+    res = simulate(Config(devices=2, microbatches=1, f=1, b=2, w=1, recompute="selective", recompute_cost=0.5,
+                          recompute_activation=0.25))
+    assert res.makespan == 2 + 2 * (0.5 + 2 + 1)
+    assert res.peak_activation.tolist() == [0.25, 0.25]
+    # with no cost or activation given, selective recompute changes nothing (flash attention assumed)
+    assert simulate(Config(recompute="selective")).makespan == simulate(Config()).makespan
+    assert simulate(Config(recompute="full")).closed_form.applies is False
+
+
+def test_dualpipe_holds_each_stage_twice():
+    cfg = Config.from_model(LLAMA_70B, H100, schedule="dualpipe", devices=8, microbatches=16, tensor_parallel=8)
+    res = simulate(cfg)
+    per_stage = [cfg.stage_costs[s]["params"] for s in range(8)]
+    assert res.static_memory[0] == pytest.approx(per_stage[0] + per_stage[7], rel=1e-12)
+    assert res.static_memory[3] == pytest.approx(per_stage[3] + per_stage[4], rel=1e-12)
+
+
+def test_layout_strings_set_the_stages():
+    cfg = Config.from_model(LLAMA_70B, H100, schedule="interleaved-1f1b", devices=4, microbatches=8,
+                            layout="Et*9|(t*10|)*6t*11L", tensor_parallel=8)
+    assert cfg.stages_per_device == 2 and cfg.stages == 8
+    layer_f = ms(flops.layer(LLAMA_70B).f)
+    assert [round(cfg.stage_costs[s]["f"] / layer_f, 9) for s in range(7)] == [9, 10, 10, 10, 10, 10, 10]
+    counts = Config.from_model(LLAMA_70B, H100, schedule="1f1b", devices=4, microbatches=8,
+                               layout=[19, 20, 21, 20], tensor_parallel=8)
+    assert counts.stage_costs[2]["f"] == pytest.approx(21 * layer_f, rel=1e-12)
+    first = Config.from_model(LLAMA_70B, H100, schedule="1f1b", devices=8, microbatches=8, first_stage_layers=7,
+                              last_stage_layers=7, tensor_parallel=8)
+    assert first.stage_costs[0]["f"] == pytest.approx(7 * layer_f, rel=1e-12)
+    assert first.stage_costs[1]["f"] == pytest.approx(11 * layer_f, rel=1e-12)  # (80 − 14) / 6
+
+
+def test_compare_ranks_the_schedules_that_fit():
+    small = H100.replace(memory_gib=24.0)  # 1F1B and interleaved fit it, ZB-H2 and GPipe do not
+    configs = [Config.from_model(LLAMA_70B, small, schedule=s, devices=8, microbatches=16, tensor_parallel=8,
+                                 data_parallel=4, zero_stage=1, stages_per_device=v)
+               for s, v in (("1f1b", 1), ("zb-h2", 1), ("interleaved-1f1b", 2), ("gpipe", 1))]
+    results = [simulate(c) for c in configs]
+    comparison = ppviz.compare(configs)
+    fitting = sorted((r.makespan, c.schedule) for c, r in zip(configs, results) if not r.out_of_memory)
+    assert comparison.ranking == [name for _, name in fitting]
+    assert set(comparison.out_of_memory) == {c.schedule for c, r in zip(configs, results) if r.out_of_memory}
+    assert comparison.out_of_memory and comparison.ranking  # the sizes above make both non-empty
+    assert f"{len(fitting)} of 4 fit" in comparison.children[0].value
+
+
+def test_compare_by_name_refuses_stage_costs_of_another_stage_count():
+    cfg = Config.from_model(LLAMA_70B, H100, schedule="1f1b", devices=8, microbatches=16, tensor_parallel=8)
+    comparison = ppviz.compare(cfg, schedules=["1f1b", "zb-h1", "interleaved-1f1b"])
+    assert comparison.names == ["1f1b", "zb-h1"]
+    assert "stage_costs describe 8 stages and interleaved-1f1b has 16" in comparison.refused["interleaved-1f1b"]
+
+
+# Refusals -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kwargs, words", [
+    (dict(layers=-1, hidden=64, heads=4), "layers=-1"),
+    (dict(layers=2, hidden=0, heads=4), "hidden=0"),
+    (dict(layers=2, hidden=100, heads=3), "heads=3: the heads do not divide the hidden size"),
+    (dict(layers=2, hidden=64, heads=8, kv_heads=3), "kv_heads=3: kv_heads does not divide heads"),
+    (dict(layers=2, hidden=64, heads=4, kv_heads=8), "kv_heads=8"),
+    (dict(layers=2, hidden=64, heads=4, experts=4, top_k=5), "top_k=5"),
+    (dict(layers=2, hidden=64, heads=4, shared_experts=1), "experts=0"),
+    (dict(layers=2, hidden=64, heads=4, dtype="fp32"), "dtype='fp32'"),
+    (dict(layers=2, hidden=64, heads=4, layerz=2), "layerz=2: Transformer has no such field; did you mean 'layers'?"),
+    (dict(layers=2.5, hidden=64, heads=4), "layers=2.5"),
+    (dict(layers=100_001, hidden=64, heads=4), "give a whole number from 1 to 100,000"),
+    (dict(layers=2, hidden=64, heads=4, seq_len=10**10), "seq_len=10000000000"),
+])
+def test_bad_model_dimensions(kwargs, words):
+    with pytest.raises(ConfigError) as info:
+        Transformer(**kwargs)
+    assert words in str(info.value)
+
+
+def test_unknown_presets_suggest_the_known_ones():
+    with pytest.raises(ConfigError, match="did you mean 'llama-3-70b'.*known presets: gpt-3-175b"):
+        Transformer.preset("llama3-70")
+    with pytest.raises(ConfigError, match="hardware='tpu': no preset has this name; known presets: a100-80gb"):
+        Hardware.preset("tpu")
+    with pytest.raises(ConfigError, match="Transformer has no such field"):
+        Transformer.preset("llama-3-8b", seqlen=4096)
+    assert Transformer.preset("Llama 3 8B").name == "llama-3-8b" and Hardware.preset("H100_SXM").peak_tflops == 989.4
+    with pytest.raises(ConfigError, match="efficiency=1.5"):
+        Hardware(peak_tflops=100, memory_gib=16, efficiency=1.5)
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(zero_stage=3), "zero_stage=3"),
+    (dict(data_parallel=0), "data_parallel=0"),
+    (dict(tensor_parallel=0), "tensor_parallel=0"),
+    (dict(sequence_parallel=True), "sequence_parallel=True"),
+    (dict(recompute="some"), "recompute='some'"),
+    (dict(f=3.0), "f=3.0: set by from_model"),
+    (dict(layout="Et*40|t*40L", devices=4), "it has 2 stages"),
+    (dict(layout="Et*40|t*40L", first_stage_layers=3), "give either a layout or first/last stage layers"),
+    (dict(layout="t*40E||t*40L", devices=3), "the embedding must come first and the loss last"),
+    (dict(layout="Et*4O|t*40L", devices=2), "at position 4"),
+    (dict(layout=3.5), "a float is not a layout"),
+    (dict(devices=3), "80 layers do not split evenly over 3 stages"),
+    (dict(schedule="custom"), "give a registered schedule"),
+])
+def test_bad_from_model_options(options, words):
+    sizes = dict(schedule="1f1b", devices=2, microbatches=4)
+    with pytest.raises(ConfigError) as info:
+        Config.from_model(LLAMA_70B, H100, **{**sizes, **options})
+    assert words in str(info.value)
+
+
+def test_bad_model_or_hardware_objects():
+    with pytest.raises(ConfigError, match="give a ppviz.Transformer"):
+        Config.from_model("llama", H100)
+    with pytest.raises(ConfigError, match="give a ppviz.Hardware"):
+        Config.from_model(LLAMA_70B, "h100")
+    with pytest.raises(LayoutError):
+        Config.from_model(LLAMA_70B, H100, layout=[40, 41], devices=2)
+
+
+@pytest.mark.parametrize("name", ["llama-3-8b", "llama-3-405b", "mixtral-8x7b"])
+def test_a_layers_forward_is_twice_its_active_weights_plus_the_attention_core(name):
+    # without biases every weight of a layer a token passes through is one multiply-add per
+    # token (2 FLOPs), norms aside; the attention core adds 4·b·s²·(a·head size)
+    model = Transformer.preset(name, seq_len=1024)
+    weights = model.layer_params(active=True) - 2 * model.hidden  # two RMSNorms
+    assert flops.layer(model).f == 2 * model.tokens * weights + 4 * 1024 ** 2 * model.query_size
+    assert flops.head(model).f == 2 * model.tokens * model.vocab * model.hidden
+
+
+def test_an_mtp_layer_costs_a_projection_a_layer_and_the_head():
+    model = Transformer(layers=4, hidden=256, heads=4, vocab=1000, seq_len=128, mtp_layers=1, gated_mlp=True,
+                        ffn_hidden=512)
+    cfg = Config.from_model(model, H100, schedule="1f1b", devices=3, microbatches=3, layout="Et*2|t*2m|L")
+    layer, head = flops.layer(model), flops.head(model)
+    projection = 2 * 128 * 2 * 256 * 256
+    rate = 989.4e12 * 0.5 / 1e3
+    assert cfg.stage_costs[1]["f"] == pytest.approx((3 * layer.f + projection + head.f) / rate, rel=1e-12)
+    assert cfg.stage_costs[2]["f"] == pytest.approx(head.f / rate, rel=1e-12)
+    assert model.params == (model.embedding_params() + 4 * model.layer_params() + model.head_params()
+                            + 2 * 256 + 2 * 256 * 256 + model.layer_params())
+    with pytest.raises(LayoutError, match="0 × m"):
+        Config.from_model(model, H100, schedule="1f1b", devices=3, microbatches=3, layout="Et*2|t*2|L")
