@@ -100,7 +100,8 @@ def run(program, config) -> Run:
     p, S = len(rows), program.stages
     costs = stage_costs(config, p, S)
     k_segments = program.segments
-    costs = [{key: value / k_segments for key, value in c.items()} for c in costs]
+    # a segment's passes and activation are 1/k of its microbatch's; the stage's parameters are not split
+    costs = [{key: value if key == "params" else value / k_segments for key, value in c.items()} for c in costs]
     ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
 
     # each (kind, stage, mb) → (device, flat index); the program is validated by ppviz, so unique
