@@ -3,6 +3,7 @@
 from . import schedules  # noqa: F401  (importing the families registers them)
 from .analysis.calibrate import Calibration, calibrate
 from .analysis.residuals import Residuals, residuals
+from .analysis.search import SearchResult, search
 from .core.budget import set_budget
 from .core.config import Config
 from .core.engine import simulate
@@ -48,6 +49,7 @@ __all__ = [
     "Residuals",
     "Result",
     "ScheduleConstraintError",
+    "SearchResult",
     "Transformer",
     "Topology",
     "Transfers",
@@ -58,13 +60,16 @@ __all__ = [
     "compare",
     "example_trace",
     "from_torch",
+    "frontier",
     "list_schedules",
     "load_trace",
     "residuals",
     "schedules",
+    "search",
     "set_budget",
     "show",
     "simulate",
+    "sweep",
 ]
 
 
@@ -79,6 +84,15 @@ def __getattr__(name):
         from .widgets.comparison import compare
 
         return compare
+    # pandas, joblib, tqdm and Altair load with the sweep and the frontier, not with ppviz
+    if name == "sweep":
+        from .analysis.sweep import sweep
+
+        return sweep
+    if name == "frontier":
+        from .widgets.frontier import frontier
+
+        return frontier
     if name in ("charts", "widgets"):
         import importlib
 

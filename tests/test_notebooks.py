@@ -178,11 +178,30 @@ def _measured(out):
     assert "fastest at m=8: zb-v" in out
 
 
+def _find_the_best(out):
+    for claim in ("search never slower than the best library schedule that fits: True",
+                  "every search result within its limit: True", "refused; for example:",
+                  "bubble falls as m grows, for every schedule and p: True"):
+        assert claim in out, claim
+    # ZB-H2 needs 2p − 1 activations, 1F1B and ZB-H1 p (zero-bubble paper, §2–3): p = 8 here
+    p = 8
+    peaks = {name: float(_line(out, f"{name:6} makespan").split("peak activation")[1]) for name in ("1f1b", "zb-h1", "zb-h2")}
+    assert peaks == {"1f1b": p, "zb-h1": p, "zb-h2": 2 * p - 1}
+    # the search at the limits the prose names: within each, and faster as the limit grows
+    rows = [(limit, span, peak) for limit, span, peak in (
+        _numbers(line)[:3] for line in out.splitlines() if line.startswith("limit "))]
+    assert [r[0] for r in rows] == [3, 4, 6, 8, 15]
+    assert all(peak <= limit for limit, _, peak in rows)
+    assert [span for _, span, _ in rows] == sorted((span for _, span, _ in rows), reverse=True)
+
+
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
           "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
-          "where_communication_hurts": _where_communication_hurts, "measured_to_better_schedule": _measured}
+          "where_communication_hurts": _where_communication_hurts, "measured_to_better_schedule": _measured,
+          "find_the_best_schedule": _find_the_best}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
-               "will_it_fit": 1, "where_communication_hurts": 1, "measured_to_better_schedule": 2}
+               "will_it_fit": 1, "where_communication_hurts": 1, "measured_to_better_schedule": 2,
+               "find_the_best_schedule": 4}
 
 
 @pytest.fixture(scope="module")

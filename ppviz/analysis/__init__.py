@@ -1,2 +1,4 @@
-"""Analysis of results and measured runs: calibration of costs from a measured run, residuals
-between a measured run and its simulation (between ``ppviz.io`` and ``ppviz.charts``)."""
+"""Analyses above single runs (between ``ppviz.io`` and ``ppviz.charts``): costs calibrated from
+a measured run (``calibrate``) and its residuals against a simulation (``residuals``); the fastest
+schedule under a memory limit (``search``), the bubble/memory Pareto frontier (``frontier``) and
+parallel sweeps over configs (``sweep``)."""

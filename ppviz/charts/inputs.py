@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 import altair as alt
 import numpy as np
 
+from ..analysis.frontier import pareto_front  # noqa: F401  (the charts' Pareto test, defined with the frontier)
 from ..core.config import Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError
@@ -172,24 +173,6 @@ def memory_words(results: Sequence[Result]) -> tuple[str, bool]:
 
 
 # Pure helpers ---------------------------------------------------------------------------------
-
-def pareto_front(bubble, memory) -> np.ndarray:
-    """True for each point no other point beats: lower is better on both axes.
-
-    A point is dominated when another is at most as high on both and lower on one; values
-    within floating-point noise of each other count as equal, so rounding cannot decide.
-    """
-    x = np.asarray(bubble, dtype=float)
-    y = np.asarray(memory, dtype=float)
-    if x.shape != y.shape or x.ndim != 1:
-        raise ConfigError("memory", y.tolist(), f"give one memory value per bubble value ({x.size})")
-    same_x = np.isclose(x[:, None], x[None, :], rtol=1e-9, atol=1e-12)
-    same_y = np.isclose(y[:, None], y[None, :], rtol=1e-9, atol=1e-12)
-    le_x = (x[:, None] <= x[None, :]) | same_x  # [j, i]: j is at most as high as i
-    le_y = (y[:, None] <= y[None, :]) | same_y
-    lt = ((x[:, None] < x[None, :]) & ~same_x) | ((y[:, None] < y[None, :]) & ~same_y)
-    return ~(le_x & le_y & lt).any(axis=0)
-
 
 def summarize_steps(times, values, max_points: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     """At most ``max_points`` change points of a step function, without losing a peak.

@@ -28,6 +28,7 @@ from ..charts import comparison_charts, gantt_chart, to_png
 from ..charts.render import compact_png
 from ..core.errors import ConfigError
 from .comparison import Comparison
+from .frontier import FrontierView
 from .gantt import GanttWidget
 from .viewer import Viewer
 
@@ -44,7 +45,8 @@ _original_format = None
 
 def static_chart(obj) -> alt.TopLevelMixin | None:
     """The Altair chart that shows what ``obj`` shows, or None for anything ppviz cannot draw
-    statically (another library's widget, a chart that shows only a refusal)."""
+    statically (another library's widget, a chart that shows only a refusal). A box of widgets
+    is pictured by the first chart inside it; a frontier by its chart."""
     if isinstance(obj, Viewer):
         obj = obj.gantt
     if isinstance(obj, GanttWidget):
@@ -55,6 +57,11 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
         return obj.chart
     if isinstance(obj, alt.TopLevelMixin):
         return obj
+    if isinstance(obj, FrontierView):
+        return obj.front.chart
+    if isinstance(obj, ipywidgets.Box):
+        # a layout of widgets (controls beside a chart): the first of its charts stands for it
+        return next((chart for chart in map(static_chart, obj.children) if chart is not None), None)
     return None
 
 

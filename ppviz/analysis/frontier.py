@@ -1,0 +1,111 @@
+"""The bubble-vs-peak-memory Pareto frontier over the library's schedules and search results.
+
+:func:`frontier_points` runs every library schedule that accepts a config's sizes (fast
+metrics path) and :func:`ppviz.search` at a few memory limits, and returns one row per run:
+its bubble, makespan and busiest device's peak activation, and whether it is on the Pareto
+front — no other run is at least as low on both bubble and memory and lower on one.
+``ppviz.frontier`` draws it (``ppviz.charts.frontier_chart``) and opens a run's Gantt chart
+when its point is clicked.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..core.config import Config
+from ..core.errors import ConfigError
+from ..core.metrics import metrics
+from ..core.registry import lookup
+from .search import DEFAULT_EFFORT, library_runs, search
+
+METRICS = {"fraction": "bubble_fraction", "rate": "bubble_rate"}
+COLUMNS = ("name", "source", "schedule", "stages_per_device", "memory_limit", "makespan", "bubble_fraction",
+           "bubble_rate", "peak_activation", "pareto")
+
+
+def pareto_front(bubble, memory) -> np.ndarray:
+    """True for each point no other point beats: lower is better on both axes.
+
+    A point is dominated when another is at most as high on both and lower on one; values
+    within floating-point noise of each other count as equal, so rounding cannot decide.
+    """
+    x = np.asarray(bubble, dtype=float)
+    y = np.asarray(memory, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ConfigError("memory", y.tolist(), f"give one memory value per bubble value ({x.size})")
+    same_x = np.isclose(x[:, None], x[None, :], rtol=1e-9, atol=1e-12)
+    same_y = np.isclose(y[:, None], y[None, :], rtol=1e-9, atol=1e-12)
+    le_x = (x[:, None] <= x[None, :]) | same_x  # [j, i]: j is at most as high as i
+    le_y = (y[:, None] <= y[None, :]) | same_y
+    lt = ((x[:, None] < x[None, :]) & ~same_x) | ((y[:, None] < y[None, :]) & ~same_y)
+    return ~(le_x & le_y & lt).any(axis=0)
+
+
+@dataclass
+class FrontierPoints:
+    """The frontier's rows (a pandas DataFrame, best memory first) and what made each row:
+    ``runs[name]`` is the run's Config (library) or its :class:`SearchResult` (search)."""
+
+    table: object
+    metric: str
+    runs: dict = field(default_factory=dict)
+
+
+def default_limits(devices: int) -> list[float]:
+    """The memory points the papers name: V-Min's ≈ p/3, V-Half's ≈ p/2, 1F1B's p, ZB-H2's 2p − 1."""
+    p = devices
+    return sorted({float(max(1, math.ceil(p / 3))), float(max(1, math.ceil(p / 2))), float(p), float(2 * p - 1)})
+
+
+def frontier_points(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
+                    effort: int = DEFAULT_EFFORT) -> FrontierPoints:
+    """Library schedules and search results for ``config``'s sizes and costs, with the Pareto front marked.
+
+    ``schedules``: names to include (default: every library schedule that accepts the sizes);
+    ``memory``: limits to search at (default :func:`default_limits`; ``[]`` for none), each
+    refused with the least reachable peak when below it; ``metric``: ``"fraction"`` or
+    ``"rate"``, the bubble the front is taken on.
+    """
+    import pandas as pd
+
+    if not isinstance(config, Config):
+        raise ConfigError("config", config, "give a ppviz.Config: its sizes and costs go to every schedule")
+    if metric not in METRICS:
+        raise ConfigError("metric", metric, f"use one of {', '.join(METRICS)}")
+    wanted = None
+    if schedules is not None:
+        if isinstance(schedules, str) or not isinstance(schedules, (list, tuple)):
+            raise ConfigError("schedules", schedules, "give a list of schedule names, e.g. ['1f1b', 'zb-h1'], or None")
+        wanted = {lookup(s).name if isinstance(s, str) else lookup(str(s)).name for s in schedules}
+    limits = default_limits(config.devices) if memory is None else memory
+    if isinstance(limits, (int, float)) and not isinstance(limits, bool):
+        limits = [limits]
+    if not isinstance(limits, (list, tuple)):
+        raise ConfigError("memory", memory, "give a list of activation-memory limits to search at, or None")
+    rows, runs = [], {}
+    for name, v, cfg in library_runs(config, bool(config.stage_costs)):
+        if wanted is not None and cfg.schedule not in wanted:
+            continue
+        got = metrics(cfg)
+        rows.append((name, "library", cfg.schedule, v, math.nan, got.makespan, got.bubble_fraction, got.bubble_rate,
+                     float(got.peak_activation.max())))
+        runs[name] = cfg
+    for limit in limits:
+        found = search(config, limit, effort=effort)
+        name = found.config.display_name
+        rows.append((name, "search", "search", found.config.stages_per_device, float(found.max_memory),
+                     found.makespan, found.bubble_fraction, found.bubble_rate, float(found.peak_activation.max())))
+        runs[name] = found
+    if not rows:
+        raise ConfigError("schedules", schedules, "name at least one schedule that accepts these sizes, or give "
+                          "memory limits to search at", reason="nothing to put on the frontier")
+    table = pd.DataFrame.from_records(rows, columns=list(COLUMNS[:-1]))
+    table["pareto"] = pareto_front(table[METRICS[metric]], table["peak_activation"])
+    table = table.sort_values(["peak_activation", METRICS[metric], "name"], kind="stable").reset_index(drop=True)
+    return FrontierPoints(table, metric, runs)
+
+
+__all__ = ["pareto_front", "frontier_points", "FrontierPoints", "default_limits", "METRICS", "COLUMNS"]

@@ -1,0 +1,317 @@
+"""``ppviz.search``: the fastest schedule whose every device stays within an activation-memory limit.
+
+    found = ppviz.search(ppviz.Config(devices=8, microbatches=32, comm=0.2), max_memory=6)
+    found.makespan, found.peak_activation.max()     # a Result: show, compare, export it
+    found.candidates                                # what it was chosen from, with the margins
+
+How it works, for the config's costs (per-stage overrides and ``comm`` included):
+
+1. **Candidates.** Every library schedule that accepts the config's sizes (at its own default
+   v and at the config's, or only at the config's when ``stage_costs`` name its stages), run
+   on the fast metrics path; for one stage per device, the zero-bubble authors' automatic
+   scheduler (its eight variants, :mod:`.heuristic`) at the limit and at whole activation
+   counts below it, and GPipe in waves and ZB-H1 with its warm-up capped (:mod:`.capped`,
+   for limits below p);
+   and one microbatch at a time, the least memory there is. Those whose
+   peak activation exceeds the limit on some device are out; ZB-H1 is in at a limit of p,
+   ZB-H2 at 2p − 1, V-Min / V-Half / ZB-V (the controllable-memory paper's building blocks)
+   at about p/3, p/2 and p.
+2. **Local search** (:mod:`.improve`) from the best candidate of each placement (F&B pairs
+   and DualPipe's two replicas are not searched), filling idle gaps with ready work and
+   unblocking waiting devices while the limit holds.
+3. **The answer** is the best of all of them, simulated in full: never slower than the best
+   candidate, within the limit on every device, a validated program that cannot deadlock
+   (the simulator ran it). A limit below the least memory of any candidate is refused with
+   that minimum.
+
+``found.lower_bound`` is a bound no order on one stage per device can beat (each device's
+work after the first microbatch's round trip, less the forwards the limit lets it run
+before); ``found.gap`` the relative distance to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.metrics import metrics
+from ..core.placement import Placement
+from ..core.program import F, I, W
+from ..core.registry import all_specs
+from ..core.result import Result
+from . import heuristic
+from .capped import capped_orders, wave_orders
+from .improve import improve
+from .orders import Problem, orders_of
+
+#: Evaluations the local search may spend, in ops evaluated (an evaluation costs about
+#: 0.7 µs per op): about half a second at p = 8, m = 32 (768 ops).
+DEFAULT_EFFORT = 400_000
+#: How many candidates the local search starts from: the best of each placement (one stage per
+#: device, the V, the loop), fastest first, so a looser limit never loses a shape a tighter one had.
+STARTS = 3
+#: Relative slack for peaks computed by different summation orders.
+_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One schedule the search considered: its makespan and peak, and whether it fits."""
+
+    name: str
+    makespan: float
+    peak_activation: float
+    fits: bool
+    stages_per_device: int
+
+
+class SearchResult(Result):
+    """The schedule :func:`search` found, as an ordinary :class:`ppviz.Result`, plus the search's
+    report: ``max_memory``, ``candidates`` (every schedule considered, best first),
+    ``best_candidate`` (the best that fitted before local search), ``improvement`` (its makespan
+    minus the answer's), ``lower_bound`` and ``gap`` (None where no bound applies) and
+    ``evaluations`` (orders the local search tried)."""
+
+    max_memory: float
+    candidates: tuple[Candidate, ...]
+    best_candidate: Candidate
+    lower_bound: float | None
+    evaluations: int
+
+    @classmethod
+    def of(cls, result: Result, **report) -> "SearchResult":
+        found = cls.__new__(cls)
+        found.__dict__.update(result.__dict__)
+        found.__dict__.update(report)
+        return found
+
+    @property
+    def improvement(self) -> float:
+        return self.best_candidate.makespan - self.makespan
+
+    @property
+    def gap(self) -> float | None:
+        if self.lower_bound is None or not self.lower_bound:
+            return None
+        return max(0.0, (self.makespan - self.lower_bound) / self.lower_bound)
+
+    def candidates_frame(self):
+        """The candidates as a pandas DataFrame (needs pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame([dataclasses.asdict(c) for c in self.candidates])
+
+    def __repr__(self) -> str:
+        return (f"<SearchResult {self.config.display_name}: makespan {self.makespan:.6g} "
+                f"(best candidate {self.best_candidate.name} {self.best_candidate.makespan:.6g}), "
+                f"peak activation {self.peak_activation.max():.4g} <= {self.max_memory:g}>")
+
+
+def _fits(peak: float, limit: float) -> bool:
+    return peak <= limit + _TOLERANCE * max(1.0, abs(limit))
+
+
+def _checked_limit(max_memory) -> float:
+    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)) or not math.isfinite(max_memory) \
+            or max_memory <= 0:
+        raise ConfigError("max_memory", max_memory,
+                          "give a number > 0: each device's peak activation limit, in activation units "
+                          "(one microbatch through 1/p of the model), as Result.peak_activation counts it")
+    return float(max_memory)
+
+
+def _checked_config(config) -> Config:
+    if not isinstance(config, Config):
+        raise ConfigError("config", config, "give a ppviz.Config: its sizes, costs and memory parameters are searched "
+                          "over (its schedule is not used)")
+    return config
+
+
+def library_runs(config: Config, fixed_v: bool):
+    """(name, v, config) of every library schedule that accepts the config's sizes and costs, at
+    its default v and the config's (only the config's, with the same stages, when ``fixed_v``)."""
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
+    for spec in all_specs():
+        if spec.builder is None or spec.forward_only:  # training schedules only
+            continue
+        vs = [config.stages_per_device] if fixed_v else sorted({spec.default_v, config.stages_per_device})
+        for v in vs:
+            if v < spec.v_min or (spec.v_max is not None and v > spec.v_max):
+                continue
+            try:
+                cfg = Config(**{**fields, "schedule": spec.name, "stages_per_device": v, "label": None,
+                                "microbatch_group_size": None})
+            except ScheduleConstraintError:
+                continue
+            if fixed_v and cfg.stages != config.devices * config.stages_per_device:
+                continue
+            yield (spec.name if v == spec.default_v else f"{spec.name} v={v}"), v, cfg
+
+
+def _placements(config: Config, fixed_v: bool) -> list[Placement]:
+    """Placements the search builds orders for: one stage per device (the heuristic's), and
+    the V when two stages per device are allowed."""
+    p, v = config.devices, config.stages_per_device
+    if fixed_v:
+        return [Placement.contiguous(p, 1)] if v == 1 else [Placement.v_shape(p, v)] if v == 2 else \
+            [Placement.loop(p, v)]
+    return [Placement.contiguous(p, 1), Placement.v_shape(p, 2)]
+
+
+def _heuristic_limits(limit: float, unit: float, p: int) -> list[float]:
+    """The limit itself and whole activation counts just below it: the heuristic is not
+    monotone in its limit, so a tighter one sometimes schedules better."""
+    top = math.floor(limit / unit + _TOLERANCE) if unit > 0 else 0
+    levels = [limit] + [k * unit for k in range(top, max(top - 4, 0), -1) if k * unit < limit]
+    return levels[: 2 * p]
+
+
+def lower_bound(problem: Problem, limit: float) -> float | None:
+    """No order on one stage per device finishes sooner (None for other placements).
+
+    Device d cannot start before the first microbatch's forward reaches it (head), and runs
+    its first I no sooner than that microbatch's round trip to the last stage and back; before
+    then it can only run forwards, at most as many as the limit holds. So it finishes no
+    sooner than head + its work, nor than that round trip + its work less those forwards.
+    """
+    if not problem.one_stage_per_device:
+        return None
+    S, m, comm, cost, change = problem.stages, problem.microbatches, problem.comm, problem.cost, problem.change
+    bound = 0.0
+    head = 0.0
+    down = sum(cost[F]) + comm * (S - 1)
+    for d in range(S):
+        work = m * (cost[F][d] + cost[I][d] + cost[W][d])
+        back = sum(cost[I][d + 1:]) + comm * (S - 1 - d)
+        first_i = down + back
+        held = m if change[F][d] <= 0 else min(m, math.floor(limit / change[F][d] + _TOLERANCE))
+        bound = max(bound, head + work, first_i + work - held * cost[F][d])
+        head += cost[F][d] + comm
+    return bound
+
+
+def search(config: Config, max_memory: float, *, stages_per_device: int | None = None,
+           effort: int = DEFAULT_EFFORT) -> SearchResult:
+    """The fastest schedule found whose peak activation stays within ``max_memory`` on every device.
+
+    ``config`` gives the sizes (p, m), costs (``f``, ``b``, ``w``, ``comm``, ``fb``,
+    ``stage_costs``) and memory parameters (``activation``, ``w_share``, per-stage
+    ``activation``); its schedule is not used. ``max_memory`` is in activation units, as
+    :attr:`ppviz.Result.peak_activation` counts them. With ``stage_costs`` the search keeps the
+    config's stages per device (the overrides name its stages); otherwise it also considers
+    one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
+    (1: one stage per device). ``effort`` bounds the local search, in ops evaluated.
+
+    Returns a :class:`SearchResult` — a :class:`ppviz.Result` of a validated program, shown,
+    compared and exported like any other — labelled with its limit. Raises
+    :class:`ppviz.ConfigError` when no schedule fits (naming the least peak there is).
+    """
+    config = _checked_config(config)
+    limit = _checked_limit(max_memory)
+    if isinstance(effort, bool) or not isinstance(effort, int) or effort < 0:
+        raise ConfigError("effort", effort, "give a whole number >= 0 (ops the local search may evaluate)")
+    fixed_v = bool(config.stage_costs)
+    if stages_per_device is not None:
+        if isinstance(stages_per_device, bool) or not isinstance(stages_per_device, int) or stages_per_device < 1:
+            raise ConfigError("stages_per_device", stages_per_device, "give a whole number >= 1, or None for any")
+        config = config.replace(schedule="custom", stages_per_device=stages_per_device, microbatch_group_size=None)
+        fixed_v = True
+    candidates, runs, bound = _candidates(config, limit, fixed_v)
+    fitting = sorted((r for r in runs if r[0].fits), key=lambda r: (r[0].makespan, r[0].peak_activation, r[0].name))
+    if not fitting:
+        least = min(candidates, key=lambda c: (c.peak_activation, c.makespan))
+        raise ConfigError("max_memory", max_memory,
+                          f"give at least {least.peak_activation:g}, the least peak activation of any schedule here "
+                          f"({least.name})", reason="no schedule fits: every one needs more on some device")
+    best, problem, orders = fitting[0][0], fitting[0][2], fitting[0][3]
+    program = problem.program(orders) if problem is not None else fitting[0][1].build()
+    run_config, v, makespan = fitting[0][1], best.stages_per_device, best.makespan
+    evaluations = 0
+    starts = _starts(fitting, limit)
+    for cand, start_problem, start_orders in starts:
+        budget = effort // max(1, sum(map(len, start_orders)) * len(starts))
+        new_orders, timing, spent = improve(start_problem, start_orders, limit, budget)
+        evaluations += spent
+        if timing.makespan < makespan:
+            program = start_problem.program(new_orders)
+            run_config, v, makespan = start_problem.config, cand.stages_per_device, timing.makespan
+    label = f"search ≤ {limit:g}"
+    run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
+    result = simulate(program, run_config)
+    program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
+                    f"{result.peak_activation.max():.4g} (limit {limit:g})")
+    one_stage = program.placement.reverse_device is None and \
+        tuple(program.placement.stage_device) == tuple(range(program.devices))
+    ordered = tuple(sorted(candidates, key=lambda c: (not c.fits, c.makespan, c.peak_activation, c.name)))
+    return SearchResult.of(result, max_memory=limit, candidates=ordered, best_candidate=best,
+                           lower_bound=bound if one_stage else None, evaluations=evaluations)
+
+
+def _candidates(config: Config, limit: float, fixed_v: bool):
+    """Every candidate (library runs, and orders built for each placement), the runs behind
+    them as (candidate, config, problem or None, orders or None), and the lower bound for one
+    stage per device (None when that placement is not searched)."""
+    candidates: list[Candidate] = []
+    runs = []
+    for name, v, cfg in library_runs(config, fixed_v):
+        got = metrics(cfg)
+        peak = float(got.peak_activation.max())
+        cand = Candidate(name, got.makespan, peak, _fits(peak, limit), v)
+        candidates.append(cand)
+        runs.append((cand, cfg, None, None))
+    bound = None
+    for placement in _placements(config, fixed_v):
+        v = placement.stages // placement.devices
+        cfg = config.replace(schedule="custom", stages_per_device=v, microbatch_group_size=None, label=None)
+        problem = Problem(cfg, placement)
+        serial = problem.serial()
+        built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
+        if problem.one_stage_per_device:
+            for name, orders in (*wave_orders(problem, limit), *capped_orders(problem, limit)):
+                timing = problem.evaluate(orders)
+                if timing is not None and timing.peak <= limit:
+                    built.append((name, orders, timing))
+            bound = lower_bound(problem, limit)
+            seen = set()
+            for level in _heuristic_limits(limit, max(problem.activation), placement.devices):
+                for flags, orders, timing in heuristic.variants(problem, level):
+                    key = tuple(map(tuple, orders))
+                    if key not in seen:
+                        seen.add(key)
+                        on = "+".join(k for k, on in flags.items() if on) or "no flags"
+                        built.append((f"zb-auto ({on}; limit {level:g})", orders, timing))
+        for name, orders, timing in built:
+            cand = Candidate(name, timing.makespan, timing.peak, _fits(timing.peak, limit), v)
+            candidates.append(cand)
+            runs.append((cand, cfg, problem, orders))
+    return candidates, runs, bound
+
+
+def _starts(fitting, limit: float):
+    """(candidate, problem, orders) to search from: the fastest fitting candidate of each
+    placement, at most ``STARTS``; programs with F&B pairs or two replicas are not searched."""
+    starts, families = [], set()
+    for cand, cfg, problem, orders in fitting:
+        if problem is None:
+            base = cfg.build()
+            orders = orders_of(base)
+            if orders is None:
+                continue
+            problem = Problem(cfg.replace(schedule="custom", microbatch_group_size=None, label=None), base.placement)
+            timing = problem.evaluate(orders)
+            if timing is None or not _fits(timing.peak, limit):
+                continue  # it fits only because the simulator frees at an instant before allocating
+        family = (problem.placement.style, problem.stages)
+        if family not in families:
+            families.add(family)
+            starts.append((cand, problem, orders))
+        if len(starts) == STARTS:
+            break
+    return starts
+
+
+__all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "DEFAULT_EFFORT"]

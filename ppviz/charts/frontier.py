@@ -1,0 +1,76 @@
+"""The frontier chart: bubble against peak activation for library schedules and search results,
+the Pareto front joined by a staircase, and a click selection that names the run clicked."""
+
+from __future__ import annotations
+
+import altair as alt
+
+from ..analysis.frontier import METRICS, FrontierPoints
+from ..core.errors import ConfigError
+from .comparison import _LABEL_FONT, _LABEL_LINE, _LABEL_PLACES, _place_labels
+from .inputs import BUBBLE_METRICS, PALETTE
+from .style import CHART
+
+#: The point selection a click fills, with the field ``name`` (the widget observes it).
+PICK = "ppviz_frontier_pick"
+_SOURCES = ("library", "search")
+
+
+def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 320) -> alt.LayerChart:
+    """Bubble (x) against the busiest device's peak activation (y), one point per run.
+
+    Library schedules and search results have their own colour; runs on the Pareto front
+    are filled and joined by a dashed staircase, dominated runs are hollow; the front's
+    runs are named beside their points. Clicking a point selects its run (``PICK``).
+    """
+    if not isinstance(points, FrontierPoints):
+        raise ConfigError("points", points, "give what ppviz.analysis.frontier.frontier_points returns")
+    attr = METRICS[points.metric]
+    _, label, definition = BUBBLE_METRICS[points.metric]
+    table = points.table
+    rows = [{"name": r.name, "source": r.source, "bubble": float(getattr(r, attr)), "memory": float(r.peak_activation),
+             "makespan": float(r.makespan), "limit": None if r.memory_limit != r.memory_limit else float(r.memory_limit),
+             "v": int(r.stages_per_device), "front": bool(r.pareto),
+             "status": "Pareto front" if r.pareto else "dominated"} for r in table.itertuples()]
+    top_x = max((row["bubble"] for row in rows), default=0.0)
+    top_y = max((row["memory"] for row in rows), default=0.0)
+    x_end, y_end = top_x * 1.12 if top_x > 0 else 1.0, top_y * 1.1 if top_y > 0 else 1.0
+    # the front's names, placed clear of each other (coinciding runs share one label)
+    front = [row for row in rows if row["front"]]
+    texts, places = _place_labels([r["bubble"] / x_end * width for r in front],
+                                  [height - r["memory"] / y_end * height for r in front],
+                                  [r["name"] for r in front], [False] * len(front), width, height)
+    for row in rows:
+        row["text"], row["place"] = "", -1
+    for row, text, place in zip(front, texts, places):
+        row["text"], row["place"] = text, place
+    pick = alt.selection_point(name=PICK, fields=["name"], on="click", clear="dblclick")
+    tooltip = [alt.Tooltip("name:N", title="run"), alt.Tooltip("source:N"),
+               alt.Tooltip("bubble:Q", title=label, format=".2%"),
+               alt.Tooltip("memory:Q", title="peak activation, busiest device", format=".4~g"),
+               alt.Tooltip("makespan:Q", format=".5~g"), alt.Tooltip("limit:Q", title="memory limit", format=".4~g"),
+               alt.Tooltip("v:Q", title="stages per device"), alt.Tooltip("status:N")]
+    base = alt.Chart({"values": rows}).encode(
+        x=alt.X("bubble:Q", title=f"{label} = {definition}", axis=alt.Axis(format="%", tickCount=6),
+                scale=alt.Scale(domain=[0, x_end], nice=False)),
+        y=alt.Y("memory:Q", title="peak activation, busiest device (activation units)",
+                scale=alt.Scale(domain=[0, y_end], nice=False)))
+    color = alt.Color("source:N", scale=alt.Scale(domain=list(_SOURCES), range=list(PALETTE[:2])),
+                      legend=alt.Legend(title=None, orient="top-right"))
+    line = base.transform_filter("datum.front").mark_line(
+        interpolate="step-after", color=CHART["reference"], strokeDash=[4, 3], strokeWidth=1.5).encode(order="bubble:Q")
+    marks = base.mark_point(size=120, strokeWidth=2, cursor="pointer").encode(
+        color=color, fill=alt.condition("datum.front", color, alt.value("transparent")),
+        opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)), tooltip=tooltip).add_params(pick)
+    names = [base.transform_filter(f"datum.place == {k}").mark_text(
+        align=align, baseline=baseline, dx=dx, dy=dy, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
+        color=CHART["text"]).encode(text="text:N") for k, (align, baseline, dx, dy) in enumerate(_LABEL_PLACES)]
+    return alt.layer(line, marks, *names).properties(
+        width=width, height=height,
+        title=alt.TitleParams(f"{label.capitalize()} vs peak activation", anchor="start",
+                              subtitle=["lower left is better; filled: on the Pareto front, hollow: dominated",
+                                        "click a point to open its Gantt chart"],
+                              subtitleColor=CHART["subtitle"], subtitleFontSize=11))
+
+
+__all__ = ["frontier_chart", "PICK"]

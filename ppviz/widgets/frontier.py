@@ -1,0 +1,96 @@
+"""``ppviz.frontier``: the bubble-vs-memory Pareto frontier as a table and a chart; in a notebook,
+clicking a point opens that run's Gantt chart below it.
+
+    front = ppviz.frontier(ppviz.Config(devices=8, microbatches=32, comm=0.1))
+    front.table          # pandas DataFrame: one row per run, ``pareto`` marks the front
+    front.chart          # the Altair chart (ppviz.charts.frontier_chart)
+    front                # in a notebook: the chart, and the Gantt chart of the point clicked
+
+The click travels as Altair's own ``JupyterChart`` selection (``ppviz_frontier_pick``),
+observed from Python; the Gantt chart is :func:`ppviz.show`'s.
+"""
+
+from __future__ import annotations
+
+import ipywidgets
+import traitlets
+
+from ..analysis.frontier import FrontierPoints, frontier_points
+from ..analysis.search import DEFAULT_EFFORT
+from ..charts import widget as chart_widget
+from ..charts.frontier import PICK, frontier_chart
+from ..core.config import Config
+from ..core.engine import simulate
+from ..core.errors import ConfigError
+from ..core.result import Result
+from .viewer import Viewer
+
+
+class Frontier:
+    """What :func:`frontier` returns: ``table`` (a pandas DataFrame), ``chart`` (Altair),
+    ``result(name)`` (a run's full :class:`ppviz.Result`) and ``view()`` (the linked widget,
+    which is also how a notebook displays it)."""
+
+    def __init__(self, points: FrontierPoints):
+        self.points = points
+        self.table = points.table
+        self.chart = frontier_chart(points)
+
+    def result(self, name: str) -> Result:
+        """The run named ``name`` (a row of ``table``), simulated in full."""
+        if name not in self.points.runs:
+            raise ConfigError("name", name, f"give one of the table's names: {', '.join(self.table.name)}")
+        run = self.points.runs[name]
+        return run if isinstance(run, Result) else simulate(run)
+
+    def view(self) -> "FrontierView":
+        return FrontierView(self)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.view())
+
+    def __repr__(self) -> str:
+        return f"<Frontier: {len(self.table)} runs, {int(self.table.pareto.sum())} on the Pareto front>\n" + \
+            self.table.to_string(index=False)
+
+
+class FrontierView(ipywidgets.VBox):
+    """The frontier chart above the Gantt chart of the run last clicked (``selected`` names it;
+    set it from Python to open a run, or to ``""`` to close it)."""
+
+    selected = traitlets.Unicode("")
+
+    def __init__(self, front: Frontier):
+        self.front = front
+        self.chart = chart_widget(front.chart, embed_options={"renderer": "svg", "actions": False})
+        self.chart.add_class("ppviz-frontier-chart")
+        self.detail = ipywidgets.VBox()
+        super().__init__(children=[self.chart, self.detail])
+        self.chart.selections.observe(self._on_pick, names=[PICK])
+        self.observe(self._on_selected, names="selected")
+
+    def _on_pick(self, change) -> None:
+        picked = change["new"].value
+        self.selected = picked[0]["name"] if picked else ""
+
+    def _on_selected(self, change) -> None:
+        name = change["new"]
+        self.detail.children = [Viewer(self.front.result(name), controls=False)] if name else []
+
+
+def frontier(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
+             effort: int = DEFAULT_EFFORT) -> Frontier:
+    """The Pareto frontier of bubble against peak activation for ``config``'s sizes and costs.
+
+    Runs every library schedule that accepts the sizes (``schedules``: only these names) and
+    :func:`ppviz.search` at each limit of ``memory`` (default: about p/3, p/2, p and 2p − 1
+    activation units; ``[]`` for none). ``metric``: ``"fraction"`` or ``"rate"``. Returns a
+    :class:`Frontier`: ``.table``, ``.chart``, and in a notebook the chart whose points open
+    their Gantt charts when clicked.
+    """
+    return Frontier(frontier_points(config, schedules, memory, metric=metric, effort=effort))
+
+
+__all__ = ["Frontier", "FrontierView", "frontier"]

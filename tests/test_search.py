@@ -1,0 +1,153 @@
+"""``ppviz.search``: valid programs within the limit, never slower than any schedule that fits,
+the zero-bubble authors' heuristic as published, and refusals that name the minimum."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import ppviz
+from ppviz import Config, ConfigError, simulate
+from ppviz.analysis import heuristic
+from ppviz.analysis.orders import Problem
+from ppviz.analysis.search import SearchResult, search
+from ppviz.core.placement import Placement
+from ppviz.core.registry import all_specs
+
+TOL = 1e-9
+
+
+def library_best(cfg: Config, limit: float, *, fixed_v: bool) -> float:
+    """The fastest training schedule of the registry whose simulated peak fits ``limit``, found
+    here with simulate."""
+    best = np.inf
+    for spec in all_specs():
+        if spec.builder is None or spec.forward_only:  # training schedules: inference has no backward
+            continue
+        for v in {spec.default_v, cfg.stages_per_device} if not fixed_v else {cfg.stages_per_device}:
+            try:
+                run = simulate(cfg.replace(schedule=spec.name, stages_per_device=v, microbatch_group_size=None))
+            except ppviz.ScheduleConstraintError:
+                continue
+            if fixed_v and run.program.stages != cfg.stages:
+                continue
+            if run.peak_activation.max() <= limit + TOL:
+                best = min(best, run.makespan)
+    return best
+
+
+def heuristic_best(cfg: Config, limit: float) -> float:
+    """The best of the authors' eight variants at this limit, simulated."""
+    problem = Problem(cfg.replace(schedule="custom"), Placement.contiguous(cfg.devices, 1))
+    best = np.inf
+    for _, orders, _ in heuristic.variants(problem, limit):
+        run = simulate(problem.program(orders), cfg.replace(schedule="custom"))
+        if run.peak_activation.max() <= limit + TOL:
+            best = min(best, run.makespan)
+    return best
+
+
+def check(found: SearchResult, cfg: Config, limit: float, *, fixed_v: bool):
+    assert isinstance(found, ppviz.Result)
+    found.program.validate()
+    # run again from its text: the program stands on its own and cannot deadlock
+    again = simulate(ppviz.Program.from_text(found.program.to_text(), placement=found.program.placement), found.config)
+    assert again.makespan == found.makespan
+    assert found.peak_activation.max() <= limit + TOL
+    assert found.makespan <= library_best(cfg, limit, fixed_v=fixed_v) + TOL
+    if found.program.stages == cfg.devices:
+        assert found.makespan <= heuristic_best(cfg, limit) + TOL
+    assert found.makespan <= found.best_candidate.makespan + TOL
+    if found.lower_bound is not None:
+        assert found.makespan >= found.lower_bound - 1e-9 * found.lower_bound
+    assert str(limit if limit != int(limit) else int(limit)) in found.config.display_name
+
+
+COSTS = [(1.0, 1.0, 1.0), (1.0, 2.0, 0.5), (2.0, 1.0, 1.5), (1.0, 1.5, 2.0)]
+
+
+@pytest.mark.parametrize("p, m", [(2, 2), (2, 5), (3, 3), (3, 7), (4, 4), (4, 8), (5, 6)])
+def test_search_on_a_grid_is_valid_fits_and_beats_every_candidate(p, m):
+    for (f, b, w), comm in itertools.product(COSTS[::2] if p > 3 else COSTS, (0.0, 0.5)):
+        cfg = Config(devices=p, microbatches=m, f=f, b=b, w=w, comm=comm)
+        for limit in sorted({1.0, p / 2, float(p), 2.0 * p - 1}):
+            check(search(cfg, limit), cfg, limit, fixed_v=False)
+
+
+@pytest.mark.parametrize("p, m", [(3, 6), (4, 8)])
+def test_non_uniform_stages_keep_the_configs_stages(p, m):
+    cfg = Config(devices=p, microbatches=m, comm=0.25,
+                 stage_costs={p - 1: {"f": 2.0, "b": 2.5, "w": 1.0}, 0: {"activation": 1.5}})
+    for limit in (1.5, float(p), 2.0 * p):
+        found = search(cfg, limit)
+        assert found.program.stages == p
+        check(found, cfg, limit, fixed_v=True)
+
+
+def test_the_heuristic_reproduces_zero_bubble_shapes():
+    # f = b = w, comm = 0: ZB-H1's makespan 3m + (p − 1) at memory p (arXiv 2401.10241 §3),
+    # which is also the lower bound: device p−1 cannot start before p−1 forwards
+    p, m = 4, 8
+    cfg = Config(devices=p, microbatches=m)
+    problem = Problem(cfg.replace(schedule="custom"), Placement.contiguous(p, 1))
+    for limit in (p, 2 * p - 1):
+        spans = [timing.makespan for _, _, timing in heuristic.variants(problem, limit)]
+        assert len(spans) == 8 and min(spans) == 3 * m + (p - 1)
+    # at m = p the heuristic beats ZB-H2 (which needs m >= 2p − 1 for its shape)
+    cfg = Config(devices=4, microbatches=4)
+    problem = Problem(cfg.replace(schedule="custom"), Placement.contiguous(4, 1))
+    best = min(timing.makespan for _, _, timing in heuristic.variants(problem, 7))
+    assert best < simulate(cfg.replace(schedule="zb-h2")).makespan
+
+
+def test_zero_bubble_v_at_memory_p_and_the_heuristic_under_comm():
+    p, m = 4, 8
+    found = search(Config(devices=p, microbatches=m), p)
+    assert found.makespan <= 3 * m + (p - 1) / 2  # ZB-V's published fill, (p − 1)·f/2
+    # under comm at 2p − 1 the answer is no slower than ZB-H2, the hand-made schedule for that memory
+    cfg = Config(devices=p, microbatches=m, comm=0.5)
+    assert search(cfg, 2 * p - 1).makespan <= simulate(cfg.replace(schedule="zb-h2")).makespan
+
+
+def test_local_search_improves_on_the_candidates_somewhere():
+    cfg = Config(devices=4, microbatches=8, f=1, b=1.2, w=0.8, comm=0.5)
+    found = search(cfg, 3)
+    assert found.improvement > 0 and found.evaluations > 0
+
+
+def test_result_works_like_any_other():
+    found = search(Config(devices=3, microbatches=6, comm=0.1), 3)
+    assert found.closed_form is None
+    assert "makespan" in found.program.name and "limit 3" in found.program.name
+    assert found.summary().startswith("search ≤ 3")
+    frame = found.candidates_frame()
+    assert {"name", "makespan", "peak_activation", "fits"} <= set(frame.columns)
+    assert frame.fits.any() and found.best_candidate.name in set(frame.name)
+    again = search(Config(devices=3, microbatches=6, comm=0.1), 3)
+    assert again.program == found.program  # deterministic
+
+
+def test_refusals_name_the_minimum():
+    cfg = Config(devices=4, microbatches=8, stage_costs={2: {"activation": 1.75}})
+    with pytest.raises(ConfigError, match=r"max_memory=1.*give at least 1.75"):
+        search(cfg, 1.0)
+    with pytest.raises(ConfigError, match="give at least 1, the least peak"):
+        search(Config(devices=4, microbatches=8), 0.5)
+    for bad in (0, -1, float("nan"), float("inf"), "4", True, None):
+        with pytest.raises(ConfigError, match="max_memory"):
+            search(Config(), bad)
+    with pytest.raises(ConfigError, match="config"):
+        search("1f1b", 4)
+    with pytest.raises(ConfigError, match="effort"):
+        search(Config(), 4, effort=-1)
+    with pytest.raises(ConfigError, match="stages_per_device"):
+        search(Config(), 4, stages_per_device=0)
+
+
+def test_stages_per_device_keeps_the_placement():
+    cfg = Config(devices=4, microbatches=8, comm=0.2)
+    one = search(cfg, 4, stages_per_device=1)
+    two = search(cfg, 4, stages_per_device=2)
+    assert one.program.stages == 4 and two.program.stages == 8
+    assert one.lower_bound is not None and one.makespan >= one.lower_bound
+    assert search(cfg, 4).makespan <= min(one.makespan, two.makespan)
