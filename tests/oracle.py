@@ -96,13 +96,16 @@ def stage_costs(config, p: int, S: int):
     return out
 
 
+def segment_costs(config, p: int, S: int, k: int):
+    """stage_costs for a program of k sequence segments: a segment's passes and activation are 1/k
+    of its microbatch's; the stage's parameters are not split."""
+    return [{key: value if key == "params" else value / k for key, value in c.items()} for c in stage_costs(config, p, S)]
+
+
 def run(program, config) -> Run:
     rows = program_rows(program)
     p, S = len(rows), program.stages
-    costs = stage_costs(config, p, S)
-    k_segments = program.segments
-    # a segment's passes and activation are 1/k of its microbatch's; the stage's parameters are not split
-    costs = [{key: value if key == "params" else value / k_segments for key, value in c.items()} for c in costs]
+    costs = segment_costs(config, p, S, program.segments)
     ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
 
     # each (kind, stage, mb) → (device, flat index); the program is validated by ppviz, so unique
@@ -228,7 +231,7 @@ class TransferRun:
     transfers: dict             # (direction "F"/"B", sending stage, microbatch) → (src, dst, start, end)
 
 
-def link_duration(config, src: int, dst: int) -> float:
+def link_duration(config, src: int, dst: int, segments: int = 1) -> float:
     topology = config.topology
     if hasattr(topology, "devices_per_node"):
         same_node = src // topology.devices_per_node == dst // topology.devices_per_node
@@ -239,7 +242,7 @@ def link_duration(config, src: int, dst: int) -> float:
     if link.unit is not None:
         scale = SECONDS_PER[link.unit] / SECONDS_PER[config.time_unit]
         latency, bandwidth = latency * scale, bandwidth / scale
-    return latency + config.comm_bytes / bandwidth
+    return latency + config.comm_bytes / segments / bandwidth  # a segment moves 1/k of the bytes
 
 
 def run_transfers(program, config, blocking: bool) -> TransferRun:
@@ -247,7 +250,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
     text = program.to_torch(comms=True)
     rows = program_rows(program)
     p, S = len(rows), program.stages
-    costs = stage_costs(config, p, S)
+    costs = segment_costs(config, p, S, program.segments)
     ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
     # each device's items: ("compute", [op indices into rows[d]]) or ("comm", key, is_send)
     items = []
@@ -322,7 +325,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
             if last is not None and last not in t_end:
                 continue
             s0 = max(posted[key], t_end[last] if last is not None else 0.0)
-            t_start[key], t_end[key] = s0, s0 + link_duration(config, d, dst)
+            t_start[key], t_end[key] = s0, s0 + link_duration(config, d, dst, program.segments)
             moved = True
         for d in range(p):
             while pos[d] < len(items[d]):

@@ -236,6 +236,22 @@ def _lockstep(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.nda
     return start[slot], end[slot]
 
 
+def program_config(program: Program, config: Config | None, options: dict) -> Config:
+    """The config a program runs with: ``config`` (or a custom one of unit costs) with ``options``
+    replacing fields, checked against the program's devices and microbatches."""
+    if config is None:
+        base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
+        base.update(options)
+        cfg = Config(**base)
+    else:
+        cfg = config.replace(**options) if options else config
+    for field, wanted in (("devices", program.devices), ("microbatches", program.whole_microbatches)):
+        if getattr(cfg, field) != wanted:
+            raise ConfigError(field, getattr(cfg, field),
+                              f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")
+    return cfg
+
+
 def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
     """Simulate a config (its schedule is built first) or a program.
 
@@ -251,18 +267,9 @@ def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **opti
         program = cfg.build()
     elif isinstance(x, Program):
         program = x
-        if config is None:
-            base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
-            base.update(options)
-            cfg = Config(**base)
-        else:
-            cfg = config.replace(**options) if options else config
+        cfg = program_config(program, config, options)
     else:
         raise ConfigError("x", type(x).__name__, "simulate takes a ppviz.Config or a ppviz.Program")
-    for field, wanted in (("devices", program.devices), ("microbatches", program.whole_microbatches)):
-        if getattr(cfg, field) != wanted:
-            raise ConfigError(field, getattr(cfg, field),
-                              f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")
     if engine not in ("auto", "events", "lockstep"):
         raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
     program.validate()

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import Columns
 from .program import Program
 from .result import Result
 from .transfers import Transfers
@@ -32,7 +33,7 @@ MS = "ms"
 
 
 @dataclass(frozen=True)
-class Steps:
+class Steps(Columns):
     """One row per complete step in the trace: its ``label`` (the profiler's step number, or
     0, 1, … in order), ``pipeline_time`` (first op start to last op end, ms), ``busy`` (summed op
     time over devices, ms) and ``bubble_fraction`` (1 − busy / (p × pipeline_time))."""
@@ -41,9 +42,6 @@ class Steps:
     pipeline_time: np.ndarray
     busy: np.ndarray
     bubble_fraction: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.label)
 
     def summary(self) -> str:
         t = self.pipeline_time
@@ -55,7 +53,7 @@ class Steps:
 
 
 @dataclass(frozen=True)
-class Samples:
+class Samples(Columns):
     """Every op of every complete step (for calibration): ``step`` (index into ``Steps``),
     ``device``, ``stage``, ``microbatch``, ``kind`` ("F", "B", "I", "W"), ``pair`` (True on both
     ops of an overlapped F&B), ``start``, ``end`` (ms from that step's first op) and ``wait``."""
@@ -70,12 +68,6 @@ class Samples:
     end: np.ndarray
     wait: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.step)
-
-    @property
-    def duration(self) -> np.ndarray:
-        return self.end - self.start
 
 
 class Measured(Result):

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import Config
-from .engine import dependencies, execute, op_costs, simulate
+from .engine import dependencies, execute, op_costs, program_config, simulate
 from .errors import ConfigError
 from .memory import stage_activation, static_memory
 from .program import B, F, I, W, Program
@@ -542,16 +542,7 @@ def metrics(x, config: Config | None = None, **options) -> Metrics:
     program = plan.program if plan is not None else x
     if not isinstance(program, Program):
         raise ConfigError("x", type(x).__name__, "metrics takes a ppviz.Config, a ppviz.Program or a Plan")
-    if config is None:
-        base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
-        base.update(options)
-        cfg = Config(**base)
-    else:
-        cfg = config.replace(**options) if options else config
-    for field, wanted in (("devices", program.devices), ("microbatches", program.whole_microbatches)):
-        if getattr(cfg, field) != wanted:
-            raise ConfigError(field, getattr(cfg, field),
-                              f"the program has {wanted} {field}: give {field}={wanted} (or leave it out)")
+    cfg = program_config(program, config, options)
     if not modelled(cfg):
         return Metrics.of(simulate(program, cfg))
     return (plan or Plan(program)).metrics(cfg)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import Columns
 from .memory import MemoryCurves, activation_curves, static_memory
 from .program import KINDS
 from .topology import describe as describe_topology
@@ -17,7 +18,7 @@ _KIND_CHARS = np.array(list(KINDS))
 
 
 @dataclass(frozen=True)
-class Ops:
+class Ops(Columns):
     """The timeline as equal-length columns, one row per op (a pair is its two ops, same times)."""
 
     device: np.ndarray
@@ -30,19 +31,6 @@ class Ops:
     waited_for: np.ndarray  # index of the op whose result this op waited for, −1 if none
 
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
-
-    def __len__(self) -> int:
-        return len(self.start)
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return getattr(self, name)
-
-    def keys(self):
-        return self.COLUMNS
-
-    @property
-    def duration(self) -> np.ndarray:
-        return self.end - self.start
 
 
 class Result:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .columns import Columns
 from .dependencies import dependencies
 from .errors import ProgramError
 from .program import COMM_KINDS, F, RECV_B, RECV_F, SEND_B, SEND_F, Program, action, comm_action
@@ -180,7 +181,7 @@ def _missing(program: Program, producer: int, consumer: int, what: str) -> Progr
 
 
 @dataclass(frozen=True)
-class Transfers:
+class Transfers(Columns):
     """The simulated transfers, one row each, as equal-length columns.
 
     ``src`` and ``dst`` (devices), ``stage`` (the sending stage) and ``microbatch``, ``kind``
@@ -204,31 +205,10 @@ class Transfers:
 
     COLUMNS = ("src", "dst", "stage", "microbatch", "kind", "bytes", "ready", "start", "end", "producer", "consumer")
 
-    def __len__(self) -> int:
-        return len(self.src)
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return getattr(self, name)
-
-    def keys(self):
-        return self.COLUMNS
-
-    @property
-    def duration(self) -> np.ndarray:
-        return self.end - self.start
-
     @property
     def queued(self) -> np.ndarray:
         """Time each transfer waited for its link after it was ready."""
         return self.start - self.ready
-
-    def to_pandas(self):
-        """The table as a pandas DataFrame (needs pandas)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:  # pragma: no cover - depends on the environment
-            raise ImportError("Transfers.to_pandas needs pandas: pip install pandas") from exc
-        return pd.DataFrame({name: getattr(self, name) for name in self.COLUMNS})
 
     @classmethod
     def empty(cls) -> "Transfers":
