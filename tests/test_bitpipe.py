@@ -85,3 +85,40 @@ def test_refusals_name_what_works():
         Config(schedule="bitpipe", devices=4, microbatches=10)
     with pytest.raises(ScheduleConstraintError, match=r"stages_per_device=1.*use 2"):
         Config(schedule="bitpipe", devices=4, microbatches=8, stages_per_device=1)
+
+
+# The code's control flow, run: forward_backward_pipelining_with_BitPipe of wuhouming/BitPipe
+# (megatron/core/pipeline_parallel/bitpipe_schedule.py) executed for every rank with torch, megatron's
+# parallel_state (BitPipe's own is_pipeline_first/last_stage rules) and the P2P calls stubbed, forward_step and
+# backward_step recording the model chunk they run: 0/1 the down/up replica's first leg, 2/3 their second legs.
+# Several units of p microbatches, so direct concatenation (drain and refill between units) is covered; within
+# a chunk the code runs its microbatches in order, so the chunks fix the order.
+CODE = {
+    (4, 12): {
+        0: "F0F0F1F3F1F3F2B2F2B2B3B1B3B1B0F0B0F0F1F3F1F3F2B2F2B2B3B1B3B1B0F0B0F0F1F3F1F3F2B2F2B2B3B1B3B1B0B0",
+        1: "F0F1F0F1F3F2F3F2B2B3B2B3B1B0B1B0F0F1F0F1F3F2F3F2B2B3B2B3B1B0B1B0F0F1F0F1F3F2F3F2B2B3B2B3B1B0B1B0",
+        2: "F1F0F1F0F2F3F2F3B3B2B3B2B0B1B0B1F1F0F1F0F2F3F2F3B3B2B3B2B0B1B0B1F1F0F1F0F2F3F2F3B3B2B3B2B0B1B0B1",
+        3: "F1F1F0F2F0F2F3B3F3B3B2B0B2B0B1F1B1F1F0F2F0F2F3B3F3B3B2B0B2B0B1F1B1F1F0F2F0F2F3B3F3B3B2B0B2B0B1B1",
+    },
+    (6, 12): {
+        0: "F0F0F0F1F3F1F3F1F3F2B2F2B2F2B2B3B1B3B1B3B1B0F0B0F0B0F0F1F3F1F3F1F3F2B2F2B2F2B2B3B1B3B1B3B1B0B0B0",
+        1: "F0F0F1F0F1F3F1F3F2F3F2B2F2B2B3B2B3B1B3B1B0B1B0F0B0F0F1F0F1F3F1F3F2F3F2B2F2B2B3B2B3B1B3B1B0B1B0B0",
+        2: "F0F1F0F1F0F1F3F2F3F2F3F2B2B3B2B3B2B3B1B0B1B0B1B0F0F1F0F1F0F1F3F2F3F2F3F2B2B3B2B3B2B3B1B0B1B0B1B0",
+        3: "F1F0F1F0F1F0F2F3F2F3F2F3B3B2B3B2B3B2B0B1B0B1B0B1F1F0F1F0F1F0F2F3F2F3F2F3B3B2B3B2B3B2B0B1B0B1B0B1",
+        4: "F1F1F0F1F0F2F0F2F3F2F3B3F3B3B2B3B2B0B2B0B1B0B1F1B1F1F0F1F0F2F0F2F3F2F3B3F3B3B2B3B2B0B2B0B1B0B1B1",
+        5: "F1F1F1F0F2F0F2F0F2F3B3F3B3F3B3B2B0B2B0B2B0B1F1B1F1B1F1F0F2F0F2F0F2F3B3F3B3F3B3B2B0B2B0B2B0B1B1B1",
+    },
+}
+
+
+@pytest.mark.parametrize("p, m", sorted(CODE))
+def test_the_codes_control_flow_unit_after_unit(p, m):
+    from ppviz.schedules.bitpipe import _chunk, _passes
+
+    for rank, calls in CODE[p, m].items():
+        assert "".join(f"{kind}{_chunk(i, p, m)}" for kind, i in _passes(rank, p, m)) == calls
+        # and each chunk's passes run its virtual microbatches in order, as the code's index lists do
+        for kind in "FB":
+            for chunk in range(4):
+                ids = [i for k, i in _passes(rank, p, m) if k == kind and _chunk(i, p, m) == chunk]
+                assert ids == sorted(ids) and len(ids) == m // 2

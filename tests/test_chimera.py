@@ -56,3 +56,43 @@ def test_refusals_name_what_works():
         Config(schedule="chimera", devices=4, microbatches=6)
     with pytest.raises(ScheduleConstraintError, match=r"microbatches=2.*use 4"):
         Config(schedule="chimera", devices=4, microbatches=2)
+
+
+# The authors' generator, run: AutoGeneratePipelineRank(D, 2, N) from Shigangli/Chimera chimera_pipeline_rank.py
+# (two pipelines), its get_schedule() stepped to the end and every MyPipeLine.next_pass() recorded: each
+# microbatch it reports is one pass on device position mod D, a forward while its direction is 1; microbatch x
+# of the u-th pipeline of a direction is ppviz's u·D/2 + x ("up_or_down" True: down, stage s on device s) or
+# N/2 + u·D/2 + x (up, stage s on device D−1−s). Per device, in step order. (Where the generator breaks down —
+# D = 2 with more than one unit, D >= 6 with three or more units, see the module — it is not a reference.)
+GENERATOR = {
+    (4, 8): {
+        0: "0F0 0F1 3F4 3B4 3F5 3B5 0B0 0F2 0B1 0F3 3F6 3B6 3F7 3B7 0B2 0B3",
+        1: "1F0 2F4 1F1 2F5 2B4 1B0 2B5 1B1 1F2 2F6 1F3 2F7 2B6 1B2 2B7 1B3",
+        2: "1F4 2F0 1F5 2F1 2B0 1B4 2B1 1B5 1F6 2F2 1F7 2F3 2B2 1B6 2B3 1B7",
+        3: "0F4 0F5 3F0 3B0 3F1 3B1 0B4 0F6 0B5 0F7 3F2 3B2 3F3 3B3 0B6 0B7",
+    },
+    (6, 12): {
+        0: "0F0 0F1 0F2 5F6 5B6 5F7 5B7 5F8 5B8 0B0 0F3 0B1 0F4 0B2 0F5 5F9 5B9 5F10 5B10 5F11 5B11 0B3 0B4 0B5",
+        1: "1F0 1F1 4F6 1F2 4F7 4B6 4F8 4B7 1B0 4B8 1B1 1F3 1B2 1F4 4F9 1F5 4F10 4B9 4F11 4B10 1B3 4B11 1B4 1B5",
+        2: "2F0 3F6 2F1 3F7 2F2 3F8 3B6 2B0 3B7 2B1 3B8 2B2 2F3 3F9 2F4 3F10 2F5 3F11 3B9 2B3 3B10 2B4 3B11 2B5",
+        3: "2F6 3F0 2F7 3F1 2F8 3F2 3B0 2B6 3B1 2B7 3B2 2B8 2F9 3F3 2F10 3F4 2F11 3F5 3B3 2B9 3B4 2B10 3B5 2B11",
+        4: "1F6 1F7 4F0 1F8 4F1 4B0 4F2 4B1 1B6 4B2 1B7 1F9 1B8 1F10 4F3 1F11 4F4 4B3 4F5 4B4 1B9 4B5 1B10 1B11",
+        5: "0F6 0F7 0F8 5F0 5B0 5F1 5B1 5F2 5B2 0B6 0F9 0B7 0F10 0B8 0F11 5F3 5B3 5F4 5B4 5F5 5B5 0B9 0B10 0B11",
+    },
+    (8, 8): {
+        0: "0F0 0F1 0F2 0F3 7F4 7B4 7F5 7B5 7F6 7B6 7F7 7B7 0B0 0B1 0B2 0B3",
+        1: "1F0 1F1 1F2 6F4 1F3 6F5 6B4 6F6 6B5 6F7 6B6 1B0 6B7 1B1 1B2 1B3",
+        2: "2F0 2F1 5F4 2F2 5F5 2F3 5F6 5B4 5F7 5B5 2B0 5B6 2B1 5B7 2B2 2B3",
+        3: "3F0 4F4 3F1 4F5 3F2 4F6 3F3 4F7 4B4 3B0 4B5 3B1 4B6 3B2 4B7 3B3",
+        4: "3F4 4F0 3F5 4F1 3F6 4F2 3F7 4F3 4B0 3B4 4B1 3B5 4B2 3B6 4B3 3B7",
+        5: "2F4 2F5 5F0 2F6 5F1 2F7 5F2 5B0 5F3 5B1 2B4 5B2 2B5 5B3 2B6 2B7",
+        6: "1F4 1F5 1F6 6F0 1F7 6F1 6B0 6F2 6B1 6F3 6B2 1B4 6B3 1B5 1B6 1B7",
+        7: "0F4 0F5 0F6 0F7 7F0 7B0 7F1 7B1 7F2 7B2 7F3 7B3 0B4 0B5 0B6 0B7",
+    },
+}
+
+
+@pytest.mark.parametrize("p, m", sorted(GENERATOR))
+def test_orders_are_the_authors_generators(p, m):
+    program = Config(schedule="chimera", devices=p, microbatches=m).build()
+    assert program.to_torch() == {d: passes.split() for d, passes in GENERATOR[p, m].items()}

@@ -248,3 +248,41 @@ def test_unsplit_p4_m10_pays_the_w_bubble():
     assert list(unsplit.idle) == [7.0] * 4 and list(split.idle) == [3.0] * 4
     assert unsplit.makespan == 37.0 == unsplit.closed_form.makespan
     assert list(unsplit.peak_activation) == [4.5] * 4  # PP + 1 chunks, as with the split
+
+
+# DeepSpeed's DualPipeVSchedule, run ---------------------------------------------------------------------
+# The compute instructions of DualPipeVSchedule.steps() (deepspeedai/DeepSpeed PR #8576, stored at commit
+# 83fd8f87, deepspeed/runtime/pipe/schedule.py), produced by running that generator for every rank:
+# ForwardPass(buffer, phase) -> stage r (phase 0) or 2p−1−r (phase 1), microbatch buffer mod m;
+# ForwardBackwardPass -> an overlapped pair. With ordinary layers (nothing put() into its WeightGradStore)
+# every BackwardPass is a full backward and WeightPass computes nothing, which is dualpipe-v-unsplit.
+DEEPSPEED_DUALPIPEV = {
+    (3, 6): {
+        0: "0F0 0F1 0F2 0F3 0F4 5F0 5B0 5F1 5B1 5F2 (0F5;5B2)OVERLAP_F_B (5F3;0B0)OVERLAP_F_B 5B3 "
+           "(5F4;0B1)OVERLAP_F_B 5B4 (5F5;0B2)OVERLAP_F_B 5B5 0B3 0B4 0B5",
+        1: "1F0 1F1 1F2 4F0 1F3 4F1 4B0 4F2 (1F4;4B1)OVERLAP_F_B (4F3;1B0)OVERLAP_F_B (1F5;4B2)OVERLAP_F_B "
+           "(4F4;1B1)OVERLAP_F_B 4B3 (4F5;1B2)OVERLAP_F_B 4B4 1B3 4B5 1B4 1B5",
+        2: "2F0 3F0 2F1 3F1 2F2 3F2 2F3 3B0 (3F3;2B0)OVERLAP_F_B (2F4;3B1)OVERLAP_F_B (3F4;2B1)OVERLAP_F_B "
+           "(2F5;3B2)OVERLAP_F_B (3F5;2B2)OVERLAP_F_B 3B3 2B3 3B4 2B4 3B5 2B5",
+    },
+    (4, 9): {
+        0: "0F0 0F1 0F2 0F3 0F4 0F5 0F6 7F0 7B0 7F1 7B1 7F2 7B2 7F3 (0F7;7B3)OVERLAP_F_B (7F4;0B0)OVERLAP_F_B "
+           "(0F8;7B4)OVERLAP_F_B (7F5;0B1)OVERLAP_F_B 7B5 (7F6;0B2)OVERLAP_F_B 7B6 (7F7;0B3)OVERLAP_F_B 7B7 "
+           "(7F8;0B4)OVERLAP_F_B 7B8 0B5 0B6 0B7 0B8",
+        1: "1F0 1F1 1F2 1F3 1F4 6F0 1F5 6F1 6B0 6F2 6B1 6F3 (1F6;6B2)OVERLAP_F_B (6F4;1B0)OVERLAP_F_B "
+           "(1F7;6B3)OVERLAP_F_B (6F5;1B1)OVERLAP_F_B (1F8;6B4)OVERLAP_F_B (6F6;1B2)OVERLAP_F_B 6B5 "
+           "(6F7;1B3)OVERLAP_F_B 6B6 (6F8;1B4)OVERLAP_F_B 6B7 1B5 6B8 1B6 1B7 1B8",
+        2: "2F0 2F1 2F2 5F0 2F3 5F1 2F4 5F2 5B0 5F3 (2F5;5B1)OVERLAP_F_B (5F4;2B0)OVERLAP_F_B "
+           "(2F6;5B2)OVERLAP_F_B (5F5;2B1)OVERLAP_F_B (2F7;5B3)OVERLAP_F_B (5F6;2B2)OVERLAP_F_B "
+           "(2F8;5B4)OVERLAP_F_B (5F7;2B3)OVERLAP_F_B 5B5 (5F8;2B4)OVERLAP_F_B 5B6 2B5 5B7 2B6 5B8 2B7 2B8",
+        3: "3F0 4F0 3F1 4F1 3F2 4F2 3F3 4F3 3F4 4B0 (4F4;3B0)OVERLAP_F_B (3F5;4B1)OVERLAP_F_B "
+           "(4F5;3B1)OVERLAP_F_B (3F6;4B2)OVERLAP_F_B (4F6;3B2)OVERLAP_F_B (3F7;4B3)OVERLAP_F_B "
+           "(4F7;3B3)OVERLAP_F_B (3F8;4B4)OVERLAP_F_B (4F8;3B4)OVERLAP_F_B 4B5 3B5 4B6 3B6 4B7 3B7 4B8 3B8",
+    },
+}
+
+
+@pytest.mark.parametrize("p, m", sorted(DEEPSPEED_DUALPIPEV))
+def test_unsplit_is_deepspeeds_dualpipev_schedule_with_ordinary_layers(p, m):
+    program = Config(schedule="dualpipe-v-unsplit", devices=p, microbatches=m).build()
+    assert program.to_torch() == {r: actions.split() for r, actions in DEEPSPEED_DUALPIPEV[p, m].items()}

@@ -85,3 +85,35 @@ def test_a_forward_only_program_refuses_a_backward_and_a_training_program_still_
     # the training rule and its message are unchanged
     with pytest.raises(ProgramError, match=r"stage 0 microbatch 0 is never backwarded: add 0B0"):
         Program.from_text("0F0 0F1 0B1\n1F0 1B0 1F1 1B1").validate()
+
+
+# DeepSpeed's InferenceSchedule, run: InferenceSchedule(micro_batches=5, stages=4, stage_id=r).steps() from
+# deepspeed/runtime/pipe/schedule.py, each step's instructions with their buffer ids (L LoadMicroBatch,
+# S SendActivation, R RecvActivation, F ForwardPass; "-" an empty step), steps separated by "|".
+DEEPSPEED_STEPS = {
+    0: "L0 F0 | L1 S0 F1 | L0 S1 F0 | L1 S0 F1 | L0 S1 F0 | S0 | - | -",
+    1: "- | R0 F0 | R1 S0 F1 | R0 S1 F0 | R1 S0 F1 | R0 S1 F0 | S0 | -",
+    2: "- | - | R0 F0 | S0 R1 F1 | S1 R0 F0 | S0 R1 F1 | S1 R0 F0 | S0",
+    3: "- | - | - | L0 R0 F0 | L1 R1 F1 | L0 R0 F0 | L1 R1 F1 | L0 R0 F0",
+}
+
+
+def test_deepspeeds_steps_and_buffer_alternation():
+    p, m = 4, 5
+    res = run(p, m, f=1.0)
+    for r, text in DEEPSPEED_STEPS.items():
+        steps = [step.split() for step in text.split(" | ")]
+        forwards = [(t, int(c[1:])) for t, cmds in enumerate(steps) for c in cmds if c[0] == "F"]
+        # ppviz runs rank r's k-th forward (microbatch k) at DeepSpeed's step of its k-th ForwardPass
+        lo, hi = res.program.offsets[r], res.program.offsets[r + 1]
+        assert res.program.to_torch()[r] == [f"{r}F{k}" for k in range(m)]
+        assert list(res.ops.start[lo:hi]) == [float(t) for t, _ in forwards]
+        # the module's description of the buffers: microbatch i in buffer i mod 2 on every rank, sent from it
+        # one step later; even ranks send before they receive, odd ranks receive before they send
+        assert [buffer for _, buffer in forwards] == [k % 2 for k in range(m)]
+        sends = [int(c[1:]) for cmds in steps for c in cmds if c[0] == "S"]
+        assert sends == ([k % 2 for k in range(m)] if r < p - 1 else [])
+        for cmds in steps:
+            order = [c[0] for c in cmds if c[0] in "SR"]
+            if len(order) == 2:
+                assert order == (["S", "R"] if r % 2 == 0 else ["R", "S"])

@@ -106,3 +106,28 @@ def test_a_segment_transfers_its_share_of_the_activation():
     assert set(whole.transfers.bytes.tolist()) == {8.0} and set(split.transfers.bytes.tolist()) == {4.0}
     assert set((split.transfers.end - split.transfers.start).tolist()) == {1.0 + 4.0 / 4.0}
     assert len(split.transfers) == 2 * len(whole.transfers)
+
+
+# The code's order, run: the three loops of forward_backward_pipelining_without_interleaving in MayDomine/Seq1F1B
+# (megatron/core/pipeline_parallel/schedules.py: p − r + k − 2 warm-up forwards, then one forward and one
+# backward, then the cooldown backwards) with its own sp_queue class (sp_utils.py) holding the forwards: each
+# forward appends its index, each backward runs the index sp_queue.pop() returns.
+CODE = {
+    (4, 3, 3): {
+        0: "0F0 0F1 0F2 0F3 0F4 0F5 0B2 0F6 0B1 0F7 0B0 0F8 0B5 0B4 0B3 0B8 0B7 0B6",
+        1: "1F0 1F1 1F2 1F3 1F4 1B2 1F5 1B1 1F6 1B0 1F7 1B5 1F8 1B4 1B3 1B8 1B7 1B6",
+        2: "2F0 2F1 2F2 2F3 2B2 2F4 2B1 2F5 2B0 2F6 2B5 2F7 2B4 2F8 2B3 2B8 2B7 2B6",
+        3: "3F0 3F1 3F2 3B2 3F3 3B1 3F4 3B0 3F5 3B5 3F6 3B4 3F7 3B3 3F8 3B8 3B7 3B6",
+    },
+    (3, 2, 4): {
+        0: "0F0 0F1 0F2 0F3 0F4 0F5 0B3 0F6 0B2 0F7 0B1 0B0 0B7 0B6 0B5 0B4",
+        1: "1F0 1F1 1F2 1F3 1F4 1B3 1F5 1B2 1F6 1B1 1F7 1B0 1B7 1B6 1B5 1B4",
+        2: "2F0 2F1 2F2 2F3 2B3 2F4 2B2 2F5 2B1 2F6 2B0 2F7 2B7 2B6 2B5 2B4",
+    },
+}
+
+
+@pytest.mark.parametrize("p, m, k", sorted(CODE))
+def test_orders_are_the_codes_sp_queue_order(p, m, k):
+    program = Config(schedule="seq1f1b", devices=p, microbatches=m, segments=k).build()
+    assert program.to_torch() == {r: actions.split() for r, actions in CODE[p, m, k].items()}

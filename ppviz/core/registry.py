@@ -117,8 +117,8 @@ def all_specs() -> list[ScheduleSpec]:
 
 #: The order of the README's table, used when listing the registry; schedules not named here come last.
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
-         "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "1f1b-overlap",
-         "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom")
+         "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "hanayo",
+         "1f1b-overlap", "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom")
 
 
 def one_stage_per_device(alternative: str) -> Callable:
@@ -127,10 +127,26 @@ def one_stage_per_device(alternative: str) -> Callable:
     def validate(config) -> None:
         require(config.stages_per_device == 1, config, "stages_per_device", f"use 1, or {alternative}",
                 "holds one stage per device")
-        require(config.microbatch_group_size is None, config, "microbatch_group_size",
-                "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+        no_microbatch_groups(config)
 
     return validate
+
+
+def no_microbatch_groups(config) -> None:
+    """Refuse ``microbatch_group_size``, which only interleaved schedules read."""
+    require(config.microbatch_group_size is None, config, "microbatch_group_size",
+            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+
+
+def even_devices_whole_units(config, why_even: str, why_units: str) -> None:
+    """Two-replica schedules (Chimera, BitPipe): the two directions split the devices in halves,
+    so p is even, and the schedule repeats a unit of p microbatches, so m is a multiple of p."""
+    p, m = config.devices, config.microbatches
+    require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
+            f"{why_even}; got {p}")
+    lower, upper = max(p, m - m % p), m - m % p + p
+    require(m % p == 0, config, "microbatches",
+            "use " + " or ".join(map(str, sorted({lower, upper}))) + " (a multiple of p)", f"{why_units}; got {m}")
 
 
 def require(condition: bool, config, field: str, accepted: str, reason: str) -> None:

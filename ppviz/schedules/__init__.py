@@ -8,8 +8,8 @@ import types
 import warnings
 
 from ..core.registry import list_schedules
-from . import (gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe, chimera, bitpipe, seq1f1b,  # noqa: F401
-               inference, custom)  # (registers)
+from . import (gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe, chimera, bitpipe, hanayo,  # noqa: F401
+               seq1f1b, inference, custom)  # (registers)
 
 
 class _Package(types.ModuleType):

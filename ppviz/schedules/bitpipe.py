@@ -40,7 +40,7 @@ from __future__ import annotations
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
 from ..core.program import DeviceOps, Program
-from ..core.registry import ScheduleSpec, register, require
+from ..core.registry import ScheduleSpec, even_devices_whole_units, no_microbatch_groups, register, require
 
 
 def _index_lists(rank: int, p: int, m: int) -> tuple[list[int], list[int]]:
@@ -124,18 +124,13 @@ def bidirectional_v(p: int, m: int) -> Placement:
 
 
 def _validate(config) -> None:
-    p, m = config.devices, config.microbatches
     require(config.stages_per_device == 2, config, "stages_per_device", "use 2 (leave it unset)",
             "places two stages of each of its two replicas on every device (the code's four model chunks)")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
-    require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
-            f"splits the devices into two halves that lead the two directions, so it needs an even number; got {p}")
-    lower, upper = max(p, m - m % p), m - m % p + p
-    require(m % p == 0, config, "microbatches",
-            "use " + " or ".join(map(str, sorted({lower, upper}))) + " (a multiple of p)",
-            f"concatenates units of p = {p} microbatches (the code: 'not divisible by pipeline-model-parallel-size'); "
-            f"got {m}")
+    no_microbatch_groups(config)
+    even_devices_whole_units(
+        config, "splits the devices into two halves that lead the two directions, so it needs an even number",
+        f"concatenates units of p = {config.devices} microbatches "
+        "(the code: 'not divisible by pipeline-model-parallel-size')")
 
 
 def bitpipe_closed_form(config) -> ClosedForm:

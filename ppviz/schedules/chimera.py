@@ -37,7 +37,7 @@ from __future__ import annotations
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
 from ..core.program import DeviceOps, Program
-from ..core.registry import ScheduleSpec, register, require
+from ..core.registry import ScheduleSpec, even_devices_whole_units, no_microbatch_groups, register, require
 
 
 def chimera_steps(p: int, m: int) -> list[list[tuple[int, str, int, int]]]:
@@ -70,18 +70,13 @@ def build_chimera(config) -> Program:
 
 
 def _validate(config) -> None:
-    p, m = config.devices, config.microbatches
     require(config.stages_per_device == 1, config, "stages_per_device",
             "use 1 (each device holds one stage of each of the two replicas)",
             "holds one stage of each replica per device")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
-    require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
-            f"runs two pipelines of p/2 microbatches each way per unit, so it needs an even number of devices; got {p}")
-    lower, upper = max(p, m - m % p), m - m % p + p
-    require(m % p == 0, config, "microbatches",
-            "use " + " or ".join(map(str, sorted({lower, upper}))) + " (a multiple of p)",
-            f"concatenates basic units of p = {p} microbatches (p/2 each way); got {m}")
+    no_microbatch_groups(config)
+    even_devices_whole_units(
+        config, "runs two pipelines of p/2 microbatches each way per unit, so it needs an even number of devices",
+        f"concatenates basic units of p = {config.devices} microbatches (p/2 each way)")
 
 
 def chimera_closed_form(config) -> ClosedForm:

@@ -50,9 +50,10 @@ phase 0 = stage r, phase 1 = stage 2p−1−r; the middle device is p−1. Needs
 
 ``dualpipe-v-unsplit`` — DualPipeV with every backward a full B: DeepSeek's eight steps run with
 ``enable_zb=False`` throughout (so step 3 is B1 F1, step 6 never switches to I, step 7 is B0
-alone and step 8 is empty). No library ships it as a schedule: DeepSpeed has no DualPipeV, and
-DeepSeek's, torch's and d9d's DualPipeV all split the backward; it is the baseline that shows
-what the split buys.
+alone and step 8 is empty). It is what DeepSpeed's ``DualPipeVSchedule`` (deepspeedai/DeepSpeed
+PR #8576) runs with ordinary layers, whose ``WeightGradStore`` receives nothing to defer, so every
+backward is whole (tests/test_dualpipe.py compares the two); DeepSeek's, torch's and d9d's
+DualPipeV split the backward. It is the baseline that shows what the split buys.
 
 * Bubble (no published figure; read off the construction, checked by simulation):
   (PP/2 − 1)(F&B + B) with PP = 2p half-size stages, i.e. (p − 1)(fb + b + w)/2 per device,

@@ -38,7 +38,7 @@ from __future__ import annotations
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
 from ..core.program import DeviceOps, Program
-from ..core.registry import ScheduleSpec, register, require
+from ..core.registry import ScheduleSpec, no_microbatch_groups, register, require
 
 
 def build_inference(config) -> Program:
@@ -57,8 +57,7 @@ def _validate(config) -> None:
     require(config.stages_per_device == 1, config, "stages_per_device",
             "use 1 (DeepSpeed's InferenceSchedule and d9d's inference program hold one stage per rank)",
             "holds one stage per rank")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+    no_microbatch_groups(config)
     require(config.f > 0, config, "f", "give a forward time f > 0 (b and w are unused)",
             "runs forwards only, so its times all come from f")
 

@@ -38,7 +38,7 @@ import numpy as np
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
 from ..core.program import Program
-from ..core.registry import ScheduleSpec, register, require
+from ..core.registry import ScheduleSpec, no_microbatch_groups, register, require
 from .one_f_one_b import one_f_one_b_order
 
 
@@ -58,8 +58,7 @@ def build_seq1f1b(config) -> Program:
 def _validate(config) -> None:
     require(config.stages_per_device == 1, config, "stages_per_device",
             "use 1 (the paper's Seq1F1B holds one stage per device)", "holds one stage per device")
-    require(config.microbatch_group_size is None, config, "microbatch_group_size",
-            "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
+    no_microbatch_groups(config)
 
 
 def seq1f1b_closed_form(config) -> ClosedForm:
