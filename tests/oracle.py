@@ -359,3 +359,165 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
     transfers = {k: (src_of[k], dst_of[k], t_start[k], t_end[k]) for k in src_of}
     return TransferRun(start=start, end=end, makespan=max(end) if end else 0.0, transfers=transfers)
 
+
+
+# Activation offload ---------------------------------------------------------------------------
+#
+# The model with activations copied to host memory (ARCHITECTURE.md, "Model of time and memory";
+# ``Config.offload``), from its definition:
+#
+# - α = ``offload``. The F of (s, mb) is offloaded when its backward (the I, else the B, of
+#   (s, mb)) runs on the same device with at least one other action (an F&B pair is one) between
+#   them, and the F stores a nonzero activation. It moves α of that activation: α · act ·
+#   ``activation_bytes`` bytes (α · act with no activation_bytes), over ``host_link``.
+# - Each device has two host links, one per direction; a copy lasts latency + bytes / bandwidth.
+#   Offloads are ready at the end of their F's action and run one at a time in the order of
+#   their F's on the device-to-host link. A reload is ready at the start of the action just
+#   before its backward on the device, waits for the reload before it on the host-to-device
+#   link and for its own offload's end; the backward's action starts no earlier than its end.
+# - Memory: as in ``run``, and α · act leaves the device at the offload's end and comes back at
+#   the reload's start (frees before allocations at one instant).
+
+
+@dataclass
+class OffloadRun:
+    start: list[float]
+    end: list[float]
+    makespan: float
+    peak_activation: list[float]
+    copies: dict          # (device, stage, mb, "offload"/"reload") -> (start, end)
+
+
+def run_offload(program, config) -> OffloadRun:
+    rows = program_rows(program)
+    p, S = len(rows), program.stages
+    costs = segment_costs(config, p, S, program.segments)
+    ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
+    alpha = config.offload
+    link = config.host_link
+    latency, bandwidth = link.latency, link.bandwidth
+    if link.unit is not None:
+        scale = SECONDS_PER[link.unit] / SECONDS_PER[config.time_unit]
+        latency, bandwidth = latency * scale, bandwidth / scale
+    unit_bytes = config.activation_bytes if config.activation_bytes is not None else 1.0
+
+    # each device's actions: lists of row positions (a pair is two)
+    actions = []
+    for row in rows:
+        acts, k = [], 0
+        while k < len(row):
+            size = 2 if row[k][3] else 1
+            acts.append(list(range(k, k + size)))
+            k += size
+        actions.append(acts)
+    where = {}
+    for d, row in enumerate(rows):
+        for k, (kind, s, mb, _) in enumerate(row):
+            where[(kind, s, mb)] = (d, k)
+    action_of = {}
+    for d, acts in enumerate(actions):
+        for a, members in enumerate(acts):
+            for k in members:
+                action_of[(d, k)] = a
+    offloaded = set()  # (stage, mb)
+    for (kind, s, mb), (d, k) in where.items():
+        if kind not in "BI":
+            continue
+        fd, fk = where[("F", s, mb)]
+        if fd == d and action_of[(d, k)] - action_of[(fd, fk)] >= 2 and alpha > 0 and costs[s]["act"] > 0:
+            offloaded.add((s, mb))
+
+    def copy_time(s):
+        return latency + alpha * costs[s]["act"] * unit_bytes / bandwidth
+
+    start = [[None] * len(r) for r in rows]
+    end = [[None] * len(r) for r in rows]
+
+    def needs(kind, s, mb):
+        if kind == "F":
+            return ("F", s - 1, mb) if s > 0 else None
+        if kind in "BI":
+            if s == S - 1:
+                return ("F", s, mb)
+            return ("I", s + 1, mb) if ("I", s + 1, mb) in where else ("B", s + 1, mb)
+        return ("I", s, mb)
+
+    pos = [0] * p
+    free = [0.0] * p
+    last_start = [0.0] * p
+    d2h = [0.0] * p
+    h2d = [0.0] * p
+    copies = {}
+    moved = True
+    while moved:
+        moved = False
+        for d in range(p):
+            while pos[d] < len(actions[d]):
+                members = actions[d][pos[d]]
+                t0 = free[d]
+                ok = True
+                for k in members:
+                    kind, s, mb, _ = rows[d][k]
+                    need = needs(kind, s, mb)
+                    if need is None:
+                        continue
+                    dd, j = where[need]
+                    if end[dd][j] is None:
+                        ok = False
+                        break
+                    t0 = max(t0, end[dd][j] + (config.comm if dd != d else 0.0))
+                if not ok:
+                    break
+                for k in members:
+                    kind, s, mb, _ = rows[d][k]
+                    if kind in "BI" and (s, mb) in offloaded:
+                        r0 = max(last_start[d], h2d[d], copies[(d, s, mb, "offload")][1])
+                        r1 = r0 + copy_time(s)
+                        h2d[d] = r1
+                        copies[(d, s, mb, "reload")] = (r0, r1)
+                        t0 = max(t0, r1)
+                if len(members) == 2:
+                    (k1, k2) = members
+                    dur = ratio * (costs[rows[d][k1][1]][rows[d][k1][0]] + costs[rows[d][k2][1]][rows[d][k2][0]])
+                else:
+                    dur = costs[rows[d][members[0]][1]][rows[d][members[0]][0]]
+                for k in members:
+                    start[d][k], end[d][k] = t0, t0 + dur
+                    kind, s, mb, _ = rows[d][k]
+                    if kind == "F" and (s, mb) in offloaded:
+                        o0 = max(t0 + dur, d2h[d])
+                        d2h[d] = o0 + copy_time(s)
+                        copies[(d, s, mb, "offload")] = (o0, d2h[d])
+                last_start[d] = t0
+                free[d] = t0 + dur
+                pos[d] += 1
+                moved = True
+    if any(pos[d] < len(actions[d]) for d in range(p)):
+        raise Deadlock(f"stuck at positions {pos}")
+
+    share = config.w_share
+    peaks = []
+    for d, row in enumerate(rows):
+        events = []
+        for k, (kind, s, mb, _) in enumerate(row):
+            a = costs[s]["act"]
+            if kind == "F":
+                events.append((start[d][k], 1, a))
+                if (s, mb) in offloaded:
+                    events.append((copies[(d, s, mb, "offload")][1], 0, -alpha * a))
+                    events.append((copies[(d, s, mb, "reload")][0], 1, alpha * a))
+            elif kind == "B":
+                events.append((end[d][k], 0, -a))
+            elif kind == "I":
+                events.append((end[d][k], 0, -(1 - share) * a))
+            else:
+                events.append((end[d][k], 0, -share * a))
+        level = peak = 0.0
+        for _, _, delta in sorted(events, key=lambda e: (e[0], e[1])):
+            level += delta
+            peak = max(peak, level)
+        peaks.append(peak)
+    flat_start = [x for r in start for x in r]
+    flat_end = [x for r in end for x in r]
+    return OffloadRun(start=flat_start, end=flat_end, makespan=max(flat_end) if flat_end else 0.0,
+                      peak_activation=peaks, copies=copies)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from .errors import ConfigError, ScheduleConstraintError
 from .budget import check_size
 from .registry import lookup
-from .topology import checked_topology
+from .topology import Link, checked_topology
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
@@ -164,6 +164,15 @@ class Config:
         busy; compute goes on). ``None`` takes the schedule's default: overlapped for schedules
         whose published version overlaps communication (the overlap variants, DualPipe), else
         blocking.
+    offload : activation offload to host memory (PipeOffload, Wan et al. 2025, arXiv 2503.01328):
+        the share (0..1] of every stored activation copied to the host after its forward, over
+        the device's ``host_link``, and copied back before the backward that needs it. ``None``
+        (or 0): nothing is offloaded. See :mod:`ppviz.core.offload` for the timing rules.
+    host_link : the :class:`ppviz.Link` between each device and host memory (PCIe), one per
+        direction: offloads queue on the device-to-host one, reloads on the host-to-device one.
+        Its bandwidth is in bytes (activation units × ``activation_bytes``, or activation units
+        when ``activation_bytes`` is None) per time unit; ``unit="s"`` converts it to ``time_unit``.
+        Given with ``offload``.
     """
 
     schedule: str = "1f1b"
@@ -192,6 +201,8 @@ class Config:
     topology: object = field(default=None, kw_only=True)
     comm_bytes: float | None = field(default=None, kw_only=True)
     p2p: str | None = field(default=None, kw_only=True)
+    offload: float | None = field(default=None, kw_only=True)
+    host_link: object = field(default=None, kw_only=True)
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -208,6 +219,7 @@ class Config:
             raise ScheduleConstraintError("segments", self.segments, "use 1, or the seq1f1b schedule to split sequences",
                                           reason=f"{spec.name} does not split microbatches into sequence segments")
         self._check_transfers()
+        self._check_offload(spec)
         check_size(spec, self.devices, self.stages_per_device, self.microbatches * self.segments,
                    transfers=self.transfers)
         for name in ("f", "b", "w", "comm", "activation", "params"):
@@ -260,6 +272,41 @@ class Config:
         if self.p2p is not None and self.p2p not in P2P_MODES:
             raise ConfigError("p2p", self.p2p, f"use {' or '.join(map(repr, P2P_MODES))}, or None for the "
                               f"schedule's default")
+
+    def _check_offload(self, spec) -> None:
+        """``offload`` is a share in [0, 1] given with a ``host_link``; 0 means None (no offload)."""
+        set_ = object.__setattr__
+        if self.offload is None:
+            if self.host_link is not None:
+                raise ConfigError("host_link", self.host_link, "give offload= too (the share of each activation "
+                                  "copied to the host, e.g. offload=1.0), or leave host_link out",
+                                  reason="a host link carries only offloaded activations")
+            return
+        share = _number("offload", self.offload)
+        if share > 1:
+            raise ConfigError("offload", self.offload, "give the share of each activation offloaded to the host, "
+                              "from 0 to 1 (or None for no offload)")
+        if spec.forward_only:
+            raise ConfigError("offload", self.offload, "leave offload out for forward-only schedules",
+                              reason=f"{spec.name} keeps no activation for a backward, so there is nothing to offload")
+        if self.topology is not None:
+            raise ConfigError("offload", self.offload, "use offload with a bare comm latency (no topology), or "
+                              "transfers without offload", reason="offload over transfers is not modelled yet")
+        if share == 0:
+            if self.host_link is not None and not isinstance(self.host_link, Link):
+                raise ConfigError("host_link", self.host_link, "give a ppviz.Link(latency, bandwidth)")
+            set_(self, "offload", None)
+            set_(self, "host_link", None)
+            return
+        if self.host_link is None:
+            raise ConfigError("host_link", None, "give host_link=ppviz.Link(latency, bandwidth) (PCIe to host memory, "
+                              "per direction), or Config.from_model(..., offload=...) with a Hardware that has "
+                              "host_gbps", reason="offloaded activations cross a host link")
+        if not isinstance(self.host_link, Link):
+            raise ConfigError("host_link", self.host_link, "give a ppviz.Link(latency, bandwidth) for each device's "
+                              "link to host memory (one per direction)")
+        self.host_link.in_unit(self.time_unit, "host_link")  # a Link in seconds needs a time unit
+        set_(self, "offload", share)
 
     def _checked_stage_costs(self, spec) -> FrozenMapping:
         raw = self.stage_costs
@@ -328,10 +375,10 @@ class Config:
 
     @property
     def uniform(self) -> bool:
-        """True when no per-stage override changes a cost and no recompute lengthens the
-        backward (closed forms assume this)."""
-        return self.recompute is None and not any(k in ("f", "b", "w") for costs in self.stage_costs.values()
-                                                  for k in costs)
+        """True when no per-stage override changes a cost and no recompute or offload can lengthen
+        the backward (closed forms assume this)."""
+        return self.recompute is None and self.offload is None and not any(
+            k in ("f", "b", "w") for costs in self.stage_costs.values() for k in costs)
 
     @classmethod
     def from_model(cls, model, hardware, **options) -> "Config":

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import comm_engine
+from . import comm_engine, offload
 from .config import Config
 from .dependencies import deadlock_error, dependencies
 from .errors import ConfigError
@@ -277,6 +277,9 @@ def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **opti
     if cfg.transfers:
         program, start, end, dep, device_end, transfers = comm_engine.run(program, cfg, cost, engine)
         return Result(cfg, program, start, end, dep, cost, transfers=transfers, device_end=device_end)
+    if cfg.offload is not None:
+        start, end, dep, copies = offload.run(program, cfg, cost, cfg.comm, engine)
+        return Result(cfg, program, start, end, dep, cost, host_copies=copies)
     # every op one after another bounds the makespan: it must stay a finite number
     if not np.isfinite(float(cost.sum()) + cfg.comm * len(program)):
         raise ConfigError("costs", f"f={cfg.f:g}, b={cfg.b:g}, w={cfg.w:g}, comm={cfg.comm:g}",

@@ -10,6 +10,8 @@ import numpy as np
 
 from .columns import Columns
 from .memory import MemoryCurves, activation_curves, static_memory
+from .offload import HostCopies
+from .offload import curves as offload_curves
 from .program import KINDS
 from .topology import describe as describe_topology
 from .transfers import Transfers
@@ -60,13 +62,19 @@ class Result:
     for communication: a latency or transfer after its data was computed, a link busy with other
     transfers, a blocking send or receive) and ``idle_compute`` (waiting for other devices'
     compute, or done early), which sum to ``idle``.
+
+    Activation offload (``Config.offload``): ``host_copies`` (a
+    :class:`~ppviz.core.offload.HostCopies` table of the offloads and reloads, empty without
+    offload); ``memory`` and the peaks count an offloaded share as freed from its offload's end
+    to its reload's start; a backward waiting for its reload counts in ``exposed_comm``.
     """
 
     def __init__(self, config, program, start, end, dep, cost, *, transfers: Transfers | None = None,
-                 device_end: np.ndarray | None = None):
+                 device_end: np.ndarray | None = None, host_copies: HostCopies | None = None):
         self.config = config
         self.program = program
         self.transfers = transfers if transfers is not None else Transfers.empty()
+        self.host_copies = host_copies if host_copies is not None else HostCopies.empty()
         # with transfers: per op, when its cross-device input arrived; each device's last batch's end
         arrival = None
         if transfers is not None and len(transfers):
@@ -94,7 +102,8 @@ class Result:
         self.ideal = float(self.busy.max())
         self.bubble_fraction = float(self.idle.sum() / (p * self.makespan)) if self.makespan else 0.0
         self.bubble_rate = (self.makespan - self.ideal) / self.ideal if self.ideal else 0.0
-        self.memory: MemoryCurves = activation_curves(program, config, start, end)
+        self.memory: MemoryCurves = activation_curves(program, config, start, end) if host_copies is None else \
+            offload_curves(program, config, start, end, host_copies)
         self.peak_activation = self.memory.peaks()
         self.static_memory = static_memory(program, config)
         self.peak_memory = self.peak_activation + self.static_memory
@@ -110,7 +119,8 @@ class Result:
                       *((self.fits, self.excess) if capacity is not None else ()),
                       self.memory.values, self.memory.offsets, program.kind, program.stage, program.microbatch,
                       program.pair, program.offsets, program.device,
-                      *(getattr(self.transfers, f.name) for f in dataclasses.fields(self.transfers))):
+                      *(getattr(self.transfers, f.name) for f in dataclasses.fields(self.transfers)),
+                      *(getattr(self.host_copies, f.name) for f in dataclasses.fields(self.host_copies))):
             array.flags.writeable = False
 
     @functools.cached_property
@@ -204,7 +214,40 @@ class Result:
             lines.append(f"  (closed form assumes {cf.assumptions}{no_transfers}; this config does not meet all of it)")
         if c.transfers:
             lines.extend(self._transfer_lines(unit))
+        if c.offload is not None:
+            lines.extend(self._offload_lines(unit))
         return "\n".join(lines)
+
+    def _offload_lines(self, unit: str) -> list[str]:
+        c = self.config
+        h = self.host_copies
+        off = h.kind == "offload"
+        reload = ~off
+        # how long backwards waited for their reloads beyond their device and inputs
+        late = 0.0
+        if reload.any():
+            late = float(np.maximum(h.end[reload] - self._ready_without_reload(h.op[reload]), 0.0).sum())
+        lines = [f"  offload          {c.offload:g} of each activation to the host over "
+                 f"{c.host_link.describe(c.time_unit)} (per direction)",
+                 f"    copies         {int(off.sum())} offloads, {int(reload.sum())} reloads "
+                 f"({float(h.bytes[off].sum()):.4g} bytes each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
+        lines.append(f"    backwards wait {late:.6g}{unit} in all for their reloads")
+        return lines
+
+    def _ready_without_reload(self, ops: np.ndarray) -> np.ndarray:
+        """When each of ``ops`` could have started without its reload: its device free and its input there."""
+        program, start, end, dep = self.program, self.ops.start, self.ops.end, self.dependencies
+        prev_end = np.zeros(len(start))
+        prev_end[1:] = end[:-1]
+        first = program.offsets[:-1]
+        prev_end[first[first < len(start)]] = 0.0
+        second = np.flatnonzero(program.pair) + 1
+        prev_end[second] = prev_end[second - 1]
+        ready = prev_end[ops]
+        has = dep[ops] >= 0
+        cross = np.where(program.device[np.where(has, dep[ops], 0)] != program.device[ops], self.config.comm, 0.0)
+        inputs = np.where(has, end[np.where(has, dep[ops], 0)] + cross, 0.0)
+        return np.maximum(ready, inputs)
 
     def fit_summary(self) -> str:
         """One line: whether every device's peak memory fits ``Config.memory_capacity`` (None: no capacity)."""
@@ -283,13 +326,15 @@ class Result:
 
         return write_png(self, path, scale, **options)
 
-    def to_html(self, path, theme: str = "light") -> str:
+    def to_html(self, path, theme: str = "light", against=None) -> str:
         """Write the interactive chart (tooltips, selection, zoom, replay) as one standalone
         HTML page with everything inlined: it opens offline, without Python. ``theme`` is
-        ``"light"``, ``"dark"`` or ``"auto"`` (the reader's system setting)."""
+        ``"light"``, ``"dark"`` or ``"auto"`` (the reader's system setting); ``against`` (a
+        calibration, Config or Result of the same program) overlays its simulation on a
+        measured run, as ``ppviz.show(measured, against=...)`` does."""
         from ..widgets.page import write_html
 
-        return write_html(self, path, theme)
+        return write_html(self, path, theme, against=against)
 
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "

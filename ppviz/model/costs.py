@@ -12,10 +12,15 @@ of the matrix (Megatron shares it between the first and last stage) unless they 
 
 Not modelled: tensor-parallel and data-parallel communication (fold their cost into
 ``Hardware.efficiency``), expert parallelism (every expert of a stage's MoE layers is on each
-of its devices), activation offload, ZeRO-3, the transient memory of the one layer being
+of its devices), ZeRO-3, the transient memory of the one layer being
 recomputed during a backward, and, under full recompute with a split backward (I, then W
 later), the recomputed activations W still needs in between (the zero-bubble paper's M_W):
 W is taken to keep ``w_share`` of what F stored.
+
+Activation offload (``offload=α``, PipeOffload, arXiv 2503.01328) copies α of each stage's
+stored activation bytes over ``host_link`` (default: the hardware's PCIe link,
+``Hardware.host_link``); the simulation of the copies is :mod:`ppviz.core.offload`. The layout
+balancer chooses its cuts without offload.
 """
 
 from __future__ import annotations
@@ -265,6 +270,14 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
         if key in taken:
             raise ConfigError(key, options[key], "from_model derives it from the model and the hardware; change "
                               "them, or build the Config yourself", reason="set by from_model")
+    offload = options.pop("offload", None)
+    host_link = options.pop("host_link", None)
+    if offload is not None and host_link is None:
+        host_link = hardware.host_link
+        if host_link is None and offload:
+            raise ConfigError("host_link", None, "give host_link=ppviz.Link(latency, bandwidth, unit='s'), or a "
+                              "Hardware with host_gbps (its PCIe bandwidth per direction, GB/s)",
+                              reason=f"{hardware.name or 'this hardware'} has no host link bandwidth")
     training = Training(tensor_parallel, sequence_parallel, data_parallel, zero_stage, recompute, flash_attention)
     spec = lookup(schedule) if isinstance(schedule, str) else None
     if spec is not None and spec.builder is None:
@@ -274,7 +287,10 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
     base = Config(schedule=schedule, devices=devices, microbatches=microbatches, stages_per_device=v,
                   recompute=recompute, **options)
     chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers)
-    return _config_for(model, hardware, base, chosen, training), chosen
+    config = _config_for(model, hardware, base, chosen, training)
+    if offload is not None or host_link is not None:
+        config = config.replace(offload=offload, host_link=host_link)
+    return config, chosen
 
 
 def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training) -> Config:

@@ -10,6 +10,12 @@ reach end to end, bubble and communication included: 44–52 % of the A100's pea
 et al. 2021 (Table 1, 1.7B–1T GPT models) and 38–43 % BF16 model-FLOPs utilisation on 16K H100s
 for Llama 3 405B (Dubey et al. 2024, Table 4). Measure your own kernels' rate and give it when
 you can: it scales every time ppviz reports.
+
+``host_gbps`` is the bandwidth of the device's link to host memory, in GB/s (10^9 bytes) per
+direction, which activation offload (``Config.offload``) copies over. Datasheets give PCIe's
+bandwidth for both directions together (H100 SXM: "PCIe Gen5: 128GB/s"), so a preset's figure is
+half of it: 64 GB/s for PCIe Gen5 x16, 32 GB/s for Gen4 x16. These are link rates; pinned-memory
+copies reach somewhat less (measure ``cudaMemcpyAsync`` on your machine and give it).
 """
 
 from __future__ import annotations
@@ -41,12 +47,16 @@ class Hardware:
     efficiency: float = DEFAULT_EFFICIENCY
     name: str | None = field(default=None, compare=False)
     source: str | None = field(default=None, compare=False, repr=False)
+    host_gbps: float | None = field(default=None, kw_only=True)
 
     def __post_init__(self):
-        for name in ("peak_tflops", "memory_gib", "efficiency"):
+        for name in ("peak_tflops", "memory_gib", "efficiency", "host_gbps"):
             value = getattr(self, name)
+            if value is None and name == "host_gbps":
+                continue
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(name, value, "give a finite number > 0")
+                raise ConfigError(name, value, "give a finite number > 0" + (" (GB/s per direction) or None"
+                                                                             if name == "host_gbps" else ""))
         if self.efficiency > 1:
             raise ConfigError("efficiency", self.efficiency, "give a share of the peak, in (0, 1]")
 
@@ -58,6 +68,14 @@ class Hardware:
     @property
     def memory_bytes(self) -> float:
         return self.memory_gib * GIB
+
+    @property
+    def host_link(self):
+        """The device's link to host memory as a :class:`ppviz.Link` in seconds (latency 0:
+        copies of an activation, tens of MB or more, are bandwidth-bound), or None."""
+        from ..core.topology import Link
+
+        return None if self.host_gbps is None else Link(0.0, self.host_gbps * 1e9, "s")
 
     def replace(self, **changes) -> "Hardware":
         """A copy with some fields changed, e.g. ``hardware.replace(efficiency=0.6)``."""
@@ -79,18 +97,19 @@ class Hardware:
 #: twice it, beside it) and the memory. Memory is the datasheet's "GB", which for these parts
 #: is binary: an A100 80GB reports 81,920 MiB.
 PRESETS: dict[str, dict] = {
-    "a100-80gb": dict(peak_tflops=312.0, memory_gib=80.0,
-                      source="NVIDIA A100 Tensor Core GPU datasheet (SXM): BF16 312 TFLOPS dense, 80GB HBM2e"),
-    "h100-sxm": dict(peak_tflops=989.4, memory_gib=80.0,
+    "a100-80gb": dict(peak_tflops=312.0, memory_gib=80.0, host_gbps=32.0,
+                      source="NVIDIA A100 Tensor Core GPU datasheet (SXM): BF16 312 TFLOPS dense, 80GB HBM2e; "
+                             "PCIe Gen4 64GB/s (both directions)"),
+    "h100-sxm": dict(peak_tflops=989.4, memory_gib=80.0, host_gbps=64.0,
                      source="NVIDIA H100 Tensor Core GPU datasheet (SXM): BF16 1,979 TFLOPS with sparsity, "
-                            "989.4 dense; 80GB HBM3"),
-    "h200": dict(peak_tflops=989.4, memory_gib=141.0,
+                            "989.4 dense; 80GB HBM3; PCIe Gen5 128GB/s (both directions)"),
+    "h200": dict(peak_tflops=989.4, memory_gib=141.0, host_gbps=64.0,
                  source="NVIDIA H200 Tensor Core GPU datasheet (SXM): BF16 1,979 TFLOPS with sparsity, 989.4 dense; "
-                        "141GB HBM3e"),
+                        "141GB HBM3e; PCIe Gen5 128GB/s (both directions)"),
     "b200": dict(peak_tflops=2250.0, memory_gib=180.0,
                  source="NVIDIA HGX B200 datasheet (1,000 W): BF16 4.5 PFLOPS with sparsity, 2.25 dense; 180GB "
                         "HBM3e per GPU (1,440GB per 8-GPU board)"),
-    "mi300x": dict(peak_tflops=1307.4, memory_gib=192.0,
+    "mi300x": dict(peak_tflops=1307.4, memory_gib=192.0, host_gbps=64.0,
                    source="AMD Instinct MI300X datasheet: BF16 1,307.4 TFLOPS dense (2,614.9 with sparsity), "
-                          "192GB HBM3"),
+                          "192GB HBM3; PCIe Gen5 x16 128GB/s (both directions)"),
 }

@@ -1,0 +1,304 @@
+"""Activation offload to host memory: copies that occupy a device's host link, memory freed while offloaded.
+
+The model follows PipeOffload (Wan, Qi, Huang, Lin, Li 2025, "PipeOffload: Improving Scalability
+of Pipeline Parallelism with Memory Optimization", arXiv 2503.01328; sail-sg's
+zero-bubble-pipeline-parallelism): a stage's activation is copied to host memory after its
+forward and copied back before the backward that needs it, on a copy engine of its own, so the
+copies overlap compute and cost time only when the link cannot keep up. The prefetch rule is
+the one-step lookahead of Megatron-LM's and TransformerEngine's activation offloading (NVIDIA
+Megatron-LM ``megatron/core/transformer/README.md``, "Fine-grained Activation Offloading": in
+the backward, wait for the current tensors' reload, then start reloading the next ones).
+
+- **What.** ``Config.offload`` = α: α of the activation each F stores (its stage's activation,
+  after recompute, 1/k of it per sequence segment) is offloaded; 1 − α stays on the device. An F
+  is offloaded only when another action of its device runs between it and its backward (I or
+  B): with nothing in between, the reload would be asked for before the offload could finish
+  (the last stage of 1F1B runs F then B of one microbatch), so the copy would only delay the
+  backward. A forward-only program is refused (it keeps nothing for a backward).
+- **Links.** Each device has a host link (``Config.host_link``, PCIe) in each direction, used by
+  its own copies only: offloads queue on the device-to-host direction, reloads on the
+  host-to-device one, each first come, first served, and a copy of ``x`` bytes lasts
+  ``latency + x / bandwidth``. Bytes are activation units × ``activation_bytes`` (activation
+  units when that is None).
+- **Offload.** Ready when its F ends (an F&B pair: when the pair ends); starts when the
+  device-to-host link is free; the α share is freed on the device when it ends.
+- **Reload.** Issued when the device starts the action just before the backward (lookahead of
+  one action); starts at the later of that, the end of the reload issued before it on the
+  host-to-device link, and the end of its own offload; the memory is taken again at its start.
+  The backward starts no earlier than the reload's end (and as usual not before its device is
+  free and its inputs are there). I frees 1 − ``w_share`` of the whole activation and W the
+  rest, as without offload.
+
+The memory accounting is PipeOffload's: its scheduler (sail-sg/zero-bubble-pipeline-parallelism,
+``megatron/core/pipeline_parallel/zerobubble/scheduler/offloading.py``, ``get_peak_memory``)
+counts an activation as taken again when its reload is prepared and as freed when its offload
+ends. Its timing differs: PipeOffload plans the copies offline on the schedule's estimated
+timeline, each reload placed as late as possible so that it ends one backward's duration before
+its backward, and skips an offload whose window is shorter than three copy round trips; ppviz
+simulates the copies online with the lookahead above, which needs no estimate of the timeline
+and reloads earlier across idle gaps (a GPipe drain), so its peaks are an upper estimate of the
+planned ones.
+
+With an infinitely fast link (latency 0) no op moves and the memory is never higher: an
+offloaded activation leaves at its F's end and returns when the action before its backward
+starts. Nothing else changes: compute, its costs, comm and static memory are as without offload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .columns import Columns
+from .dependencies import deadlock_error, dependencies
+from .errors import ConfigError
+from .memory import MemoryCurves, stage_activation
+from .program import B, F, I, W, Program
+
+
+@dataclass(frozen=True)
+class HostCopies(Columns):
+    """The simulated copies between devices and host memory, one row each (``Result.host_copies``).
+
+    ``device``, ``stage`` and ``microbatch`` (of the activation), ``kind`` (``"offload"``: device
+    to host after the F; ``"reload"``: host to device before the backward), ``bytes``, ``ready``
+    (offload: its F's end; reload: the start of the action before the backward), ``start`` (later
+    when the link was busy, or for a reload when its offload had not ended), ``end``, and ``op``,
+    the flat index of the F (offload) or of the backward (reload) it serves. Rows are by device,
+    then by start time.
+    """
+
+    device: np.ndarray
+    stage: np.ndarray
+    microbatch: np.ndarray
+    kind: np.ndarray
+    bytes: np.ndarray
+    ready: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    op: np.ndarray
+
+    COLUMNS = ("device", "stage", "microbatch", "kind", "bytes", "ready", "start", "end", "op")
+
+    @property
+    def queued(self) -> np.ndarray:
+        """Time each copy waited after it was ready (a busy link, or a reload's own offload)."""
+        return self.start - self.ready
+
+    @classmethod
+    def empty(cls) -> "HostCopies":
+        i, f = np.zeros(0, np.int32), np.zeros(0)
+        return cls(i, i, i, np.zeros(0, "<U7"), f, f, f, f, np.zeros(0, np.int64))
+
+
+@dataclass(frozen=True)
+class Offloads:
+    """What a program offloads under a config: per op, ``forward`` (for an I or B, the flat index
+    of its F; −1 otherwise), ``offloaded`` (an F whose activation goes to the host), ``amount``
+    (the activation units each offloaded F moves), ``nbytes`` and ``duration`` (of each copy)."""
+
+    forward: np.ndarray
+    offloaded: np.ndarray
+    amount: np.ndarray
+    nbytes: np.ndarray
+    duration: np.ndarray
+
+
+def plan(program: Program, config) -> Offloads:
+    """Which F's are offloaded and what each copy moves and costs (see the module docstring)."""
+    n = len(program)
+    act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
+    kind = program.kind
+    # an action's index along its device (an F&B pair is one action)
+    second = np.zeros(n, bool)
+    second[1:] = program.pair[:-1]
+    action = np.cumsum(~second) - 1
+    is_f = kind == F
+    f_index = {}
+    for i in np.flatnonzero(is_f).tolist():
+        f_index[(int(program.stage[i]), int(program.microbatch[i]))] = i
+    forward = np.full(n, -1, np.int64)
+    offloaded = np.zeros(n, bool)
+    device = program.device
+    for i in np.flatnonzero((kind == B) | (kind == I)).tolist():
+        j = f_index.get((int(program.stage[i]), int(program.microbatch[i])), -1)
+        if j < 0 or device[j] != device[i] or j > i:
+            continue
+        forward[i] = j
+        # another action runs between the F and its backward on their device
+        offloaded[j] = action[i] - action[j] >= 2 and act[j] > 0
+    forward[~offloaded[np.maximum(forward, 0)]] = -1
+    amount = np.where(offloaded, config.offload * act, 0.0)
+    nbytes = amount * (config.activation_bytes if config.activation_bytes is not None else 1.0)
+    link = config.host_link.in_unit(config.time_unit, "host_link")
+    duration = np.where(offloaded, link.latency + nbytes / link.bandwidth, 0.0)
+    return Offloads(forward, offloaded, amount, nbytes, duration)
+
+
+def run(program: Program, config, cost: np.ndarray, comm: float, engine: str = "auto"):
+    """Start and end of every op, the dependency index, and the :class:`HostCopies` of a program
+    whose config offloads activations (``Config.offload``)."""
+    if program.forward_only:
+        raise ConfigError("offload", config.offload, "leave offload out for a forward-only program",
+                          reason="it keeps no activation for a backward")
+    if engine not in ("auto", "events"):
+        raise ConfigError("engine", engine, "use 'events' or 'auto' with offload: only the events engine models "
+                          "host copies")
+    if not np.isfinite(float(cost.sum()) + comm * len(program)):
+        raise ConfigError("costs", f"f={config.f:g}, b={config.b:g}, w={config.w:g}, comm={config.comm:g}",
+                          "give smaller times: summed over this run they overflow a float")
+    off = plan(program, config)
+    dep = dependencies(program)
+    device = program.device
+    has = dep >= 0
+    cross = np.zeros(len(program))
+    if comm:
+        cross[has] = np.where(device[dep[has]] != device[has], comm, 0.0)
+    start, end, copies = _events(program, dep, cross, cost, off)
+    if not np.isfinite(float(end.max(initial=0.0))):
+        raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
+                          "finish in a finite time")
+    return start, end, dep, _table(program, off, copies)
+
+
+def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarray, off: Offloads):
+    n, p = len(program), program.devices
+    dep_l, cross_l, cost_l = dep.tolist(), cross.tolist(), cost.tolist()
+    pair_l = program.pair.tolist()
+    forward_l = off.forward.tolist()
+    offloaded_l = off.offloaded.tolist()
+    duration_l = off.duration.tolist()
+    start = [0.0] * n
+    end = [-1.0] * n
+    waiter = [-1] * n
+    offsets = program.offsets.tolist()
+    pos = offsets[:-1]
+    stop = offsets[1:]
+    free = [0.0] * p
+    previous_start = [0.0] * p  # start of each device's last action
+    to_host = [0.0] * p  # when each device's device-to-host link is free
+    to_device = [0.0] * p  # ... and its host-to-device link
+    # per F op: its offload (ready, start, end) and its reload (ready, start, end, backward op)
+    offload_at: dict[int, tuple[float, float, float]] = {}
+    reload_at: dict[int, tuple[float, float, float, int]] = {}
+    runnable = list(range(p - 1, -1, -1))
+    while runnable:
+        d = runnable.pop()
+        i, e, t = pos[d], stop[d], free[d]
+        while i < e:
+            width = 2 if pair_l[i] else 1
+            s = t
+            blocked = False
+            for k in range(i, i + width):
+                j = dep_l[k]
+                if j >= 0:
+                    r = end[j]
+                    if r < 0.0:
+                        waiter[j] = d
+                        blocked = True
+                        break
+                    r += cross_l[k]
+                    if r > s:
+                        s = r
+            if blocked:
+                break
+            for k in range(i, i + width):
+                j = forward_l[k]
+                if j >= 0:
+                    issued = previous_start[d]
+                    r0 = max(issued, to_device[d], offload_at[j][2])
+                    r1 = r0 + duration_l[j]
+                    to_device[d] = r1
+                    reload_at[j] = (issued, r0, r1, k)
+                    if r1 > s:
+                        s = r1
+            t = s + cost_l[i]
+            for k in range(i, i + width):
+                start[k] = s
+                end[k] = t
+                if offloaded_l[k]:
+                    o0 = max(t, to_host[d])
+                    o1 = o0 + duration_l[k]
+                    to_host[d] = o1
+                    offload_at[k] = (t, o0, o1)
+            previous_start[d] = s
+            for k in range(i, i + width):
+                w = waiter[k]
+                if w >= 0:
+                    runnable.append(w)
+            i += width
+        pos[d] = i
+        free[d] = t
+    if any(pos[d] < stop[d] for d in range(p)):
+        raise deadlock_error(program, pos, stop, dep_l, end)
+    return np.array(start, dtype=np.float64), np.array(end, dtype=np.float64), (offload_at, reload_at)
+
+
+def _table(program: Program, off: Offloads, copies) -> HostCopies:
+    offload_at, reload_at = copies
+    rows = []
+    for j, (ready, s, e) in offload_at.items():
+        rows.append((int(program.device[j]), s, 0, j, ready, e, j))
+    for j, (ready, s, e, k) in reload_at.items():
+        rows.append((int(program.device[j]), s, 1, j, ready, e, k))
+    if not rows:
+        return HostCopies.empty()
+    rows.sort()
+    d, s, kind, j, ready, e, op = (np.array(c) for c in zip(*rows))
+    j = j.astype(np.int64)
+    return HostCopies(device=d.astype(np.int32), stage=program.stage[j].astype(np.int32),
+                      microbatch=program.microbatch[j].astype(np.int32),
+                      kind=np.where(kind == 0, "offload", "reload"), bytes=off.nbytes[j].astype(np.float64),
+                      ready=ready.astype(np.float64), start=s.astype(np.float64), end=e.astype(np.float64),
+                      op=op.astype(np.int64))
+
+
+def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies: HostCopies) -> MemoryCurves:
+    """Activation memory over time with offload: as :func:`ppviz.core.memory.activation_curves`,
+    plus α of an offloaded activation freed at its offload's end and taken again at its
+    reload's start (frees first at equal times)."""
+    act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
+    kind = program.kind
+    share = config.w_share
+    amount = config.offload * act
+    times, values, offsets = [], [], [0]
+    bounds = program.offsets.tolist()
+    copy_device = copies.device
+    f_ops = np.flatnonzero(kind == F)
+    f_of = dict(zip(zip(program.stage[f_ops].tolist(), program.microbatch[f_ops].tolist()), f_ops.tolist()))
+    for d in range(program.devices):
+        lo, hi = bounds[d], bounds[d + 1]
+        events = []  # (time, 0 for a free / 1 for an allocation, delta)
+        for i in range(lo, hi):
+            k = kind[i]
+            if k == F:
+                events.append((float(start[i]), 1, float(act[i])))
+            elif k == B:
+                events.append((float(end[i]), 0, -float(act[i])))
+            elif k == I:
+                events.append((float(end[i]), 0, -(1.0 - share) * float(act[i])))
+            elif k == W:
+                events.append((float(end[i]), 0, -share * float(act[i])))
+        for r in np.flatnonzero(copy_device == d).tolist():
+            j = f_of[(int(copies.stage[r]), int(copies.microbatch[r]))]
+            if copies.kind[r] == "offload":
+                events.append((float(copies.end[r]), 0, -float(amount[j])))
+            else:
+                events.append((float(copies.start[r]), 1, float(amount[j])))
+        events.sort(key=lambda x: (x[0], x[1]))
+        when = np.array([x[0] for x in events], dtype=np.float64)
+        level = np.cumsum(np.array([x[2] for x in events], dtype=np.float64))
+        last = np.r_[when[1:] != when[:-1], True] if len(events) else np.zeros(0, bool)
+        when, level = when[last], level[last]
+        if not len(when) or when[0] > 0:
+            when, level = np.r_[0.0, when], np.r_[0.0, level]
+        level[np.abs(level) < 1e-9 * max(1.0, float(np.abs(act[lo:hi]).max(initial=0.0)))] = 0.0
+        changed = np.r_[True, level[1:] != level[:-1]]
+        times.append(when[changed])
+        values.append(level[changed])
+        offsets.append(offsets[-1] + int(changed.sum()))
+    return MemoryCurves(np.concatenate(times), np.concatenate(values), np.array(offsets, dtype=np.int64))
+
+
+__all__ = ["HostCopies", "Offloads", "plan", "run", "curves"]

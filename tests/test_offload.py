@@ -1,0 +1,323 @@
+"""Activation offload to host memory (``Config.offload``, ``ppviz.core.offload``).
+
+Hand-computed small runs (every copy's start and end, every op's time, the exact peaks), the
+queueing of copies on one host link, the reference simulator in ``tests/oracle.py`` on random
+configs, properties (an infinitely fast link changes no time and never raises memory), the
+refusals, the metrics fast path, and real units from a model and a machine.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import ppviz
+from ppviz import Config, ConfigError, Link, simulate
+from ppviz.core import metrics as fast
+from ppviz.core.registry import lookup
+
+from . import oracle
+from .test_oracle import configs as oracle_configs
+
+INF = Link(0.0, math.inf)
+
+
+def gpipe(link, m=4, **options):
+    return Config(schedule="gpipe", devices=2, microbatches=m, offload=1.0, host_link=link, **options)
+
+
+def times(res, device, kind):
+    o = res.ops
+    sel = (o.device == device) & (o.kind == kind)
+    order = np.argsort(o.microbatch[sel])
+    return o.start[sel][order].tolist(), o.end[sel][order].tolist()
+
+
+def copies(res, device, kind):
+    h = res.host_copies
+    sel = (h.device == device) & (h.kind == kind)
+    order = np.argsort(h.microbatch[sel])
+    return (h.ready[sel][order].tolist(), h.start[sel][order].tolist(), h.end[sel][order].tolist())
+
+
+# Hand-computed runs -----------------------------------------------------------------------------
+#
+# GPipe, p = 2, m = 4, f = b = w = 1 (B = 2), one activation unit per F, 1 byte per unit.
+# Without offload: device 0 runs F0..F3 in [0, 4] and B0..B3 in [7, 15]; device 1 F0..F3 in
+# [1, 5], B0..B3 in [5, 13]; makespan 15 and each device holds all 4 activations at t = 3 (4).
+
+
+def test_bare_gpipe_reference_figures():
+    res = simulate(Config(schedule="gpipe", devices=2, microbatches=4))
+    assert res.makespan == 15.0
+    assert res.peak_activation.tolist() == [4.0, 4.0]
+    assert len(res.host_copies) == 0
+
+
+def test_a_link_that_keeps_up_changes_no_time_and_lowers_the_peak():
+    # bandwidth 1 byte per time unit: each copy lasts 1. Device 0: offloads [1,2] [2,3] [3,4] [4,5];
+    # the reload of mb 0 is issued at the start of F3 (3), the action before B0, and lasts [3, 4];
+    # the reload of mb k+1 at the start of Bk: [7,8], [9,10], [11,12]. At t = 3 the device holds
+    # F2 (its offload ends at 4), F3 and the reloaded mb 0: 3, its peak.
+    res = simulate(gpipe(Link(0.0, 1.0)))
+    bare = simulate(Config(schedule="gpipe", devices=2, microbatches=4))
+    assert res.makespan == 15.0
+    np.testing.assert_array_equal(res.ops.start, bare.ops.start)
+    np.testing.assert_array_equal(res.ops.end, bare.ops.end)
+    assert copies(res, 0, "offload") == ([1.0, 2.0, 3.0, 4.0], [1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0])
+    assert copies(res, 0, "reload") == ([3.0, 7.0, 9.0, 11.0], [3.0, 7.0, 9.0, 11.0], [4.0, 8.0, 10.0, 12.0])
+    # device 1: F's in [1,5], offloads [2,3]..[5,6]; reloads issued at F3's start (4) and B0..B2's
+    # starts (5, 7, 9), each the moment its offload is done or later
+    assert copies(res, 1, "offload") == ([2.0, 3.0, 4.0, 5.0], [2.0, 3.0, 4.0, 5.0], [3.0, 4.0, 5.0, 6.0])
+    assert copies(res, 1, "reload") == ([4.0, 5.0, 7.0, 9.0], [4.0, 5.0, 7.0, 9.0], [5.0, 6.0, 8.0, 10.0])
+    assert res.peak_activation.tolist() == [3.0, 3.0]
+    assert res.host_copies.bytes.tolist() == [1.0] * 16
+    # the curve of device 0, point by point (an instant whose events cancel out is no point)
+    t, v = res.memory.curve(0)
+    assert list(zip(t.tolist(), v.tolist())) == [(0.0, 1.0), (1.0, 2.0), (3.0, 3.0), (4.0, 2.0), (5.0, 1.0),
+                                                 (7.0, 2.0), (13.0, 1.0), (15.0, 0.0)]
+
+
+def test_an_infinitely_fast_link_frees_each_activation_until_the_action_before_its_backward():
+    res = simulate(gpipe(INF))
+    assert res.makespan == 15.0
+    # device 0 holds F3 and the reloaded mb 0 during F3, then one reloaded activation beside
+    # the one its backward is using
+    assert res.peak_activation.tolist() == [2.0, 2.0]
+    t, v = res.memory.curve(0)
+    assert list(zip(t.tolist(), v.tolist())) == [(0.0, 1.0), (3.0, 2.0), (4.0, 1.0), (7.0, 2.0), (13.0, 1.0),
+                                                 (15.0, 0.0)]
+    assert res.memory.at(3.5).tolist() == [2.0, 1.0]
+    assert res.memory.at(2.5).tolist() == [1.0, 1.0]
+
+
+def test_a_slow_link_delays_each_backward_by_exactly_its_reload_wait():
+    # bandwidth 0.25: each copy lasts 4, so the offloads queue on the device-to-host link:
+    # device 0's are ready at 1, 2, 3, 4 and run [1,5] [5,9] [9,13] [13,17]
+    res = simulate(gpipe(Link(0.0, 0.25)))
+    assert copies(res, 0, "offload") == ([1.0, 2.0, 3.0, 4.0], [1.0, 5.0, 9.0, 13.0], [5.0, 9.0, 13.0, 17.0])
+    assert copies(res, 1, "offload") == ([2.0, 3.0, 4.0, 5.0], [2.0, 6.0, 10.0, 14.0], [6.0, 10.0, 14.0, 18.0])
+    # device 1: mb 0's reload is issued at 4 (F3 starts) but its offload ends at 6: [6, 10];
+    # B0 could start at 5 and starts at 10, 5 later; each next reload is issued when the
+    # backward before it starts, once its offload is done: [10,14] [14,18] [18,22]
+    assert copies(res, 1, "reload") == ([4.0, 10.0, 14.0, 18.0], [6.0, 10.0, 14.0, 18.0], [10.0, 14.0, 18.0, 22.0])
+    assert times(res, 1, "B") == ([10.0, 14.0, 18.0, 22.0], [12.0, 16.0, 20.0, 24.0])
+    # device 0: B_k waits for device 1's B_k (12, 16, 20, 24) and its reload ([5,9], then issued
+    # at B_{k-1}'s start: [12,16], [16,20], [20,24])
+    assert copies(res, 0, "reload") == ([3.0, 12.0, 16.0, 20.0], [5.0, 12.0, 16.0, 20.0], [9.0, 16.0, 20.0, 24.0])
+    assert times(res, 0, "B") == ([12.0, 16.0, 20.0, 24.0], [14.0, 18.0, 22.0, 26.0])
+    assert res.makespan == 26.0
+    # the forwards are not held up by the copies (a separate copy engine)
+    assert times(res, 0, "F") == ([0.0, 1.0, 2.0, 3.0], [1.0, 2.0, 3.0, 4.0])
+    # nothing leaves device 0 before t = 5, so it still holds all four activations at t = 3
+    assert res.peak_activation.tolist() == [4.0, 4.0]
+    # the waits for reloads are idle time spent on communication: device 1 waits 5 + 2 + 2 + 2;
+    # its other idle time is the fill (1) and the end after its last backward (2)
+    assert res.idle[1] == 14.0
+    assert res.exposed_comm[1] == 11.0
+    assert "backwards wait" in res.summary()
+
+
+def test_copies_of_one_device_queue_in_order_and_directions_do_not_block_each_other():
+    res = simulate(gpipe(Link(0.0, 0.25)))
+    h = res.host_copies
+    for d in (0, 1):
+        for kind in ("offload", "reload"):
+            sel = (h.device == d) & (h.kind == kind)
+            s, e = h.start[sel], h.end[sel]
+            order = np.argsort(s)
+            # one copy at a time on each direction of a device's link, never idle while one waits
+            assert (s[order][1:] >= e[order][:-1]).all()
+        # an offload and a reload of one device overlap in time: the two directions are separate links
+        off = (h.device == d) & (h.kind == "offload")
+        rel = (h.device == d) & (h.kind == "reload")
+        assert any(a < y and x < b for a, b in zip(h.start[off], h.end[off]) for x, y in zip(h.start[rel], h.end[rel]))
+    assert h.queued[(h.device == 0) & (h.kind == "offload")].tolist() == [0.0, 3.0, 6.0, 9.0]
+
+
+def test_latency_and_bandwidth_both_count():
+    # latency 0.5 + 1 byte / 2 bytes per unit = 1, the same copies as bandwidth 1
+    a = simulate(gpipe(Link(0.5, 2.0)))
+    b = simulate(gpipe(Link(0.0, 1.0)))
+    np.testing.assert_array_equal(a.host_copies.start, b.host_copies.start)
+    np.testing.assert_array_equal(a.host_copies.end, b.host_copies.end)
+    assert a.peak_activation.tolist() == b.peak_activation.tolist() == [3.0, 3.0]
+
+
+def test_a_share_offloads_that_share():
+    # α = 0.5 over an infinitely fast link: 0.5 of each activation stays; device 0 at t = 3 holds
+    # 0.5 (F0) + 0.5 (F1) + 0.5 (F2) + 1 (F3) + 0.5 (mb 0's reloaded half) = 3
+    res = simulate(gpipe(INF).replace(offload=0.5))
+    assert res.peak_activation.tolist() == [3.0, 3.0]
+    assert res.host_copies.bytes.tolist() == [0.5] * 16
+    assert res.makespan == 15.0
+
+
+def test_1f1b_offloads_only_what_waits_behind_another_action():
+    # 1F1B, p = 2, m = 4: device 1 (the last stage) runs each F right before its B, so nothing is
+    # offloaded there; device 0 runs F0 F1 B0 F2 B1 F3 B2 B3 and offloads all four
+    res = simulate(Config(schedule="1f1b", devices=2, microbatches=4, offload=1.0, host_link=INF))
+    h = res.host_copies
+    assert set(h.device.tolist()) == {0}
+    assert sorted(h.microbatch[h.kind == "offload"].tolist()) == [0, 1, 2, 3]
+    bare = simulate(Config(schedule="1f1b", devices=2, microbatches=4))
+    assert res.makespan == bare.makespan == 15.0
+    # device 0 reloads mb 0 when F1 starts (the action before B0), so its peak stays 2: with a
+    # one-action lookahead 1F1B at p = 2 gains nothing at its peak; it holds 1 instead of 2 while
+    # B0 waits for device 1 (F0 offloaded at 1, F1 at 2)
+    assert bare.peak_activation.tolist() == res.peak_activation.tolist() == [2.0, 1.0]
+    t, v = res.memory.curve(0)
+    assert list(zip(t.tolist(), v.tolist())) == [(0.0, 1.0), (1.0, 2.0), (2.0, 1.0), (6.0, 2.0), (7.0, 1.0),
+                                                 (9.0, 2.0), (12.0, 1.0), (15.0, 0.0)]
+    assert bare.memory.at(3.0).tolist() == [2.0, 1.0]
+    assert res.memory.at(3.0).tolist() == [1.0, 1.0]
+
+
+def test_offload_in_seconds_converts_to_the_time_unit():
+    # 64 MB per activation over 64 GB/s: 1 ms per copy
+    link = Link(0.0, 64e9, "s")
+    cfg = gpipe(link, time_unit="ms", activation_bytes=64e6)
+    res = simulate(cfg)
+    assert copies(res, 0, "offload")[2] == [2.0, 3.0, 4.0, 5.0]
+    assert res.peak_activation.tolist() == [3.0, 3.0]
+    assert res.host_copies.bytes.tolist() == [64e6] * 16
+
+
+# Oracle and properties --------------------------------------------------------------------------
+
+
+@st.composite
+def offload_configs(draw):
+    cfg = draw(oracle_configs())
+    assume(not lookup(cfg.schedule).forward_only)
+    alpha = draw(st.sampled_from([0.25, 0.5, 1.0]) | st.floats(0.01, 1.0))
+    link = Link(draw(st.sampled_from([0.0, 0.1, 0.5])), draw(st.sampled_from([0.5, 1.0, 2.0, 8.0, math.inf])))
+    return cfg.replace(offload=alpha, host_link=link)
+
+
+@settings(max_examples=80, deadline=None)
+@given(offload_configs())
+def test_matches_the_reference_simulator(cfg):
+    res = simulate(cfg)
+    ref = oracle.run_offload(res.program, cfg)
+    np.testing.assert_allclose(res.ops.start, ref.start, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(res.ops.end, ref.end, rtol=1e-9, atol=1e-9)
+    assert math.isclose(res.makespan, ref.makespan, rel_tol=1e-9, abs_tol=1e-9)
+    np.testing.assert_allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
+    h = res.host_copies
+    got = {(int(d), int(s), int(mb), str(k)): (float(a), float(b))
+           for d, s, mb, k, a, b in zip(h.device, h.stage, h.microbatch, h.kind, h.start, h.end)}
+    assert got.keys() == ref.copies.keys()
+    for key, (a, b) in got.items():
+        assert math.isclose(a, ref.copies[key][0], rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isclose(b, ref.copies[key][1], rel_tol=1e-9, abs_tol=1e-9)
+
+
+@settings(max_examples=80, deadline=None)
+@given(offload_configs())
+def test_an_infinitely_fast_link_keeps_every_time_and_never_raises_memory(cfg):
+    cfg = cfg.replace(host_link=INF)
+    bare = simulate(cfg.replace(offload=None, host_link=None))
+    res = simulate(cfg)
+    assert res.makespan == bare.makespan
+    np.testing.assert_array_equal(res.ops.start, bare.ops.start)
+    np.testing.assert_array_equal(res.ops.end, bare.ops.end)
+    assert (res.peak_activation <= bare.peak_activation + 1e-9 * np.maximum(1.0, bare.peak_activation)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(offload_configs())
+def test_copies_only_slow_a_run_down(cfg):
+    bare = simulate(cfg.replace(offload=None, host_link=None))
+    res = simulate(cfg)
+    assert res.makespan >= bare.makespan
+    assert (res.ops.start >= bare.ops.start - 1e-9).all()
+    # every reload ends before its backward starts; every offload starts after its F ends
+    h = res.host_copies
+    rel = h.kind == "reload"
+    assert (res.ops.start[h.op[rel]] >= h.end[rel]).all()
+    off = ~rel
+    assert (h.start[off] >= res.ops.end[h.op[off]]).all()
+
+
+# Bare configs, the fast path, refusals -------------------------------------------------------------
+
+
+def test_offload_zero_is_no_offload_bit_for_bit():
+    cfg = Config(schedule="zb-h1", devices=4, microbatches=8, offload=0, host_link=Link(0.0, 1.0))
+    assert cfg.offload is None and cfg.host_link is None
+    assert cfg == Config(schedule="zb-h1", devices=4, microbatches=8)
+    assert fast.modelled(cfg)
+
+
+def test_the_metrics_fast_path_sends_offload_configs_to_simulate():
+    cfg = Config(schedule="interleaved-1f1b", devices=4, microbatches=8, offload=0.7, host_link=Link(0.1, 0.5))
+    assert not fast.modelled(cfg)
+    got, want = fast.metrics(cfg), simulate(cfg)
+    assert got.makespan == want.makespan
+    np.testing.assert_array_equal(got.peak_activation, want.peak_activation)
+    many = fast.metrics_many([cfg, cfg.replace(offload=None, host_link=None)])
+    assert many[0].makespan == want.makespan
+    assert many[1].makespan == simulate(cfg.replace(offload=None, host_link=None)).makespan
+    assert want.makespan > many[1].makespan  # a slow link shows in the fast path's numbers too
+
+
+@pytest.mark.parametrize("options, field", [
+    ({"offload": 1.5, "host_link": INF}, "offload"),
+    ({"offload": -0.1, "host_link": INF}, "offload"),
+    ({"offload": True, "host_link": INF}, "offload"),
+    ({"offload": math.nan, "host_link": INF}, "offload"),
+    ({"offload": 1.0}, "host_link"),
+    ({"host_link": INF}, "host_link"),
+    ({"offload": 1.0, "host_link": "pcie"}, "host_link"),
+    ({"offload": 1.0, "host_link": ppviz.Topology(8, INF, INF)}, "host_link"),
+    ({"offload": 1.0, "host_link": Link(0.0, 64e9, "s")}, "time_unit"),
+    ({"offload": 1.0, "host_link": INF, "topology": Link(0.0, 1.0), "comm_bytes": 1.0}, "offload"),
+])
+def test_invalid_offload_is_refused_naming_the_field(options, field):
+    with pytest.raises(ConfigError) as err:
+        Config(schedule="1f1b", devices=2, microbatches=4, **options)
+    assert err.value.field == field
+
+
+def test_forward_only_and_lockstep_are_refused():
+    with pytest.raises(ConfigError, match="forward-only"):
+        Config(schedule="inference", devices=2, microbatches=4, offload=1.0, host_link=INF)
+    with pytest.raises(ConfigError, match="events"):
+        simulate(gpipe(INF), engine="lockstep")
+
+
+# Real units ---------------------------------------------------------------------------------------
+
+
+def test_hardware_presets_carry_pcie_per_direction():
+    h100 = ppviz.Hardware.preset("h100-sxm")
+    assert h100.host_gbps == 64.0
+    assert h100.host_link == Link(0.0, 64e9, "s")
+    assert ppviz.Hardware.preset("a100-80gb").host_gbps == 32.0
+    assert ppviz.Hardware.preset("b200").host_link is None
+    with pytest.raises(ConfigError):
+        ppviz.Hardware(peak_tflops=1.0, memory_gib=1.0, host_gbps=0.0)
+
+
+def test_from_model_offloads_real_bytes_over_pcie():
+    model = ppviz.Transformer.preset("llama-3-70b")
+    gpu = ppviz.Hardware.preset("h100-sxm")
+    opts = dict(schedule="gpipe", devices=8, microbatches=16, tensor_parallel=8, data_parallel=4, zero_stage=1)
+    bare = Config.from_model(model, gpu, **opts)
+    cfg = Config.from_model(model, gpu, **opts, offload=1.0)
+    assert cfg.host_link == gpu.host_link
+    res, ref = simulate(cfg), simulate(bare)
+    h = res.host_copies
+    stage0 = h.stage == 0
+    act0 = cfg.stage_costs[0]["activation"] * cfg.activation_bytes
+    np.testing.assert_allclose(h.bytes[stage0], act0)
+    # a copy lasts bytes / 64 GB/s, in ms
+    np.testing.assert_allclose(h.duration[stage0], act0 / 64e9 * 1e3)
+    assert (res.peak_memory_bytes < ref.peak_memory_bytes).all()
+    assert res.makespan >= ref.makespan
+    with pytest.raises(ConfigError) as err:
+        Config.from_model(model, ppviz.Hardware.preset("b200"), **opts, offload=1.0)
+    assert err.value.field == "host_link"
