@@ -523,3 +523,14 @@ def test_time_axes_carry_the_time_unit(unit, title):
     r = simulate(Config(schedule="zb-h1", devices=4, microbatches=8, time_unit=unit))
     assert title in axis_titles(charts.gantt_chart(r).to_dict())
     assert title in axis_titles(charts.memory_curve_chart(r).to_dict())
+
+
+def test_an_inference_chart_says_what_an_inference_batch_is_measured_by():
+    """No backward: the title gives f alone, the first output and the throughput, and calls the
+    idle share what it is for one batch (the fill and the drain), not a training bubble."""
+    res = ppviz.simulate(ppviz.Config(schedule="inference", devices=4, microbatches=8, f=2.0))
+    sizes, metrics = ppviz.charts.gantt_chart(res).to_dict()["title"]["subtitle"][:2]
+    assert sizes == "p=4 · m=8 · f=2 · 32 ops"
+    # the last stage's first output after p forwards; then one output per f
+    assert "first output 8 · throughput 0.5 · fill + drain 27.3% of p × makespan" in metrics
+    assert "bubble" not in metrics

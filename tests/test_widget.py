@@ -41,8 +41,13 @@ def parse_timeline(data: bytes) -> dict:
         cols[name] = np.frombuffer(data, dtype, count=n, offset=pos)
         pos += cols[name].nbytes
         pos += -pos % 4
+    t = int(np.frombuffer(data, "<u4", count=1, offset=pos)[0])  # the transfers section (tests/test_wire_golden.py)
+    pos += 4
+    for dtype in ("<f4", "<f4", "<f4", "<u4", "<u4", "<u2", "<u2", "u1"):
+        pos += t * np.dtype(dtype).itemsize
+        pos += -pos % 4
     assert pos == len(data)
-    return {"magic": magic, "version": version, "n": n, "p": p, **cols}
+    return {"magic": magic, "version": version, "n": n, "p": p, "transfers": t, **cols}
 
 
 @pytest.mark.parametrize("config", [
@@ -54,7 +59,7 @@ def test_timeline_bytes_hold_every_column(config):
     res = ppviz.simulate(config)
     t = parse_timeline(encode_timeline(res))
     ops = res.ops
-    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 2, len(ops), res.devices)
+    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 3, len(ops), res.devices)
     np.testing.assert_array_equal(t["offsets"], res.program.offsets)
     np.testing.assert_allclose(t["start"], ops.start, rtol=1e-7)
     np.testing.assert_allclose(t["dur"], ops.end - ops.start, rtol=1e-7)
@@ -110,7 +115,7 @@ def test_memory_bytes_hold_each_curve():
     res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
     data = encode_memory(res)
     magic, version, p = np.frombuffer(data, "<u4", count=3)
-    assert (magic, version, p) == (MEMORY_MAGIC, 2, 4)
+    assert (magic, version, p) == (MEMORY_MAGIC, 3, 4)
     offsets = np.frombuffer(data, "<u4", count=p + 1, offset=12)
     k = int(offsets[-1])
     times = np.frombuffer(data, "<f4", count=k, offset=12 + 4 * (p + 1))

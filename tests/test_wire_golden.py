@@ -29,7 +29,7 @@ def test_the_golden_bytes_follow_the_documented_layout():
     data = (DATA / "wire_golden.timeline.bin").read_bytes()
     want = json.loads((DATA / "wire_golden.json").read_text())
     magic, version, n, p = struct.unpack_from("<4I", data, 0)
-    assert (data[:4], version, n, p) == (b"PPVT", 2, len(want["ops"]), want["devices"])
+    assert (data[:4], version, n, p) == (b"PPVT", 3, len(want["ops"]), want["devices"])
     at = 16
     offsets = struct.unpack_from(f"<{p + 1}I", data, at)
     at += 4 * (p + 1)
@@ -39,7 +39,24 @@ def test_the_golden_bytes_follow_the_documented_layout():
         columns[name] = struct.unpack_from(f"<{n}{fmt}", data, at)
         at += size * n
         at += -at % 4  # every column starts on a 4-byte boundary
+    (t,) = struct.unpack_from("<I", data, at)
+    at += 4
+    transfers = {}
+    for name, fmt, size in (("ready", "f", 4), ("start", "f", 4), ("end", "f", 4), ("producer", "I", 4),
+                            ("consumer", "I", 4), ("src", "H", 2), ("dst", "H", 2), ("kind", "B", 1)):
+        transfers[name] = struct.unpack_from(f"<{t}{fmt}", data, at)
+        at += size * t
+        at += -at % 4
     assert at == len(data) and list(offsets) == want["offsets"]
+    assert t == len(want["transfers"]) > 0
+    for i, tr in enumerate(want["transfers"]):
+        assert "FB"[transfers["kind"][i]] == tr["kind"]
+        for name in ("ready", "start", "end", "producer", "consumer", "src", "dst"):
+            assert transfers[name][i] == tr[name], (i, name)
+    # the fixture exercises both kinds, both directions and a link that queues
+    assert {tr["kind"] for tr in want["transfers"]} == {"F", "B"}
+    assert {(tr["src"], tr["dst"]) for tr in want["transfers"]} == {(0, 1), (1, 0)}
+    assert any(tr["start"] > tr["ready"] for tr in want["transfers"])
     for k, op in enumerate(want["ops"]):
         flags = columns["flags"][k]
         assert "FBIW"[flags & 3] == op["kind"]
@@ -50,7 +67,7 @@ def test_the_golden_bytes_follow_the_documented_layout():
                                                                                      op["stage"])
     mem = (DATA / "wire_golden.memory.bin").read_bytes()
     magic, version, p = struct.unpack_from("<3I", mem, 0)
-    assert (mem[:4], version, p) == (b"PPVM", 2, want["devices"])
+    assert (mem[:4], version, p) == (b"PPVM", 3, want["devices"])
     offsets = struct.unpack_from(f"<{p + 1}I", mem, 12)
     k = offsets[-1]
     times = np.frombuffer(mem, "<f4", k, 12 + 4 * (p + 1))
@@ -58,3 +75,53 @@ def test_the_golden_bytes_follow_the_documented_layout():
     for d, curve in enumerate(want["memory"]):
         assert times[offsets[d]:offsets[d + 1]].tolist() == curve["times"]
         assert values[offsets[d]:offsets[d + 1]].tolist() == curve["values"]
+
+
+def test_a_run_without_transfers_carries_an_empty_section():
+    import ppviz
+
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=2, microbatches=2, comm=0.5))
+    data = encode_timeline(res)
+    assert struct.unpack_from("<I", data, len(data) - 4) == (0,)
+
+
+def test_the_transfers_section_is_what_the_simulation_returned():
+    """A run across nodes: every transfer's fields come back from the bytes, in Result.transfers order."""
+    import ppviz
+    from ppviz.widgets.wire import BYTES_PER_TRANSFER, describe
+
+    topology = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.25, 8.0), inter=ppviz.Link(0.5, 2.0))
+    res = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2,
+                                      topology=topology, comm_bytes=2.0))
+    tr = res.transfers
+    data = encode_timeline(res)
+    n, p = len(res.ops), res.devices
+    at = 16 + 4 * (p + 1)
+    for size in (4, 4, 4, 4, 2, 1):
+        at += size * n
+        at += -at % 4
+    (t,) = struct.unpack_from("<I", data, at)
+    assert t == len(tr) == 2 * (4 * 2 - 1) * 8  # one per cross-device dependency, F and B
+    at += 4
+    cols = {}
+    for name, dtype in (("ready", "<f4"), ("start", "<f4"), ("end", "<f4"), ("producer", "<u4"), ("consumer", "<u4"),
+                        ("src", "<u2"), ("dst", "<u2"), ("kind", "u1")):
+        cols[name] = np.frombuffer(data, dtype, t, at)
+        at += cols[name].nbytes
+        at += -at % 4
+    assert at == len(data)
+    assert len(data) - 16 - 4 * (p + 1) <= 19 * n + BYTES_PER_TRANSFER * t + 4 + 3 * 9
+    for name in ("ready", "start", "end"):
+        assert cols[name].tolist() == getattr(tr, name).astype(np.float32).tolist()
+    for name in ("producer", "consumer", "src", "dst"):
+        assert cols[name].tolist() == getattr(tr, name).tolist()
+    assert ["FB"[k] for k in cols["kind"]] == tr.kind.tolist()
+    # inter-node transfers (devices 1 and 2, 3 and 0) last 0.5 + 2 / 2, intra-node ones 0.25 + 2 / 8
+    inter = (cols["src"] // 2) != (cols["dst"] // 2)
+    assert inter.any() and (~inter).any()
+    assert set((cols["end"] - cols["start"])[inter].tolist()) == {1.5}
+    assert set((cols["end"] - cols["start"])[~inter].tolist()) == {0.5}
+    comm = describe(res)["communication"]
+    assert comm["count"] == t and comm["devices_per_node"] == 2 and comm["bytes"] == 2.0
+    assert comm["exposed_comm"] == res.exposed_comm.tolist()
+    assert describe(ppviz.simulate(ppviz.Config(schedule="1f1b", devices=2, microbatches=2)))["communication"] is None

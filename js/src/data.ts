@@ -3,7 +3,7 @@
 
 export const TIMELINE_MAGIC = 0x54565050; // "PPVT"
 export const MEMORY_MAGIC = 0x4d565050; // "PPVM"
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 
 export const KIND_F = 0;
 export const KIND_B = 1;
@@ -42,6 +42,37 @@ export interface Timeline {
   chunks: number;
   /** some op runs in the reverse direction (a bidirectional placement, DualPipe) */
   bidirectional: boolean;
+  /** the activations and gradients moved between devices (empty without a topology) */
+  transfers: Transfers;
+}
+
+/** transfer kinds: an activation to the next stage, a gradient to the previous one */
+export const TRANSFER_F = 0;
+export const TRANSFER_B = 1;
+
+/** Result.transfers, one entry per transfer, in the order Python sent them. */
+export interface Transfers {
+  count: number;
+  ready: Float32Array;
+  start: Float32Array;
+  end: Float32Array;
+  /** the op whose output it carries and the op that needs it (timeline indices) */
+  producer: Uint32Array;
+  consumer: Uint32Array;
+  src: Uint16Array;
+  dst: Uint16Array;
+  /** TRANSFER_F or TRANSFER_B */
+  kind: Uint8Array;
+  /** transfers sent by device d: outIndex[outOffsets[d] .. outOffsets[d+1]] (in wire order) */
+  outOffsets: Uint32Array;
+  outIndex: Uint32Array;
+  /** transfers received by device d: inIndex[inOffsets[d] .. inOffsets[d+1]] */
+  inOffsets: Uint32Array;
+  inIndex: Uint32Array;
+  /** the transfer bringing op k its input, or -1: intoOp[k] */
+  intoOp: Int32Array;
+  /** the longest transfer (culling reaches back this far) */
+  maxDur: number;
 }
 
 export interface MemoryCurves {
@@ -114,6 +145,7 @@ export function decodeTimeline(input: unknown): Timeline {
   const mb = r.column(Uint32Array, n);
   const stage = r.column(Uint16Array, n);
   const flags = r.column(Uint8Array, n);
+  const transfers = decodeTransfers(r, devices, n);
   const busy = new Float64Array(n + 1);
   let microbatches = 0;
   let stages = 0;
@@ -133,8 +165,52 @@ export function decodeTimeline(input: unknown): Timeline {
   for (let k = 0; k < n; k++) mbIndex[fill[mb[k]]++] = k;
   return {
     n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, mbOffsets, mbIndex,
-    stageChunk, stages, chunks, bidirectional,
+    stageChunk, stages, chunks, bidirectional, transfers,
   };
+}
+
+/** The transfers section after the ops: a count, then one column per field. */
+function decodeTransfers(r: Reader, devices: number, n: number): Transfers {
+  const count = r.u32();
+  const ready = r.column(Float32Array, count);
+  const start = r.column(Float32Array, count);
+  const end = r.column(Float32Array, count);
+  const producer = r.column(Uint32Array, count);
+  const consumer = r.column(Uint32Array, count);
+  const src = r.column(Uint16Array, count);
+  const dst = r.column(Uint16Array, count);
+  const kind = r.column(Uint8Array, count);
+  const intoOp = new Int32Array(n).fill(-1);
+  let maxDur = 0;
+  for (let i = 0; i < count; i++) {
+    if (src[i] >= devices || dst[i] >= devices || producer[i] >= n || consumer[i] >= n) {
+      throw new Error(`ppviz: transfer ${i} names a device or op that the timeline does not have`);
+    }
+    intoOp[consumer[i]] = i;
+    if (end[i] - start[i] > maxDur) maxDur = end[i] - start[i];
+  }
+  const [outOffsets, outIndex] = groupBy(src, devices);
+  const [inOffsets, inIndex] = groupBy(dst, devices);
+  return {
+    count, ready, start, end, producer, consumer, src, dst, kind, outOffsets, outIndex, inOffsets, inIndex, intoOp,
+    maxDur,
+  };
+}
+
+/** A counting sort of 0..keys.length-1 by key, stable: [offsets, index]. */
+function groupBy(keys: Uint16Array, buckets: number): [Uint32Array, Uint32Array] {
+  const offsets = new Uint32Array(buckets + 1);
+  for (let i = 0; i < keys.length; i++) offsets[keys[i] + 1]++;
+  for (let b = 0; b < buckets; b++) offsets[b + 1] += offsets[b];
+  const fill = offsets.slice(0, buckets);
+  const index = new Uint32Array(keys.length);
+  for (let i = 0; i < keys.length; i++) index[fill[keys[i]]++] = i;
+  return [offsets, index];
+}
+
+/** The transfer op k waited for: the one bringing its input when that input set its start, or -1. */
+export function waitedTransfer(tl: Timeline, k: number): number {
+  return tl.flags[k] & FLAG_WAITED ? tl.transfers.intoOp[k] : -1;
 }
 
 /** Each stage's chunk on its device: its rank among the stages that device runs in the same

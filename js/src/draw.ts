@@ -22,13 +22,15 @@ import {
   upperBound,
 } from "./data";
 import { num, tickLabel, withUnit } from "./format";
-import { FONT, fit, gutterFonts, idleShare, rowLine } from "./labels";
+import { FONT, PX, fit, gutterFonts, idleShare, rowLine } from "./labels";
 import type { Layout } from "./layout";
 import { type MemoryFrame, drawMemory, drawMemoryLabels } from "./memory";
-import type { Meta } from "./meta";
-import { Strip, rgbaWord } from "./pixels";
+import { type Meta, microbatchLabel, segmentsOf } from "./meta";
+import { type Overlay, drawOverlay, drawOverlaySelection } from "./overlay";
+import { Strip, type ViewKey, cover, rgbaWord, span } from "./pixels";
 import { Scale, ticks } from "./scale";
 import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
+import { drawLaneSelection, drawLanes } from "./transfers";
 
 export { FONT };
 
@@ -55,6 +57,10 @@ export interface Scene {
   extent: number;
   /** this view's buffers and last frames */
   cache: DrawCache;
+  /** a measured run's simulation, drawn under its bars (overlay.ts), or none */
+  overlay?: Overlay | null;
+  /** the transfer under the pointer (transfers.ts), -1 for none */
+  hoverTransfer?: number;
 }
 
 export interface DrawStats {
@@ -180,31 +186,6 @@ function band(px: Uint32Array, row: number, width: number, a: number, b: number,
   px.fill(colour, row + ia, row + ib);
 }
 
-/** Add `colour` (opaque RGB word) covering `alpha` (0..1) of pixel i of the strip. */
-function cover(px: Uint32Array, i: number, colour: number, alpha: number): void {
-  const a = Math.round(alpha * 255);
-  if (a <= 0) return;
-  const old = px[i] >>> 24;
-  if (old === 0) px[i] = ((colour & 0xffffff) | (Math.min(255, a) << 24)) >>> 0;
-  else px[i] = ((a > old ? colour & 0xffffff : px[i] & 0xffffff) | (Math.min(255, old + a) << 24)) >>> 0;
-}
-
-/** Paint device pixels [a, b) of one strip row, with partial coverage at both ends. */
-function span(px: Uint32Array, row: number, width: number, a: number, b: number, colour: number): void {
-  if (a < 0) a = 0;
-  if (b > width) b = width;
-  if (b <= a) return;
-  const ia = Math.floor(a);
-  const ib = Math.floor(b);
-  if (ia === ib) {
-    cover(px, row + ia, colour, b - a);
-    return;
-  }
-  cover(px, row + ia, colour, ia + 1 - a);
-  if (ib > ia + 1) px.fill(colour, row + ia + 1, row + ib);
-  if (ib < width) cover(px, row + ib, colour, b - ib);
-}
-
 /** Ops [i, j) of device d that can show inside [t0, t1]. */
 export function visibleRange(tl: Timeline, d: number, t0: number, t1: number): [number, number] {
   const lo = tl.offsets[d];
@@ -219,14 +200,15 @@ export function visibleRange(tl: Timeline, d: number, t0: number, t1: number): [
 export const DOWN = "▼";
 export const UP = "▲";
 
-function mbLabel(tl: Timeline, k: number): string {
-  return tl.bidirectional ? `${isReverse(tl, k) ? UP : DOWN}${tl.mb[k]}` : String(tl.mb[k]);
+function mbLabel(tl: Timeline, k: number, segments: number): string {
+  const mb = microbatchLabel(tl.mb[k], segments);
+  return tl.bidirectional ? `${isReverse(tl, k) ? UP : DOWN}${mb}` : mb;
 }
 
-/** A bar's label: its microbatch, both of an F&B pair's, each after its direction when the
- * placement has two. */
-export function labelOf(tl: Timeline, k: number): string {
-  return tl.flags[k] & FLAG_PAIR_F ? `${mbLabel(tl, k)}|${mbLabel(tl, k + 1)}` : mbLabel(tl, k);
+/** A bar's label: its microbatch ("microbatch.segment" when the program splits microbatches into
+ * `segments`), both of an F&B pair's, each after its direction when the placement has two. */
+export function labelOf(tl: Timeline, k: number, segments = 1): string {
+  return tl.flags[k] & FLAG_PAIR_F ? `${mbLabel(tl, k, segments)}|${mbLabel(tl, k + 1, segments)}` : mbLabel(tl, k, segments);
 }
 
 /** The chunk pattern of chunk c: none for the first, then four patterns in turn. */
@@ -297,13 +279,7 @@ function markChunks(ctx: CanvasRenderingContext2D, cache: DrawCache, ink: string
 
 /** What the bar layer was last computed from: hover, selection and the scrubber leave it
  * alone, so those repaints only blit it again. */
-interface BarFrame {
-  tl: Timeline;
-  palette: Palette;
-  layout: Layout;
-  t0: number;
-  t1: number;
-  dpr: number;
+interface BarFrame extends ViewKey {
   ops: number;
   rects: number;
   labels: Labels;
@@ -371,6 +347,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
   const digit = ctx.measureText("0").width;
   const mark = ctx.measureText(DOWN).width;
   const labelled = h >= 12;
+  const segments = segmentsOf(s.meta);
   const chunked = tl.chunks > 1;
   s.cache.chunked.n = 0;
   s.cache.chunkCodes.length = 0;
@@ -438,7 +415,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
           }
         }
         if (labelled) {
-          const text = labelOf(tl, k - 1);
+          const text = labelOf(tl, k - 1, segments);
           const marks = tl.bidirectional ? (f & FLAG_PAIR_F ? 2 : 1) : 0;
           if (visible >= (text.length - marks) * digit + marks * mark + LABEL_PAD_PX) {
             labels.x.push(xl + drawn / 2);
@@ -544,14 +521,14 @@ function drawSlot(ctx: CanvasRenderingContext2D, s: Scene, k: number, outline: n
     for (const [x, w, reverse] of halves) ctx.fillRect(x, reverse ? b.y + b.h - thick : b.y, w, thick);
     ctx.globalAlpha = 1;
   }
-  const text = labelOf(tl, slot);
+  const text = labelOf(tl, slot, segmentsOf(s.meta));
   if (b.h >= 12 && b.w >= ctx.measureText(text).width + LABEL_PAD_PX) {
     ctx.fillStyle = P.ink[c][shade];
     ctx.fillText(text, b.x + b.w / 2, b.y + b.h / 2 + 0.5);
   }
 }
 
-function arrow(ctx: CanvasRenderingContext2D, ax: number, ay: number, bx: number, by: number, solid: boolean): void {
+export function arrow(ctx: CanvasRenderingContext2D, ax: number, ay: number, bx: number, by: number, solid: boolean): void {
   const dx = Math.max(10, Math.abs(bx - ax) / 2);
   ctx.setLineDash(solid ? [] : [3, 3]);
   ctx.lineWidth = solid ? 1.75 : 1.25;
@@ -575,16 +552,17 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.fillStyle = P.dim;
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], L.plotRight - L.plotLeft, L.rowHeight);
   const members = tl.mbIndex.subarray(tl.mbOffsets[j], tl.mbOffsets[j + 1]);
-  ctx.font = `600 ${L.roomy ? 11 : 9}px ${FONT}`;
+  ctx.font = `600 ${L.roomy ? PX.label : PX.tiny}px ${FONT}`;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
   const chosen = s.selectedOp >= 0 && s.selectedOp < tl.n ? slotOf(tl, s.selectedOp) : -1;
   for (const k of members) drawSlot(ctx, s, k, slotOf(tl, k) === chosen ? 2.5 : 1.25);
   ctx.strokeStyle = P.path;
   ctx.fillStyle = P.path;
+  const routed = L.laneHeight > 0; // cross-device arrows run through the transfer lanes instead
   for (const k of members) {
     const dep = tl.dep[k];
-    if (dep < 0) continue;
+    if (dep < 0 || (routed && tl.transfers.intoOp[k] >= 0)) continue;
     const from = slotOf(tl, dep);
     const to = slotOf(tl, k);
     const ax = s.scale.x(endOf(tl, from));
@@ -626,7 +604,7 @@ function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.stroke();
   ctx.setLineDash([]);
   const text = `end ${withUnit(num(meta.makespan, 5), meta.time_unit)}`;
-  ctx.font = `600 11px ${FONT}`;
+  ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width;
   const left = L.plotRight - x - 8 >= w;
   const tx = left ? x + 5 : x - 5 - w;
@@ -678,7 +656,7 @@ function drawAxis(ctx: CanvasRenderingContext2D, s: Scene, tk: { step: number; v
   }
   ctx.stroke();
   ctx.fillStyle = P.muted;
-  ctx.font = `11px ${FONT}`;
+  ctx.font = `${PX.label}px ${FONT}`;
   ctx.textBaseline = "top";
   ctx.textAlign = "center";
   let lastRight = -Infinity;
@@ -765,7 +743,7 @@ function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.lineTo(x, L.memBottom);
   ctx.stroke();
   const text = `t = ${withUnit(num(s.cursor, 5), s.meta.time_unit)}`;
-  ctx.font = `600 11px ${FONT}`;
+  ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width + 10;
   const bx = Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
   ctx.fillStyle = P.cursor;
@@ -794,11 +772,16 @@ export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
   ctx.beginPath();
   ctx.rect(L.plotLeft, 0, L.plotRight - L.plotLeft, L.height);
   ctx.clip();
-  ctx.font = `600 ${L.roomy ? 11 : 9}px ${FONT}`;
+  ctx.font = `600 ${L.roomy ? PX.label : PX.tiny}px ${FONT}`;
   const { labelList, ...stats } = drawOps(ctx, s);
+  if (s.overlay) drawOverlay(ctx, s, s.overlay);
   stats.labels = drawLabels(ctx, labelList, L.roomy ? 11 : 9);
+  const lanes = { ...s, cache: s.cache, hoverTransfer: s.hoverTransfer ?? -1 };
+  drawLanes(ctx, lanes);
   drawFuture(ctx, s);
   drawSelection(ctx, s);
+  if (s.overlay) drawOverlaySelection(ctx, s, s.overlay);
+  drawLaneSelection(ctx, lanes, s.selectedMb, (ax, ay, bx, by, solid) => arrow(ctx, ax, ay, bx, by, solid));
   drawDevice(ctx, s);
   drawEnd(ctx, s);
   drawHover(ctx, s);

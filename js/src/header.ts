@@ -3,9 +3,10 @@
 
 import { FLAG_PAIR_F, KIND_B, KIND_I, KIND_MASK, KIND_W, type Timeline } from "./data";
 import { CHUNK_PATTERNS, DOWN, UP, chunkPatternKind } from "./draw";
+import { capacityOf, fitBadge, formatMemory, memoryUnit, overDevices } from "./fit";
 import { bytes, num, percent, withUnit } from "./format";
 import { KEY_ZOOM } from "./input";
-import type { Meta } from "./meta";
+import { type Meta, segmentsOf } from "./meta";
 import type { Palette } from "./theme";
 
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, text?: string): HTMLElementTagNameMap[K] {
@@ -51,37 +52,116 @@ function titleOf(title: string, o: HeaderOptions): HTMLElement {
   return name;
 }
 
+/** "p=4 · m=4 · k=2 segments (bars: microbatch.segment) · f=1 b=1 w=1 · 64 ops": a forward-only
+ * program has no b or w to give, a segmented one counts whole microbatches. */
+export function sizesText(meta: Meta, compact: boolean): string {
+  const v = meta.stages_per_device > 1 ? ` · v=${meta.stages_per_device}` : "";
+  const comm = meta.comm > 0 ? ` · comm=${num(meta.comm)}` : "";
+  const unit = meta.time_unit ? ` ${meta.time_unit}` : "";
+  const k = segmentsOf(meta);
+  const m = k > 1 ? meta.whole_microbatches ?? Math.round(meta.microbatches / k) : meta.microbatches;
+  const segments = k > 1 ? ` · k=${k} segments${compact ? "" : " (bars: microbatch.segment)"}` : "";
+  const backward = meta.forward_only ? "" : ` b=${num(meta.b)} w=${num(meta.w)}`;
+  const costs = compact ? "" : ` · f=${num(meta.f)}${backward}${comm}${unit}`;
+  return `p=${meta.devices} · m=${m}${segments}${v}${costs} · ${meta.ops.toLocaleString("en-US")} ops`;
+}
+
+/** What the bubble of a forward-only program is, as Result defines it. */
+export const INFERENCE_BUBBLE = "the fill and drain of this one batch: idle time a stream of batches through a " +
+  "full pipeline would not pay, which is why latency and throughput, not the bubble, describe inference";
+
+/** The badge saying whether every device fits its memory (null without a capacity). */
+function badgeOf(meta: Meta, compact: boolean): HTMLElement | null {
+  const badge = fitBadge(meta);
+  if (!badge) return null;
+  const text = compact && !badge.fits
+    ? `does not fit (${overDevices(meta).length} of ${meta.devices} over)` : badge.text;
+  const box = el("span", `ppviz-fit ${badge.fits ? "ppviz-fit-ok" : "ppviz-fit-over"}`, text);
+  box.title = badge.detail;
+  box.setAttribute("role", "status");
+  return box;
+}
+
 /** Title, sizes and metrics (simulated beside closed form). */
 export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = FULL): void {
   const cf = meta.closed_form;
   const title = el("div", "ppviz-title");
   title.append(titleOf(meta.title, o));
-  const v = meta.stages_per_device > 1 ? ` · v=${meta.stages_per_device}` : "";
-  const comm = meta.comm > 0 ? ` · comm=${num(meta.comm)}` : "";
-  const unit = meta.time_unit ? ` ${meta.time_unit}` : "";
-  const costs = o.compact ? "" : ` · f=${num(meta.f)} b=${num(meta.b)} w=${num(meta.w)}${comm}${unit}`;
-  title.append(el("span", "ppviz-sizes",
-    `p=${meta.devices} · m=${meta.microbatches}${v}${costs} · ${meta.ops.toLocaleString("en-US")} ops`));
+  title.append(el("span", "ppviz-sizes", sizesText(meta, o.compact)));
+  const badge = badgeOf(meta, o.compact);
+  if (badge) title.append(badge);
   const caveat = cf && !cf.applies ? ` (the closed form assumes ${cf.assumptions}; this config does not meet all of it)` : "";
   const closed = (x: string | null) => (cf ? (x === null ? "closed form: none" : `closed form ${x}${cf.applies ? "" : "*"}`) : null);
   const peak = max(meta.peak_memory) ?? 0;
   const cfPeak = cf?.peak_activation ? max(cf.peak_activation) : null;
   const staticMax = max(meta.static_memory) ?? 0;
-  const cfMemory = cfPeak === null ? null : num(cfPeak + staticMax, 4);
-  const inBytes = meta.activation_bytes ? ` (${bytes(peak * meta.activation_bytes)})` : "";
+  const u = memoryUnit(meta);
+  const amount = (x: number) => (u.label ? formatMemory(x, u) : num(x, 4));
+  const cfMemory = cfPeak === null ? null : amount(cfPeak + staticMax);
+  const capacity = capacityOf(meta);
+  const memoryCard = metric("peak memory", amount(peak), closed(cfMemory),
+    "largest activation + static memory on any device, " + (u.label ? `in ${u.label} (activation_bytes per unit)` : "in activation units") +
+      (capacity === null ? "" : `; device capacity ${amount(capacity)}`) +
+      (cf?.memory_formula ? `; closed form ${cf.memory_formula}` : "") + caveat);
+  if (capacity !== null) {
+    const over = overDevices(meta).length > 0;
+    memoryCard.classList.toggle("ppviz-metric-over", over);
+    memoryCard.append(el("span", "ppviz-metric-closed", `of ${amount(capacity)} capacity`));
+  }
   const metrics = el("div", "ppviz-metrics");
-  metrics.append(
-    metric("makespan", withUnit(num(meta.makespan, 5), meta.time_unit),
-      closed(cf ? withUnit(num(cf.makespan, 5), meta.time_unit) : null),
+  const time = (x: number) => withUnit(num(x, 5), meta.time_unit);
+  const cards: HTMLElement[] = [
+    metric("makespan", time(meta.makespan), closed(cf ? time(cf.makespan) : null),
       `simulated end of the last op${caveat}`),
-    metric("bubble", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
+  ];
+  if (meta.forward_only) {
+    const first = meta.time_to_first_output;
+    const throughput = meta.throughput;
+    const per = meta.time_unit ? `per ${meta.time_unit}` : "per unit of time";
+    const cfFirst = cf?.first_output;
+    const cfThroughput = cf?.throughput;
+    cards.push(
+      metric("first output", typeof first === "number" ? time(first) : "–",
+        closed(typeof cfFirst === "number" ? time(cfFirst) : null),
+        `time to first output: when the last stage finishes its first microbatch${caveat}`),
+      metric("throughput", typeof throughput === "number" ? `${num(throughput, 4)} ${per}` : "–",
+        closed(typeof cfThroughput === "number" ? num(cfThroughput, 4) : null),
+        `steady-state throughput in microbatches ${per}: m − 1 outputs over the time from the first output to the ` +
+          `last (none for m = 1)${caveat}`),
+      metric("fill + drain", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
+        `the bubble of a forward-only program, idle / (p × makespan), is ${INFERENCE_BUBBLE}` +
+          (cf ? `; closed form ${cf.bubble_formula} idle per device` : "") + caveat),
+    );
+    // what this bubble is, in a few words on the card itself
+    cards[cards.length - 1].append(el("span", "ppviz-metric-closed", "idle once per batch, not per output"));
+  } else {
+    cards.push(metric("bubble", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
       `idle / (p × makespan); bubble rate (makespan − ideal) / ideal = ${percent(meta.bubble_rate)}` +
-        (cf ? `; closed form ${cf.bubble_formula} idle per device` : "") + caveat),
-    metric("peak memory", `${num(peak, 4)}${inBytes}`, closed(cfMemory),
-      "largest activation + static memory on any device, in activation units" +
-        (cf?.memory_formula ? `; closed form ${cf.memory_formula}` : "") + caveat),
-  );
+        (cf ? `; closed form ${cf.bubble_formula} idle per device` : "") + caveat));
+  }
+  const comm = communicationCard(meta);
+  if (comm) cards.push(comm);
+  cards.push(memoryCard);
+  metrics.append(...cards);
   header.replaceChildren(title, metrics);
+}
+
+/** Exposed communication beside the bubble, for a run with transfers: the most idle time any
+ * device spent waiting for communication, and the share of all device time that was. */
+function communicationCard(meta: Meta): HTMLElement | null {
+  const c = meta.communication;
+  if (!c) return null;
+  const worst = max(c.exposed_comm) ?? 0;
+  const total = c.exposed_comm.reduce((a, b) => a + b, 0);
+  const share = meta.makespan > 0 ? total / (meta.devices * meta.makespan) : 0;
+  const time = (x: number) => withUnit(num(x, 4), meta.time_unit);
+  const links = c.devices_per_node
+    ? `${c.topology ? `${c.topology}, ` : ""}${c.devices_per_node} devices per node; within a node ${c.intra}; between nodes ${c.inter}`
+    : `one link between every pair of devices: ${c.intra}`;
+  return metric("exposed comm", time(worst), `max per device · ${percent(share)} of all`,
+    `idle time spent waiting for communication (latency, transfers, busy links, blocking batches): the most on any ` +
+      `device, and the total over all devices as a share of p × makespan (${time(total)}); ` +
+      `${c.count.toLocaleString("en-US")} transfers of ${bytes(c.bytes)}, p2p ${c.p2p ?? "–"}; ${links}`);
 }
 
 /** The header of a chart with nothing to draw (a run its schedule refused): the title only. */
@@ -108,8 +188,10 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette,
     }
   }
   const backward = hasB && hasI ? "B / I backward" : hasI ? "I backward (inputs)" : "B backward";
-  const items: [string, string][] = [[compact ? "F" : "F forward", P.kinds[0]],
-    [compact ? backward.split(" backward")[0] : backward, P.kinds[1]]];
+  // a forward-only (inference) program has no backward to show
+  const forwardOnly = tl !== null && !hasB && !hasI && !hasW;
+  const items: [string, string][] = [[compact ? "F" : "F forward", P.kinds[0]]];
+  if (!forwardOnly) items.push([compact ? backward.split(" backward")[0] : backward, P.kinds[1]]);
   if (hasW) items.push([compact ? "W" : "W backward (weights)", P.kinds[2]]);
   if (hasPair) items.push([compact ? "F&B" : "F&B overlapped pair", P.kinds[3]]);
   const children: HTMLElement[] = items.map(([text, colour]) => {
@@ -120,7 +202,8 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette,
     return item;
   });
   const idle = el("span", "ppviz-legend-item");
-  idle.append(el("span", "ppviz-swatch ppviz-swatch-idle"), document.createTextNode(compact ? "idle" : "idle (bubble)"));
+  idle.append(el("span", "ppviz-swatch ppviz-swatch-idle"),
+    document.createTextNode(compact ? "idle" : forwardOnly ? "idle (fill + drain)" : "idle (bubble)"));
   children.push(idle);
   if (tl && tl.chunks > 1) children.push(...chunkItems(tl.chunks, P, compact));
   if (tl?.bidirectional) children.push(...directionItems(tl.devices, P, compact));

@@ -4,11 +4,13 @@
 // cutting them; only a chart too narrow for them ends a label with "…".
 
 import style from "../../ppviz/style.json";
-import { num } from "./format";
+import { excessText, formatMemory, isOver, laneBase, lanePeak, memoryUnit } from "./fit";
 import { HEAT_ABOVE, memoryLaneHeight, rowHeightFor } from "./layout";
 import type { Meta } from "./meta";
 
 export const FONT = style.font.family;
+/** Font sizes by role (px), from style.json. */
+export const PX = style.font.px;
 /** gap between a label's right end and the plot */
 export const LABEL_GAP = 10;
 const LEFT_PAD = 4;
@@ -26,10 +28,10 @@ export interface GutterFonts {
 export function gutterFonts(rowHeight: number, memHeight: number): GutterFonts {
   return {
     roomy: rowHeight >= 24,
-    head: `600 12px ${FONT}`,
-    small: `10.5px ${FONT}`,
-    row: `${rowHeight >= 14 ? 11 : 9}px ${FONT}`,
-    memory: `${memHeight >= 16 ? 11 : 9}px ${FONT}`,
+    head: `600 ${PX.text}px ${FONT}`,
+    small: `${PX.caption}px ${FONT}`,
+    row: `${rowHeight >= 14 ? PX.label : PX.tiny}px ${FONT}`,
+    memory: `${memHeight >= 16 ? PX.label : PX.tiny}px ${FONT}`,
   };
 }
 
@@ -44,11 +46,27 @@ export function rowLine(meta: Meta, d: number): string {
   return stages ? `${d} · ${stages}` : String(d);
 }
 
-/** A memory lane's label: its peak, or its value at the replay's time. */
+/** A memory lane's label: its peak, or its value at the replay's time (`value`: activation
+ * memory then, to which the lane adds the static memory when it shows it), in GiB with bytes. */
 export function memoryLine(meta: Meta, d: number, roomy: boolean, value: number | null): string {
-  const peak = num(meta.peak_activation[d] ?? 0, 4);
-  const text = value === null ? `peak ${peak}` : `${num(value, 4)} of ${peak}`;
+  const u = memoryUnit(meta);
+  const peak = formatMemory(lanePeak(meta, d), u);
+  const text = value === null ? `peak ${peak}` : `${formatMemory(value + laneBase(meta, d), u)} of ${peak}`;
   return `${roomy ? "device " : ""}${d}  ${text}`;
+}
+
+/** A lane tall enough for two lines of label: a device over its capacity gives its excess on the second. */
+export const TWO_LINE_LANE = 22;
+
+/** A memory lane's label, as drawn: its line (memoryLine), and for a device over its capacity
+ * the excess ("+28.2 GiB over"), on a second line in a lane at least TWO_LINE_LANE px tall, else
+ * instead of the peak. */
+export function memoryLabel(meta: Meta, d: number, roomy: boolean, value: number | null, laneHeight: number):
+  { first: string; second: string | null } {
+  const excess = excessText(meta, d);
+  if (excess === null) return { first: memoryLine(meta, d, roomy, value), second: null };
+  if (laneHeight >= TWO_LINE_LANE) return { first: memoryLine(meta, d, roomy, value), second: excess };
+  return { first: `${roomy ? "device " : ""}${d}  ${excess}`, second: null };
 }
 
 /** The gutter's width in CSS pixels for these labels, before the chart's width caps it. */
@@ -71,7 +89,9 @@ export function gutterWidth(ctx: CanvasRenderingContext2D, meta: Meta, devices: 
     if (memory && !compact && devices <= HEAT_ABOVE) {
       // the widest a lane's label gets: during a replay it shows "value of peak"
       const peak = meta.peak_activation[d] ?? 0;
-      widest = Math.max(widest, measure(fonts.memory, memoryLine(meta, d, fonts.roomy, peak)));
+      const font = isOver(meta, d) ? `600 ${fonts.memory}` : fonts.memory;
+      const label = memoryLabel(meta, d, fonts.roomy, peak, memoryLaneHeight(rowHeight, devices));
+      widest = Math.max(widest, measure(font, label.first), label.second === null ? 0 : measure(font, label.second));
     }
   }
   return Math.ceil(widest) + LABEL_GAP + LEFT_PAD;

@@ -24,6 +24,11 @@ export interface Layout {
   roomy: boolean;
   /** the memory lanes are one heat strip (a row per device, colour = memory), for p > HEAT_ABOVE */
   heat: boolean;
+  /** the transfer lane under each Gantt row (0 when hidden): its top half the device's sends,
+   * its bottom half its receives */
+  laneHeight: number;
+  /** top of device d's transfer lane (just under its row) */
+  laneTop: number[];
 }
 
 /** the gutter of a comparison's charts, which share one time axis (and so one plot edge) */
@@ -48,18 +53,27 @@ export function memoryLaneHeight(rowHeight: number, devices: number): number {
   return devices > HEAT_ABOVE ? Math.max(2, Math.min(6, Math.floor(192 / devices))) : Math.max(12, Math.round(rowHeight * 0.9));
 }
 
+/** A transfer lane's height under a row `rowHeight` px tall: two halves (sends, receives) of at
+ * least 2 px each. */
+export function transferLaneHeight(rowHeight: number): number {
+  return rowHeight >= 20 ? 10 : rowHeight >= 12 ? 6 : 4;
+}
+
 /** `compact` (the charts of a comparison): thin rows, no memory lanes, the shared gutter.
- * `gutter`: the width the row labels need (labels.ts); without it, the shared gutter. */
+ * `gutter`: the width the row labels need (labels.ts); without it, the shared gutter.
+ * `transfers`: a transfer lane under each row. */
 export function computeLayout(width: number, devices: number, memory: boolean, compact = false,
-  gutter?: number): Layout {
+  gutter?: number, transfers = false): Layout {
   const rowHeight = rowHeightFor(devices, compact);
+  const laneHeight = transfers ? transferLaneHeight(rowHeight) : 0;
   memory = memory && !compact;
   const heat = memory && devices > HEAT_ABOVE;
   const gap = rowHeight >= 20 ? 6 : rowHeight >= 12 ? 2 : 1;
   const top = compact ? 4 : 8;
   const rowTop: number[] = [];
-  for (let d = 0; d < devices; d++) rowTop.push(top + d * (rowHeight + gap));
-  const ganttBottom = devices ? rowTop[devices - 1] + rowHeight : top;
+  for (let d = 0; d < devices; d++) rowTop.push(top + d * (rowHeight + laneHeight + gap));
+  const laneTop = laneHeight ? rowTop.map((y) => y + rowHeight) : [];
+  const ganttBottom = devices ? rowTop[devices - 1] + rowHeight + laneHeight : top;
   const axisTop = ganttBottom + 4;
   const memTitleTop = axisTop + AXIS_HEIGHT;
   const memHeight = memory ? memoryLaneHeight(rowHeight, devices) : 0;
@@ -93,15 +107,20 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
     memBottom,
     roomy: rowHeight >= 24,
     heat,
+    laneHeight,
+    laneTop,
   };
 }
 
-export type Lane = { area: "gantt" | "memory"; device: number };
+export type Lane = { area: "gantt" | "memory" | "transfer"; device: number };
 
 /** The row under y (a Gantt row or a memory lane), or null between rows. */
 export function laneAt(layout: Layout, y: number): Lane | null {
   for (let d = 0; d < layout.devices; d++) {
     if (y >= layout.rowTop[d] && y < layout.rowTop[d] + layout.rowHeight) return { area: "gantt", device: d };
+    if (layout.laneHeight && y >= layout.laneTop[d] && y < layout.laneTop[d] + layout.laneHeight) {
+      return { area: "transfer", device: d };
+    }
   }
   for (let d = 0; d < layout.memTop.length; d++) {
     if (y >= layout.memTop[d] && y < layout.memTop[d] + layout.memHeight) return { area: "memory", device: d };

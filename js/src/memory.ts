@@ -1,24 +1,56 @@
 // The activation-memory lanes under the Gantt rows. Every lane has the same scale, from 0 to a
-// little above the highest peak: up to HEAT_ABOVE devices each lane is the device's step curve
-// with gridlines labelled in activation units and its closed-form peak dashed; above that the
-// lanes collapse into a heat strip, a thin row per device whose colour is its memory, with the
-// colour scale beside the title. Hovering a lane shows the value (tooltip.ts) and marks it here.
+// little above the highest peak (or the device's capacity): up to HEAT_ABOVE devices each lane is
+// the device's step curve with gridlines labelled in activation units (GiB when the config gives
+// activation_bytes) and its closed-form peak dashed; with a capacity (Config.from_model) the lane
+// stacks the activations on the static memory, the capacity is a dashed line, and a device over
+// it is drawn in red with its excess. Above HEAT_ABOVE devices the lanes collapse into a heat
+// strip, a thin row per device whose colour is its memory, with the colour scale beside the
+// title. Hovering a lane shows the value (tooltip.ts) and marks it here.
 
 import { type MemoryCurves, lowerBound, memoryAt, rangeMax, upperBound } from "./data";
 import type { Scene } from "./draw";
 import { num } from "./format";
-import { FONT, fit, gutterFonts, memoryLine } from "./labels";
+import { capacityOf, formatMemory, isOver, laneBase, lanesWithStatic, memoryUnit } from "./fit";
+import { FONT, PX, fit, gutterFonts, memoryLabel } from "./labels";
 import type { Layout } from "./layout";
 import { closedPeak, type Meta } from "./meta";
 import { Strip, blend, over, rgbaWord } from "./pixels";
 import type { Palette } from "./theme";
 import { ticks } from "./scale";
 
-/** The top of the lanes' shared scale: the highest simulated or closed-form peak, plus 10 %. */
+/** The top of the lanes' shared scale: the highest simulated or closed-form peak (on the static
+ * memory when the lanes show it) or the capacity, plus 10 %. */
 export function memoryTop(mem: MemoryCurves, meta: Meta): number {
-  let top = mem.peak;
-  for (let d = 0; d < mem.devices; d++) top = Math.max(top, closedPeak(meta, d) ?? 0);
+  let top = lanesWithStatic(meta) ? 0 : mem.peak;
+  for (let d = 0; d < mem.devices; d++) {
+    const base = laneBase(meta, d);
+    top = Math.max(top, base + (meta.peak_activation[d] ?? 0), base + (closedPeak(meta, d) ?? 0));
+  }
+  top = Math.max(top, capacityOf(meta) ?? 0);
   return top > 0 ? top * 1.1 : 1;
+}
+
+/** Height in px of a line's label at a lane's right end. */
+export const LABEL_HEIGHT = 10;
+/** Gap in px a gridline's label keeps from each dashed line (closed-form peak, capacity): nearer,
+ * it reads as the dashed line's value. */
+export const LABEL_CLEARANCE = 4;
+
+/** The rows [top, bottom] a label of the line at y covers: above the line, or below it where the
+ * lane's top (laneTop) leaves no room. */
+export function labelBox(y: number, laneTop: number): [number, number] {
+  return y - LABEL_HEIGHT < laneTop ? [y + 2, y + 2 + LABEL_HEIGHT] : [y - LABEL_HEIGHT, y];
+}
+
+/** The gridline to label on a lane: the highest whose label (labelBox) stays `clearance` px clear
+ * of every dashed line's y in `avoid`; null when none does. */
+export function labelledGridline(grid: number[], y: (v: number) => number, avoid: number[], laneTop: number,
+  clearance = LABEL_CLEARANCE): number | null {
+  for (let i = grid.length - 1; i >= 0; i--) {
+    const [a, b] = labelBox(y(grid[i]), laneTop);
+    if (avoid.every((v) => v < a - clearance || v > b + clearance)) return grid[i];
+  }
+  return null;
 }
 
 /** Gridline values inside a lane `height` px tall: 1, 2 or 5 × 10^k apart, at least 10 px
@@ -71,29 +103,39 @@ function walkColumns(s: Scene, d: number, columns: number,
  * curve passes through is on its outline. One image of `lanes` × `height` rows. */
 function rasteriseLanes(s: Scene, strip: Strip, top: number, width: number, height: number, lanes: number,
   columns: number): void {
-  const { palette: P, dpr, cache } = s;
+  const { palette: P, dpr, cache, meta } = s;
   strip.ensure(width, height * lanes);
   const px = strip.pixels;
   // opaque pixels (the fill already blended over the lane) blit without blending
   const surface = rgbaWord(P.surface);
-  const fill = over(rgbaWord(P.memoryFill), surface);
-  const line = rgbaWord(P.memoryLine);
+  const fills = [over(rgbaWord(P.memoryFill), surface), over(rgbaWord(P.oomFill), surface)];
+  const lines = [rgbaWord(P.memoryLine), rgbaWord(P.oom)];
+  const staticFill = over(rgbaWord(P.memoryStatic), surface);
   const thick = Math.max(1, Math.round(dpr));
   const level = (v: number) => Math.min(height - 1, Math.round((v / top) * (height - 1)));
   if (cache.memoryColumns.high.length < width) {
     cache.memoryColumns = { high: new Int16Array(width), outline: new Int16Array(width) };
   }
   const { high, outline } = cache.memoryColumns;
+  const capacity = capacityOf(meta);
+  // rows above the capacity's level: a device's memory there does not fit, and is red
+  const capLevel = capacity === null ? height : level(capacity);
   for (let d = 0; d < lanes; d++) {
     high.fill(-1);
+    // activations stack on the static memory when the lanes show it
+    const base = laneBase(meta, d);
+    const floor = base > 0 ? level(base) : -1;
     walkColumns(s, d, columns, (c, before, peak, after) => {
-      high[c] = level(peak);
-      outline[c] = Math.max(0, Math.min(level(before), level(after)) - thick + 1);
+      high[c] = level(base + peak);
+      outline[c] = Math.max(0, Math.min(level(base + before), level(base + after)) - thick + 1);
     });
     // row by row, so that the writes run along memory
     for (let y = 0; y < height; y++) {
       const row = (d * height + height - 1 - y) * width;
-      for (let c = 0; c < width; c++) px[row + c] = y > high[c] ? surface : y >= outline[c] ? line : fill;
+      const bad = y > capLevel ? 1 : 0;
+      const line = lines[bad];
+      const under = y <= floor ? staticFill : fills[bad];
+      for (let c = 0; c < width; c++) px[row + c] = y > high[c] ? surface : y >= outline[c] ? line : under;
     }
   }
 }
@@ -112,8 +154,9 @@ function rasteriseHeat(s: Scene, strip: Strip, top: number, width: number, lanes
   const ramp = heatRamp(s.palette);
   for (let d = 0; d < lanes; d++) {
     const row = d * width;
+    const base = laneBase(s.meta, d);
     walkColumns(s, d, columns, (c, _before, peak) => {
-      px[row + c] = ramp[Math.min(255, Math.max(0, Math.round((peak / top) * 255)))];
+      px[row + c] = ramp[Math.min(255, Math.max(0, Math.round(((base + peak) / top) * 255)))];
     });
   }
 }
@@ -153,10 +196,26 @@ function laneY(L: Layout, d: number, value: number, top: number): number {
   return L.memTop[d] + L.memHeight - (value / top) * L.memHeight;
 }
 
-/** Gridlines at round values with the highest one labelled, and the closed-form peaks dashed. */
+/** A label at a lane's right end, beside the line at y: above it, or below where the lane's top
+ * leaves no room; on a patch of the lane's surface. */
+function lineLabel(ctx: CanvasRenderingContext2D, s: Scene, d: number, y: number, text: string, colour: string): void {
+  const { layout: L, palette: P } = s;
+  const w = ctx.measureText(text).width;
+  const [top, bottom] = labelBox(y, L.memTop[d]);
+  ctx.textBaseline = "bottom";
+  ctx.fillStyle = P.surface;
+  ctx.fillRect(L.plotRight - w - 5, top, w + 4, bottom - top);
+  ctx.fillStyle = colour;
+  ctx.fillText(text, L.plotRight - 3, bottom - 0.5);
+}
+
+/** Gridlines at round values (of the unit shown), the closed-form peaks and the capacity dashed,
+ * the capacity labelled (with the excess of a device over it) and the highest gridline whose
+ * label keeps clear of the dashed lines labelled too. */
 function drawScale(ctx: CanvasRenderingContext2D, s: Scene, top: number, lanes: number): void {
   const { layout: L, palette: P, meta } = s;
-  const grid = memoryGrid(top, L.memHeight);
+  const u = memoryUnit(meta);
+  const grid = memoryGrid(top * u.factor, L.memHeight).map((v) => v / u.factor);
   ctx.strokeStyle = P.border;
   ctx.lineWidth = 1;
   ctx.beginPath();
@@ -168,39 +227,67 @@ function drawScale(ctx: CanvasRenderingContext2D, s: Scene, top: number, lanes: 
     }
   }
   ctx.stroke();
-  // the highest gridline's value at the lane's right end, where runs have drained their memory
-  const label = grid[grid.length - 1];
-  if (label !== undefined && L.memHeight >= 16) {
-    ctx.font = `9px ${FONT}`;
-    ctx.textAlign = "right";
-    const text = num(label, 4);
-    const w = ctx.measureText(text).width;
+  const dashed: (number | null)[] = [];
+  if (meta.closed_form?.applies) {
+    ctx.strokeStyle = P.closedForm;
+    ctx.globalAlpha = 0.55;
+    ctx.setLineDash([4, 3]);
+    ctx.beginPath();
     for (let d = 0; d < lanes; d++) {
-      const y = Math.round(laneY(L, d, label, top));
-      const below = y - 10 < L.memTop[d];
-      ctx.textBaseline = below ? "top" : "bottom";
-      const boxTop = below ? y + 1 : y - 10;
-      ctx.fillStyle = P.surface;
-      ctx.fillRect(L.plotRight - w - 5, boxTop, w + 4, 10);
-      ctx.fillStyle = P.muted;
-      ctx.fillText(text, L.plotRight - 3, below ? y + 1 : y);
+      const cf = closedPeak(meta, d);
+      dashed[d] = null;
+      if (cf === null) continue;
+      const y = Math.round(laneY(L, d, laneBase(meta, d) + cf, top)) + 0.5;
+      dashed[d] = y;
+      ctx.moveTo(L.plotLeft, y);
+      ctx.lineTo(L.plotRight, y);
+    }
+    ctx.stroke();
+    ctx.setLineDash([]);
+    ctx.globalAlpha = 1;
+  }
+  const capacity = capacityOf(meta);
+  const capY = capacity === null ? 0 : Math.round(laneY(L, 0, capacity, top) - L.memTop[0]);
+  if (capacity !== null) {
+    ctx.lineWidth = 1.25;
+    ctx.setLineDash([7, 3]);
+    for (let d = 0; d < lanes; d++) {
+      const y = L.memTop[d] + capY + 0.5;
+      ctx.strokeStyle = isOver(meta, d) ? P.oom : P.foreground;
+      ctx.globalAlpha = isOver(meta, d) ? 1 : 0.6;
+      ctx.beginPath();
+      ctx.moveTo(L.plotLeft, y);
+      ctx.lineTo(L.plotRight, y);
+      ctx.stroke();
+    }
+    ctx.setLineDash([]);
+    ctx.globalAlpha = 1;
+    ctx.lineWidth = 1;
+  }
+  if (L.memHeight < 16) return;
+  // labels at the lane's right end, where runs have drained their memory
+  ctx.textAlign = "right";
+  const cap = capacity === null ? "" : `capacity ${formatMemory(capacity, u)}`;
+  for (let d = 0; d < lanes; d++) {
+    const avoid: number[] = [];
+    const cf = dashed[d];
+    if (typeof cf === "number") avoid.push(cf);
+    if (capacity !== null) {
+      const y = L.memTop[d] + capY;
+      avoid.push(y);
+      ctx.font = `${PX.tiny}px ${FONT}`;
+      // in a lane too low for it beside the line, the section's note gives the capacity
+      if (labelBox(y, L.memTop[d])[1] <= L.memTop[d] + L.memHeight) lineLabel(ctx, s, d, y, cap, isOver(meta, d) ? P.oom : P.muted);
+    }
+    const label = labelledGridline(grid, (v) => Math.round(laneY(L, d, v, top)), avoid, L.memTop[d]);
+    ctx.font = `${PX.tiny}px ${FONT}`;
+    const amount = (v: number) => (u.label ? formatMemory(v, u) : num(v, 4));
+    if (label !== null) lineLabel(ctx, s, d, Math.round(laneY(L, d, label, top)), amount(label), P.muted);
+    else if (typeof cf === "number" && capacity === null) {
+      // no gridline clear of the dashed peak: the dashed line says its own value
+      lineLabel(ctx, s, d, Math.round(cf), `closed form ${amount(laneBase(meta, d) + (closedPeak(meta, d) ?? 0))}`, P.muted);
     }
   }
-  if (!meta.closed_form?.applies) return;
-  ctx.strokeStyle = P.closedForm;
-  ctx.globalAlpha = 0.55;
-  ctx.setLineDash([4, 3]);
-  ctx.beginPath();
-  for (let d = 0; d < lanes; d++) {
-    const cf = closedPeak(meta, d);
-    if (cf === null) continue;
-    const y = Math.round(laneY(L, d, cf, top)) + 0.5;
-    ctx.moveTo(L.plotLeft, y);
-    ctx.lineTo(L.plotRight, y);
-  }
-  ctx.stroke();
-  ctx.setLineDash([]);
-  ctx.globalAlpha = 1;
 }
 
 /** The hovered time on the hovered lane: a hairline, and a dot on the curve (or the cell outlined). */
@@ -220,7 +307,7 @@ function drawMemoryHover(ctx: CanvasRenderingContext2D, s: Scene, top: number): 
     ctx.stroke();
     return;
   }
-  const y = laneY(L, h.device, memoryAt(mem, h.device, h.t), top);
+  const y = laneY(L, h.device, laneBase(s.meta, h.device) + memoryAt(mem, h.device, h.t), top);
   ctx.beginPath();
   ctx.moveTo(x, L.memTop[h.device]);
   ctx.lineTo(x, L.memTop[h.device] + L.memHeight);
@@ -241,14 +328,17 @@ export function drawMemoryLabels(ctx: CanvasRenderingContext2D, s: Scene, cut: {
   const y = L.memTitleTop + 4;
   ctx.textAlign = "left";
   ctx.textBaseline = "top";
-  ctx.font = `600 11px ${FONT}`;
+  ctx.font = `600 ${PX.label}px ${FONT}`;
   ctx.fillStyle = P.foreground;
-  const title = "activation memory";
+  const u = memoryUnit(meta);
+  const withStatic = lanesWithStatic(meta);
+  const title = withStatic ? "memory" : "activation memory";
   ctx.fillText(title, L.plotLeft, y);
   let x = L.plotLeft + ctx.measureText(title).width + 16;
-  ctx.font = `11px ${FONT}`;
+  ctx.font = `${PX.label}px ${FONT}`;
   ctx.fillStyle = P.muted;
-  const unit = "activations of one microbatch through 1/p of the model";
+  const unit = u.label || "activations of one microbatch through 1/p of the model";
+  const capacity = capacityOf(meta);
   let notes: string[];
   if (L.heat) {
     // the colour scale: 0, a ramp, the top
@@ -265,15 +355,21 @@ export function drawMemoryLabels(ctx: CanvasRenderingContext2D, s: Scene, cut: {
     ctx.strokeRect(x - 0.5, y + 0.5, rampWidth + 1, 11);
     x += rampWidth + 4;
     ctx.fillStyle = P.muted;
-    const topText = num(top, 3);
+    const topText = u.label ? formatMemory(top, u) : num(top, 3);
     ctx.fillText(topText, x, y);
     x += ctx.measureText(topText).width + 16;
-    notes = [`a row per device, coloured by its highest memory in each pixel, in ${unit}; hover for values`,
-      "a row per device; hover for values", ""];
+    const what = withStatic ? "memory (activations + static)" : "memory";
+    const cap = capacity === null ? "" : `; capacity ${formatMemory(capacity, u)}`;
+    notes = [`a row per device, coloured by its highest ${what} in each pixel, in ${unit}${cap}; hover for values`,
+      `a row per device${cap}; hover for values`, ""];
   } else {
     const dashed = meta.closed_form?.applies && meta.closed_form.peak_activation;
-    notes = [`one scale on every lane, in ${unit}${dashed ? " · dashed: closed-form peak" : ""}`,
-      `one scale, in activation units${dashed ? " · dashed: closed form" : ""}`, ""];
+    const stacked = withStatic ? "activations over the grey static memory (weights, gradients, optimizer), " : "";
+    const cap = capacity === null ? "" : ` · long dashes: device capacity ${formatMemory(capacity, u)}`;
+    const closed = dashed ? (capacity === null ? " · dashed: closed-form peak" : " · short dashes: closed-form peak") : "";
+    notes = [`one scale on every lane: ${stacked}in ${unit}${closed}${cap}`,
+      `one scale, in ${u.label || "activation units"}${withStatic ? " · grey: static" : ""}${dashed ? " · dashed: closed form" : ""}` +
+        (capacity === null ? "" : ` · capacity ${formatMemory(capacity, u)}`), ""];
   }
   // the longest note that fits
   const room = L.plotRight - x;
@@ -286,15 +382,27 @@ export function drawMemoryLabels(ctx: CanvasRenderingContext2D, s: Scene, cut: {
   ctx.fillStyle = P.muted;
   if (L.heat) {
     // device numbers far enough apart to read, on powers of two
-    ctx.font = `9px ${FONT}`;
+    ctx.font = `${PX.tiny}px ${FONT}`;
     let every = 1;
     while (every * L.memHeight < 11) every *= 2;
-    for (let d = 0; d < L.memTop.length; d += every) ctx.fillText(String(d), right, L.memTop[d] + L.memHeight / 2);
+    for (let d = 0; d < L.memTop.length; d += every) {
+      ctx.fillStyle = isOver(meta, d) ? P.oom : P.muted;
+      ctx.fillText(String(d), right, L.memTop[d] + L.memHeight / 2);
+    }
     return;
   }
-  ctx.font = fonts.memory;
   for (let d = 0; d < L.memTop.length; d++) {
     const value = s.cursor === null ? null : memoryAt(mem, d, s.cursor);
-    ctx.fillText(fit(ctx, memoryLine(meta, d, fonts.roomy, value), right - 4, cut), right, L.memTop[d] + L.memHeight / 2);
+    // a device over its capacity: its label in red, as its lane
+    const over = isOver(meta, d);
+    ctx.font = over ? `600 ${fonts.memory}` : fonts.memory;
+    ctx.fillStyle = over ? P.oom : P.muted;
+    const label = memoryLabel(meta, d, fonts.roomy, value, L.memHeight);
+    const mid = L.memTop[d] + L.memHeight / 2;
+    if (label.second === null) ctx.fillText(fit(ctx, label.first, right - 4, cut), right, mid);
+    else {
+      ctx.fillText(fit(ctx, label.first, right - 4, cut), right, mid - 6);
+      ctx.fillText(fit(ctx, label.second, right - 4, cut), right, mid + 6);
+    }
   }
 }

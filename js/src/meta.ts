@@ -10,6 +10,9 @@ export interface ClosedForm {
   assumptions: string;
   applies: boolean;
   source: string;
+  /** forward-only programs: the published time to first output and throughput (absent or null otherwise) */
+  first_output?: number | null;
+  throughput?: number | null;
 }
 
 export interface Meta {
@@ -36,7 +39,43 @@ export interface Meta {
   static_memory: number[];
   peak_memory: number[];
   activation_bytes: number | null;
+  /** the device's memory in activation units (Config.memory_capacity), null without one */
+  memory_capacity?: number | null;
+  /** per device: peak memory (activation + static) within the capacity; null without one */
+  fits?: boolean[] | null;
+  /** per device: how far the peak memory exceeds the capacity (0 where it fits), activation units */
+  excess?: number[] | null;
+  /** sequence segments per microbatch (Seq1F1B): an op's microbatch index i is segment i % k of
+   * microbatch ⌊i / k⌋, and `microbatches` counts the indices (whole_microbatches · k) */
+  segments?: number;
+  whole_microbatches?: number;
+  /** a forward-only (inference) program: no backward ops */
+  forward_only?: boolean;
+  /** forward-only programs: when the last stage finishes its first microbatch */
+  time_to_first_output?: number | null;
+  /** forward-only programs: steady-state microbatches per unit of time (null for m = 1) */
+  throughput?: number | null;
+  /** with transfers (Config.topology): what the widget says about them (wire.describe) */
+  communication?: Communication | null;
   closed_form: ClosedForm | null;
+}
+
+/** The transfers' setting and totals (ppviz/widgets/wire.py, `_communication`). */
+export interface Communication {
+  count: number;
+  /** bytes of one transfer (Config.comm_bytes) and of all of them */
+  bytes: number;
+  volume: number;
+  p2p: string | null;
+  topology: string | null;
+  /** device d is on node d // devices_per_node; null: one link between every pair of devices */
+  devices_per_node: number | null;
+  /** each link described, e.g. "latency 11.8 µs, 450 GB/s" (inter is null with one link) */
+  intra: string;
+  inter: string | null;
+  /** per device: idle time waiting for communication, and for other devices' compute */
+  exposed_comm: number[];
+  idle_compute: number[];
 }
 
 /** The closed-form peak activation of device d, when the formula gives one. */
@@ -44,4 +83,15 @@ export function closedPeak(meta: Meta, d: number): number | null {
   const peaks = meta.closed_form?.peak_activation;
   const v = peaks ? peaks[d] : null;
   return typeof v === "number" ? v : null;
+}
+
+/** Sequence segments per microbatch (1 unless the program splits microbatches, as Seq1F1B does). */
+export function segmentsOf(meta: Meta): number {
+  const k = meta.segments;
+  return typeof k === "number" && k > 1 ? k : 1;
+}
+
+/** An op's microbatch index as people read it: "3" or, with k segments, "microbatch.segment" ("3.1"). */
+export function microbatchLabel(index: number, segments: number): string {
+  return segments > 1 ? `${Math.floor(index / segments)}.${index % segments}` : String(index);
 }

@@ -3,6 +3,21 @@
 // the lane's bars are a 1-D image: one strip row per lane, stretched over the lane's height
 // with one drawImage. Colours are little-endian RGBA words.
 
+import type { Timeline } from "./data";
+import type { Layout } from "./layout";
+import type { Palette } from "./theme";
+
+/** What a cached image of the view was painted from: when none of it changed, the image is
+ * drawn again instead of repainted. */
+export interface ViewKey {
+  tl: Timeline;
+  palette: Palette;
+  layout: Layout;
+  t0: number;
+  t1: number;
+  dpr: number;
+}
+
 export class Strip {
   canvas = document.createElement("canvas");
   ctx = this.canvas.getContext("2d")!;
@@ -48,4 +63,29 @@ export function blend(a: number, b: number, share: number): number {
     out |= Math.round(x + (((b >>> shift) & 255) - x) * share) << shift;
   }
   return out >>> 0;
+}
+
+/** Add `colour` (opaque RGB word) covering `alpha` (0..1) of pixel i of the strip. */
+export function cover(px: Uint32Array, i: number, colour: number, alpha: number): void {
+  const a = Math.round(alpha * 255);
+  if (a <= 0) return;
+  const old = px[i] >>> 24;
+  if (old === 0) px[i] = ((colour & 0xffffff) | (Math.min(255, a) << 24)) >>> 0;
+  else px[i] = ((a > old ? colour & 0xffffff : px[i] & 0xffffff) | (Math.min(255, old + a) << 24)) >>> 0;
+}
+
+/** Paint device pixels [a, b) of one strip row, with partial coverage at both ends. */
+export function span(px: Uint32Array, row: number, width: number, a: number, b: number, colour: number): void {
+  if (a < 0) a = 0;
+  if (b > width) b = width;
+  if (b <= a) return;
+  const ia = Math.floor(a);
+  const ib = Math.floor(b);
+  if (ia === ib) {
+    cover(px, row + ia, colour, b - a);
+    return;
+  }
+  cover(px, row + ia, colour, ia + 1 - a);
+  if (ib > ia + 1) px.fill(colour, row + ia + 1, row + ib);
+  if (ib < width) cover(px, row + ib, colour, b - ib);
 }

@@ -29,6 +29,15 @@ export interface Palette {
   path: string;
   error: string;
   errorBg: string;
+  /** transfers in the lane under each row: activations (F), gradients (B), the empty lane */
+  transferF: string;
+  transferB: string;
+  transferRail: string;
+  /** a device that does not fit its memory: its lane's line and label, the badge */
+  oom: string;
+  oomFill: string;
+  /** the static memory (parameters, gradients, optimizer) under a lane's activations */
+  memoryStatic: string;
 }
 
 export const SHADE_LEVELS = style.shadeLevels;
@@ -105,6 +114,12 @@ function fromStyle(name: ThemeName, t: StyleTheme): Palette {
     path: rest.path,
     error: rest.error,
     errorBg: rest.errorBg,
+    transferF: rest.transferF,
+    transferB: rest.transferB,
+    transferRail: rest.transferRail,
+    oom: rest.oom,
+    oomFill: rest.oomFill,
+    memoryStatic: rest.memoryStatic,
   };
   return build(name, base, shadeToward, shadeSteps);
 }

@@ -14,8 +14,10 @@ import {
   memoryAt,
   waitedFor,
 } from "./data";
-import { bytes, num, withUnit } from "./format";
-import { closedPeak, type Meta } from "./meta";
+import { num, withUnit } from "./format";
+import { capacityOf, excessText, formatMemory, isOver, laneBase, lanesWithStatic, memoryUnit } from "./fit";
+import { closedPeak, type Meta, microbatchLabel, segmentsOf } from "./meta";
+import { inputTransferRows } from "./transfers";
 
 export const KIND_NAMES: Record<string, string> = {
   F: "forward",
@@ -35,7 +37,9 @@ function waitText(tl: Timeline, meta: Meta, k: number): string {
   const time = (t: number) => withUnit(num(t), meta.time_unit);
   if (w >= 0) {
     const from = deviceOf(tl, w);
-    const comm = from !== d && meta.comm > 0 ? ` + comm ${time(meta.comm)}` : "";
+    const moved = tl.transfers.intoOp[k];
+    const comm = from !== d && moved >= 0 ? `, then its transfer until ${time(tl.transfers.end[moved])}`
+      : from !== d && meta.comm > 0 ? ` + comm ${time(meta.comm)}` : "";
     return `${actionName(tl, w)} on device ${from}, done at ${time(endOf(tl, w))}${comm}`;
   }
   let prev = k - 1;
@@ -51,6 +55,12 @@ function placeText(tl: Timeline, k: number): string {
   if (tl.chunks > 1) parts.push(`chunk ${chunkOf(tl, k)} of ${tl.chunks}`);
   if (tl.bidirectional) parts.push(isReverse(tl, k) ? "▲ up (second replica)" : "▼ down (first replica)");
   return parts.join(" · ");
+}
+
+/** An op's microbatch: "3", or with sequence segments "3, segment 1 of 2 (3.1)". */
+function microbatchText(meta: Meta, index: number): string {
+  const k = segmentsOf(meta);
+  return k > 1 ? `${Math.floor(index / k)}, segment ${index % k} of ${k} (${microbatchLabel(index, k)})` : String(index);
 }
 
 /** The tooltip of op k (for an F&B pair, k is its F and the tooltip covers both ops). */
@@ -70,13 +80,15 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
       title: `F&B pair · ${actionName(tl, k)} with ${actionName(tl, b)}`,
       rows: [
         ["kind", `forward + ${KIND_NAMES[bKind]}, overlapped`],
-        ["forward", [`stage ${tl.stage[k]}, microbatch ${tl.mb[k]}`, placeText(tl, k)].filter(Boolean).join(" · ")],
+        ["forward", [`stage ${tl.stage[k]}, microbatch ${microbatchText(meta, tl.mb[k])}`, placeText(tl, k)].filter(Boolean).join(" · ")],
         [bKind === "B" ? "backward" : "backward (I)",
-          [`stage ${tl.stage[b]}, microbatch ${tl.mb[b]}`, placeText(tl, b)].filter(Boolean).join(" · ")],
+          [`stage ${tl.stage[b]}, microbatch ${microbatchText(meta, tl.mb[b])}`, placeText(tl, b)].filter(Boolean).join(" · ")],
         ["device", where],
         ...times,
         ["F waited for", waitText(tl, meta, k)],
+        ...inputTransferRows(tl, meta, k, "F input transfer"),
         [`${bKind} waited for`, waitText(tl, meta, b)],
+        ...inputTransferRows(tl, meta, b, `${bKind} input transfer`),
       ],
     };
   }
@@ -86,27 +98,37 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
     rows: [
       ["kind", `${kind} (${KIND_NAMES[kind]})`],
       ["stage", [String(tl.stage[k]), placeText(tl, k)].filter(Boolean).join(" · ")],
-      ["microbatch", String(tl.mb[k])],
+      ["microbatch", microbatchText(meta, tl.mb[k])],
       ["device", where],
       ...times,
       ["waited for", waitText(tl, meta, k)],
+      ...inputTransferRows(tl, meta, k),
     ],
   };
 }
 
-/** The tooltip of a memory lane at time t: the device's activation memory then, and its peaks. */
+/** The tooltip of a memory lane at time t: the device's memory then, and its peaks; with a
+ * capacity, the static part, the capacity and the excess of a device over it. */
 export function describeMemory(mem: MemoryCurves, meta: Meta, d: number, t: number): TooltipContent {
   const value = memoryAt(mem, d, t);
-  const inBytes = (x: number) => (meta.activation_bytes ? ` (${bytes(x * meta.activation_bytes)})` : "");
-  const rows: [string, string][] = [
-    ["time", withUnit(num(t, 5), meta.time_unit)],
-    ["memory", `${num(value, 4)}${inBytes(value)}`],
-    ["device's peak", `${num(meta.peak_activation[d] ?? 0, 4)}${inBytes(meta.peak_activation[d] ?? 0)}`],
-  ];
+  const u = memoryUnit(meta);
+  const amount = (x: number) => (u.label ? formatMemory(x, u) : num(x, 4));
+  const base = laneBase(meta, d);
+  const rows: [string, string][] = [["time", withUnit(num(t, 5), meta.time_unit)]];
+  if (lanesWithStatic(meta)) {
+    rows.push(["memory", `${amount(base + value)} (activations ${amount(value)} + static ${amount(base)})`],
+      ["device's peak", amount(meta.peak_memory[d] ?? 0)]);
+  } else {
+    rows.push(["memory", amount(value)], ["device's peak", amount(meta.peak_activation[d] ?? 0)]);
+  }
   const cf = closedPeak(meta, d);
-  if (cf !== null) rows.push(["closed-form peak", `${num(cf, 4)}${meta.closed_form?.applies ? "" : " (assumptions not met)"}`]);
-  rows.push(["unit", "activations of one microbatch through 1/p of the model"]);
-  return { title: `device ${d} · activation memory`, rows };
+  if (cf !== null) rows.push(["closed-form peak", `${amount(base + cf)}${meta.closed_form?.applies ? "" : " (assumptions not met)"}`]);
+  const capacity = capacityOf(meta);
+  if (capacity !== null) {
+    rows.push(["capacity", `${amount(capacity)}${isOver(meta, d) ? `: does not fit, ${excessText(meta, d)}` : ": fits"}`]);
+  }
+  if (!u.label) rows.push(["unit", "activations of one microbatch through 1/p of the model"]);
+  return { title: `device ${d} · ${lanesWithStatic(meta) ? "memory" : "activation memory"}`, rows };
 }
 
 export function fillTooltip(el: HTMLElement, content: TooltipContent): void {

@@ -11,6 +11,8 @@ export interface GanttTraits {
   timeline: DataView;
   /** the memory curves in the wire format */
   memory: DataView;
+  /** empty, or a measured run's simulation and residuals per op (overlay.ts; ppviz/widgets/overlay.py) */
+  overlay: DataView;
   meta: Meta;
   error: string;
   /** "" or what the kernel is doing for this chart ("simulating 1,000,000 ops…"): the chart dims and says so */

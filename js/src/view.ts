@@ -19,7 +19,11 @@ import { Replay } from "./replay";
 import { CSS, themeVariables } from "./styles";
 import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
 import { describeMemory, describeOp, fillTooltip, placeTooltip } from "./tooltip";
+import {
+  OVERLAY_CSS, type Overlay, decodeOverlay, fillOverlaySummary, overlayAria, overlayRows, overlaySummary,
+} from "./overlay";
 import { KEY_ZOOM, keyAction, wheelAction } from "./input";
+import { type LaneHalf, describeTransfer, hitTransfer, transferBox, transferLegend } from "./transfers";
 
 
 /** Hooks for tests and benchmarks, on the root element as `root.ppviz`. */
@@ -28,6 +32,8 @@ export interface DebugHooks {
   getView(): TimeView;
   setView(t0: number, t1: number): void;
   hit(clientX: number, clientY: number): number;
+  /** transfer i's box (client pixels) in its sender's (out) or receiver's (in) lane, or null when the lanes are hidden */
+  transferBox(i: number, half: LaneHalf): { x: number; y: number; width: number; height: number } | null;
   /** ms to decode the last data and to draw it the first time; when (performance.now()) it arrived */
   timings(): { decodeMs: number; firstDrawMs: number; loadedAt: number };
   /** paint now instead of at the next frame; returns the draw's ms */
@@ -48,6 +54,9 @@ export class GanttView {
   readonly tooltip: HTMLDivElement;
   private readonly ctx: CanvasRenderingContext2D;
   private readonly header = div("ppviz-header");
+  /** the summary of an overlay (ppviz.show(measured, against=...)); hidden without one */
+  private readonly overlayBox = div("ppviz-overlay");
+  private overlay: Overlay | null = null;
   private readonly errorBox = div("ppviz-error");
   private readonly busyBox = div("ppviz-busy");
   private readonly hint = div("ppviz-hint");
@@ -70,6 +79,10 @@ export class GanttView {
   private readonly cache = new DrawCache();
   private dpr = 0;
   private hover = -1;
+  /** the transfer under the pointer, -1 for none */
+  private hoverTransfer = -1;
+  /** this view draws the transfer lanes (when its result has transfers); the legend's switch */
+  private showTransfers = true;
   private memoryHover: { device: number; t: number } | null = null;
   private frame = 0;
   private draws = 0;
@@ -88,7 +101,7 @@ export class GanttView {
     this.root = div("ppviz-gantt");
     this.root.tabIndex = 0;
     const style = document.createElement("style");
-    style.textContent = CSS;
+    style.textContent = CSS + OVERLAY_CSS;
     this.canvas = document.createElement("canvas");
     this.canvas.setAttribute("role", "img");
     const ctx = this.canvas.getContext("2d");
@@ -103,7 +116,7 @@ export class GanttView {
     this.hint.hidden = true;
     this.plot.append(this.canvas, this.tooltip, this.busyBox, this.hint);
     this.replay = new Replay(() => this.meta?.makespan ?? 0, () => this.requestDraw());
-    this.root.append(style, this.header, this.errorBox, this.legend, this.plot, this.replay.el);
+    this.root.append(style, this.header, this.overlayBox, this.errorBox, this.legend, this.plot, this.replay.el);
     el.append(this.root);
 
     this.themeName = this.resolveTheme();
@@ -128,7 +141,8 @@ export class GanttView {
     try {
       const meta = this.model.get("meta");
       if (!meta || typeof meta.devices !== "number") {
-        this.tl = this.meta = this.mem = null;
+        this.tl = this.meta = this.mem = this.overlay = null;
+        fillOverlaySummary(this.overlayBox, null);
         this.plot.hidden = true;
         fillTitle(this.header, String(meta?.title ?? ""), this.headerOptions());
         this.legend.replaceChildren();
@@ -139,6 +153,7 @@ export class GanttView {
       const memory = this.model.get("memory");
       this.mem = memory && (memory as ArrayBufferView).byteLength ? decodeMemory(memory) : null;
       this.meta = meta;
+      this.overlay = decodeOverlay(this.model.get("overlay"), this.tl.n);
     } catch (err) {
       this.errorBox.hidden = false;
       this.errorBox.textContent = String((err as Error).message ?? err);
@@ -150,8 +165,10 @@ export class GanttView {
     this.hover = -1;
     this.layout = null;
     fillHeader(this.header, this.meta, this.headerOptions());
-    fillLegend(this.legend, this.tl, this.palette, compact);
-    this.canvas.setAttribute("aria-label", `Gantt chart of ${this.meta.title}: ${this.meta.devices} devices`);
+    fillOverlaySummary(this.overlayBox, this.overlay ? this.meta : null, this.overlay?.maxEndRes ?? 0);
+    this.fillLegend();
+    this.canvas.setAttribute("aria-label",
+      `Gantt chart of ${this.meta.title}: ${this.meta.devices} devices${this.overlay ? overlayAria(this.meta) : ""}`);
     this.replay.rescale();
     this.requestDraw();
   }
@@ -259,7 +276,9 @@ export class GanttView {
   /** The time axis spans [0, extent]: the makespan, or the comparison's longest one. */
   private extent(): number {
     const shared = Number(this.model.get("time_extent"));
-    return Math.max(this.meta?.makespan ?? 0, Number.isFinite(shared) ? shared : 0);
+    // an overlay's simulation may end after the measured run: its ghosts stay on the axis
+    const simulated = this.overlay ? overlaySummary(this.meta)?.pipeline_time[1] ?? 0 : 0;
+    return Math.max(this.meta?.makespan ?? 0, simulated, Number.isFinite(shared) ? shared : 0);
   }
 
   /** The model's time window inside this chart's extent (all of it for []). */
@@ -293,9 +312,30 @@ export class GanttView {
     this.palette = palette(name);
     this.hatch = null;
     themeVariables(this.root, this.palette);
-    fillLegend(this.legend, this.tl, this.palette, this.compact());
+    this.fillLegend();
     this.requestDraw();
   };
+
+  /** The legend, with the transfer lanes' switch when the result has transfers. */
+  private fillLegend(): void {
+    const compact = this.compact();
+    fillLegend(this.legend, this.tl, this.palette, compact);
+    if (!this.tl?.transfers.count) return;
+    const items = transferLegend(this.palette, this.showTransfers, compact, (on) => {
+      this.showTransfers = on;
+      this.hoverTransfer = -1;
+      this.hideTooltip();
+      this.fillLegend();
+      this.requestDraw();
+    });
+    const hint = this.legend.querySelector(".ppviz-legend-hint");
+    for (const item of items) this.legend.insertBefore(item, hint);
+  }
+
+  /** The transfer lanes are drawn: the result has transfers and the switch is on. */
+  private lanesShown(): boolean {
+    return this.showTransfers && (this.tl?.transfers.count ?? 0) > 0;
+  }
 
   // Drawing ----------------------------------------------------------------------------
 
@@ -311,9 +351,11 @@ export class GanttView {
     if (!tl || !meta || width <= 0) return 0;
     const dpr = window.devicePixelRatio || 1;
     let layout = this.layout;
-    if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr) {
+    const lanes = this.lanesShown();
+    if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr ||
+        (layout.laneHeight > 0) !== lanes) {
       const gutter = gutterWidth(this.ctx, meta, tl.devices, this.mem !== null, this.compact());
-      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter);
+      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter, lanes);
       this.canvas.width = Math.round(layout.width * dpr);
       this.canvas.height = Math.round(layout.height * dpr);
       this.canvas.style.width = `${layout.width}px`;
@@ -335,6 +377,7 @@ export class GanttView {
     data.labels = String(stats.labels);
     data.clipped = String(stats.clipped);
     data.memory = layout.heat ? "heat" : layout.memTop.length ? "lanes" : "none";
+    data.transfers = tl.transfers.count ? (layout.laneHeight ? "shown" : "hidden") : "none";
     data.draws = String(++this.draws);
     data.theme = this.themeName;
     return ms;
@@ -354,10 +397,12 @@ export class GanttView {
       selectedOp: this.int("selected_op"),
       selectedDevice: this.int("selected_device"),
       hover: this.hover,
+      hoverTransfer: this.hoverTransfer,
       memoryHover: this.memoryHover,
       cursor: this.replay.cursor,
       extent: this.extent(),
       cache: this.cache,
+      overlay: this.overlay,
     };
   }
 
@@ -441,8 +486,9 @@ export class GanttView {
       if (this.drag) return;
       this.hideTooltip();
       this.pointerX = null;
-      if (this.hover !== -1 || this.memoryHover) {
+      if (this.hover !== -1 || this.memoryHover || this.hoverTransfer !== -1) {
         this.hover = -1;
+        this.hoverTransfer = -1;
         this.memoryHover = null;
         this.requestDraw();
       }
@@ -467,6 +513,7 @@ export class GanttView {
     const handlers: [string, () => void][] = [
       ["change:timeline", onData],
       ["change:memory", onData],
+      ["change:overlay", onData],
       ["change:meta", onData],
       ["change:compact", onData],
       ["change:color", onData],
@@ -501,18 +548,22 @@ export class GanttView {
     this.canvas.classList.toggle("ppviz-pointing", op >= 0 || (layout !== null && labelAt(layout, x, y) >= 0));
     const lane = layout && this.pointerX !== null ? laneAt(layout, y) : null;
     const memoryAt = lane?.area === "memory" && this.mem && this.meta ? this.scale()!.t(x) : null;
-    if (op !== this.hover || memoryAt !== this.memoryHover?.t) {
+    const transfer = op < 0 && lane?.area === "transfer" && this.tl ? hitTransfer(this.tl, layout!, this.scale()!, x, y) : -1;
+    if (op !== this.hover || memoryAt !== this.memoryHover?.t || transfer !== this.hoverTransfer) {
       this.hover = op;
+      this.hoverTransfer = transfer;
       this.memoryHover = memoryAt === null ? null : { device: lane!.device, t: memoryAt };
       this.requestDraw();
     }
     const content = op >= 0 && this.tl && this.meta ? describeOp(this.tl, this.meta, op)
+      : transfer >= 0 && this.tl && this.meta ? describeTransfer(this.tl, this.meta, transfer)
       : this.memoryHover && this.mem && this.meta ? describeMemory(this.mem, this.meta, this.memoryHover.device, this.memoryHover.t)
         : null;
     if (!content) {
       this.hideTooltip();
       return;
     }
+    if (op >= 0 && this.overlay && this.tl && this.meta) content.rows.push(...overlayRows(this.tl, this.meta, this.overlay, op));
     fillTooltip(this.tooltip, content);
     this.tooltip.hidden = false;
     placeTooltip(this.tooltip, x, y, { width: this.plot.clientWidth, height: this.plot.clientHeight });
@@ -606,6 +657,15 @@ export class GanttView {
           width: scale.x(endOf(tl, slot)) - x0,
           height: L.rowHeight - 2 * L.barInset,
         };
+      },
+      transferBox: (i, half) => {
+        const tl = this.tl;
+        const scale = this.scale();
+        const layout = this.layout;
+        if (!tl || !scale || !layout || !layout.laneHeight || i < 0 || i >= tl.transfers.count) return null;
+        const b = transferBox({ tl, layout, scale }, i, half);
+        const r = this.canvas.getBoundingClientRect();
+        return { x: r.left + b.x, y: r.top + b.y, width: b.w, height: b.h };
       },
       getView: () => ({ ...this.view }),
       setView: (t0, t1) => this.setView({ t0, t1 }),

@@ -18,14 +18,28 @@ export interface OpSpec {
   reverse?: boolean;
 }
 
+/** One transfer, as Result.transfers holds it (producer and consumer are indices into ops). */
+export interface TransferSpec {
+  src: number;
+  dst: number;
+  kind: "F" | "B";
+  ready: number;
+  start: number;
+  end: number;
+  producer: number;
+  consumer: number;
+}
+
 function pad4(n: number): number {
   return (n + 3) & ~3;
 }
 
 /** ops must be grouped by device and sorted by start within a device, as Python sends them. */
-export function encodeTimeline(devices: number, ops: OpSpec[]): Uint8Array {
+export function encodeTimeline(devices: number, ops: OpSpec[], transfers: TransferSpec[] = []): Uint8Array {
   const n = ops.length;
-  const size = 16 + pad4((devices + 1) * 4) + 4 * n * 4 + pad4(2 * n) + pad4(n);
+  const t = transfers.length;
+  const size = 16 + pad4((devices + 1) * 4) + 4 * n * 4 + pad4(2 * n) + pad4(n) + 4 + 5 * 4 * t + 2 * pad4(2 * t) +
+    pad4(t);
   const buf = new ArrayBuffer(size);
   const dv = new DataView(buf);
   let p = 0;
@@ -58,6 +72,20 @@ export function encodeTimeline(devices: number, ops: OpSpec[]): Uint8Array {
     if (o.reverse) f |= FLAG_REVERSE;
     dv.setUint8(at, f);
   }, 1);
+  dv.setUint32(p, t, true);
+  p += 4;
+  const field = (write: (x: TransferSpec, at: number) => void, width: number) => {
+    transfers.forEach((x, i) => write(x, p + i * width));
+    p = pad4(p + t * width);
+  };
+  field((x, at) => dv.setFloat32(at, x.ready, true), 4);
+  field((x, at) => dv.setFloat32(at, x.start, true), 4);
+  field((x, at) => dv.setFloat32(at, x.end, true), 4);
+  field((x, at) => dv.setUint32(at, x.producer, true), 4);
+  field((x, at) => dv.setUint32(at, x.consumer, true), 4);
+  field((x, at) => dv.setUint16(at, x.src, true), 2);
+  field((x, at) => dv.setUint16(at, x.dst, true), 2);
+  field((x, at) => dv.setUint8(at, x.kind === "F" ? 0 : 1), 1);
   return new Uint8Array(buf);
 }
 

@@ -5,8 +5,10 @@ import { describe, expect, it } from "vitest";
 import golden from "../../tests/data/wire_golden.json";
 import memoryUrl from "../../tests/data/wire_golden.memory.bin?url";
 import timelineUrl from "../../tests/data/wire_golden.timeline.bin?url";
-import { FLAG_PAIR_B, FLAG_PAIR_F, chunkOf, decodeMemory, decodeTimeline, deviceOf, isReverse, waitedFor } from "../src/data";
-import { type OpSpec, encodeMemory, encodeTimeline } from "./fixtures";
+import {
+  FLAG_PAIR_B, FLAG_PAIR_F, chunkOf, decodeMemory, decodeTimeline, deviceOf, isReverse, waitedFor, waitedTransfer,
+} from "../src/data";
+import { type OpSpec, type TransferSpec, encodeMemory, encodeTimeline } from "./fixtures";
 
 async function bytes(url: string): Promise<DataView> {
   const buffer = await (await fetch(url)).arrayBuffer();
@@ -38,6 +40,36 @@ describe("the golden wire fixture", () => {
     expect(tl.chunks).toBe(1);
   });
 
+  it("decodes every transfer as written, and links each to its ops", async () => {
+    const tl = decodeTimeline(await bytes(timelineUrl));
+    const tr = tl.transfers;
+    expect(tr.count).toBe(golden.transfers.length);
+    expect(tr.count).toBeGreaterThan(0);
+    golden.transfers.forEach((x, i) => {
+      expect(tr.src[i]).toBe(x.src);
+      expect(tr.dst[i]).toBe(x.dst);
+      expect("FB"[tr.kind[i]]).toBe(x.kind);
+      expect(tr.ready[i]).toBe(x.ready);
+      expect(tr.start[i]).toBe(x.start);
+      expect(tr.end[i]).toBe(x.end);
+      expect(tr.producer[i]).toBe(x.producer);
+      expect(tr.consumer[i]).toBe(x.consumer);
+      // the ops it joins are on its two devices, and the consumer knows it
+      expect(deviceOf(tl, x.producer)).toBe(x.src);
+      expect(deviceOf(tl, x.consumer)).toBe(x.dst);
+      expect(tr.intoOp[x.consumer]).toBe(i);
+      expect(waitedTransfer(tl, x.consumer)).toBe(golden.ops[x.consumer].waited ? i : -1);
+    });
+    // the per-device groups hold each transfer once, on its sender and on its receiver
+    for (let d = 0; d < tl.devices; d++) {
+      const sent = Array.from(tr.outIndex.subarray(tr.outOffsets[d], tr.outOffsets[d + 1]));
+      const received = Array.from(tr.inIndex.subarray(tr.inOffsets[d], tr.inOffsets[d + 1]));
+      expect(sent).toEqual(golden.transfers.flatMap((x, i) => (x.src === d ? [i] : [])));
+      expect(received).toEqual(golden.transfers.flatMap((x, i) => (x.dst === d ? [i] : [])));
+    }
+    expect(tr.maxDur).toBe(Math.max(...golden.transfers.map((x) => x.end - x.start)));
+  });
+
   it("decodes every memory curve as written", async () => {
     const mem = decodeMemory(await bytes(memoryUrl));
     expect(mem.devices).toBe(golden.devices);
@@ -62,7 +94,7 @@ describe("the golden wire fixture", () => {
       pair: o.pair_forward ? "F" : o.pair_backward ? "B" : undefined,
       reverse: o.reverse,
     }));
-    const mine = encodeTimeline(golden.devices, ops);
+    const mine = encodeTimeline(golden.devices, ops, golden.transfers as TransferSpec[]);
     const theirs = new Uint8Array((await bytes(timelineUrl)).buffer);
     expect(Array.from(mine)).toEqual(Array.from(theirs));
     const curves = golden.memory.map((c) => c.times.map((t, i) => [t, c.values[i]] as [number, number]));

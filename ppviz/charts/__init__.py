@@ -13,6 +13,7 @@ Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat``
     charts.comparison_charts(runs)        # bubble, Pareto and memory laid out together
     charts.communication_chart(runs)      # exposed communication and volume (with Config.topology)
     charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
+    charts.overlay_chart(ppviz.residuals(measured, cal))  # a measured run over its simulation
     charts.frontier_chart(points)         # ppviz.frontier's chart: library runs and search results
 
 Each schedule keeps one colour in every chart (:func:`schedule_colors`), drawn from a
@@ -42,11 +43,12 @@ from .frontier import frontier_chart
 from .gantt import GANTT_THEMES, gantt_chart
 from .inputs import BUBBLE_METRICS, MAX_ROWS, PALETTE, SWEEP_METRICS, pareto_front, schedule_colors, summarize_steps
 from .offline import OfflineChart, display, widget
+from .overlay import overlay_chart
 from .render import to_png, to_svg
 
 __all__ = [
     "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",
     "communication_chart", "comparison_charts", "display", "frontier_chart", "gantt_chart", "memory_chart",
-    "memory_curve_chart", "pareto_chart",
+    "memory_curve_chart", "overlay_chart", "pareto_chart",
     "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "to_png", "to_svg", "widget",
 ]

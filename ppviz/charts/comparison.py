@@ -19,13 +19,13 @@ from .inputs import (
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
 from .offline import shown_offline
-from .style import CHART
+from .style import CHART, LABEL_SIZE, TEXT_SIZE
 
 # Charts ---------------------------------------------------------------------------------------
 
 def _title(text: str, *subtitle: str) -> alt.TitleParams:
     return alt.TitleParams(text, subtitle=[s for s in subtitle if s] or alt.Undefined, anchor="start",
-                           subtitleColor=CHART["subtitle"], subtitleFontSize=11)
+                           subtitleColor=CHART["subtitle"], subtitleFontSize=LABEL_SIZE)
 
 
 def _headroom(values, factor: float) -> float:
@@ -66,7 +66,7 @@ def _bubble(runs: Runs, metric: str, legend: bool = False, height: int | None = 
         alt.Tooltip("closed_applies:N", title="formula's assumptions hold"),
         alt.Tooltip("makespan:Q", format=".4~g"), alt.Tooltip("idle:Q", title="idle, all devices", format=".4~g"),
     ]
-    y = alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=12))
+    y = alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=TEXT_SIZE))
     base = alt.Chart({"values": rows}).encode(y=y)
     # bars keep a readable thickness however tall the chart is made to match its neighbours
     band = 30 if height is None else height / len(rows)
@@ -80,7 +80,7 @@ def _bubble(runs: Runs, metric: str, legend: bool = False, height: int | None = 
         x="closed:Q",
         opacity=alt.Opacity("closed_applies:N", scale=alt.Scale(domain=[True, False], range=[1.0, 0.35]), legend=None),
         tooltip=tooltip)
-    text = base.mark_text(align="left", dx=5, fontSize=11, color=CHART["text"]).encode(x="end:Q", text="text:N")
+    text = base.mark_text(align="left", dx=5, fontSize=LABEL_SIZE, color=CHART["text"]).encode(x="end:Q", text="text:N")
     return alt.layer(bars, ticks, text).properties(
         width=360, height=alt.Step(band) if height is None else height,
         title=_title(f"{label.capitalize()} per schedule", "bars: simulated, lower is better",
@@ -193,7 +193,7 @@ def _pareto(runs: Runs, metric: str, height: int = 260) -> alt.LayerChart:
                      "(no other run is lower on both), hollow: dominated"))
 
 
-_LABEL_FONT, _LABEL_LINE = 11, 13
+_LABEL_FONT, _LABEL_LINE = LABEL_SIZE, LABEL_SIZE + 2
 _GLYPH = 0.55  # average glyph width in ems of the default sans-serif, a little generous
 #: Where a point's label may go, in order of preference: (align, baseline, dx, dy) in pixels.
 _LABEL_PLACES = (("left", "bottom", 7, -3), ("left", "top", 7, 3), ("right", "bottom", -7, -3),
@@ -279,6 +279,11 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     return alt.vconcat(top, _memory(runs).properties(width=800), spacing=30).resolve_scale(color="shared")
 
 
+#: The most devices :func:`memory_curve_chart` draws (a row each): 512 rows render in about 15 s
+#: and 0.6 GB; 2000 exhaust the renderer's memory and kill the process.
+MAX_CURVE_DEVICES = 512
+
+
 @shown_offline
 def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     """Memory over time of one run: a row per device, step lines on a shared scale, each
@@ -286,7 +291,8 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
 
     Long runs are summarised with :func:`summarize_steps` to at most about ``max_rows`` points
     in all (every time bucket keeps its lowest and highest point, so no peak is lost); the
-    subtitle says when this happened.
+    subtitle says when this happened. Runs of more than :data:`MAX_CURVE_DEVICES` devices are
+    refused (a row each would exhaust the renderer's memory).
     """
     if isinstance(item, (list, tuple)) and len(item) == 1:
         item = item[0]
@@ -295,6 +301,12 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
                           reason=f"a {type(item).__name__} is not one run")
     if isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 8:
         raise ConfigError("max_rows", max_rows, "give a whole number >= 8")
+    if item.devices > MAX_CURVE_DEVICES:
+        # one facet per device: at p = 2000 the renderer (V8 in vl-convert, or the browser's)
+        # runs out of memory and takes the process with it
+        raise ConfigError("devices", item.devices, "give a run of fewer devices; ppviz.show draws the memory of up to "
+                          "1024 devices as a heat strip", reason=f"memory_curve_chart draws a row per device, "
+                          f"at most {MAX_CURVE_DEVICES}")
     r = item if isinstance(item, Result) else simulate(item)
     c = r.config
     p = r.devices
@@ -311,33 +323,50 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
         values = values + r.static_memory[d]
         top = int(np.argmax(values))
         row = f"device {d} · peak {format_number(values[top] * k)}"
+        if r.fits is not None and not r.fits[d]:
+            row += f" · +{format_number(float(r.excess[d]) * k)} {unit.label} over"
         st, sv = summarize_steps(times, values, per_device)
         total += len(times)
         kept += len(st)
         if st[-1] < r.makespan:
             st, sv = np.r_[st, r.makespan], np.r_[sv, sv[-1]]
         rows += [{"device": d, "row": row, "time": float(t), "memory": float(v) * k,
-                  "peak": bool(t == times[top])} for t, v in zip(st, sv)]
+                  "peak": bool(t == times[top]), "first": i == 0} for i, (t, v) in enumerate(zip(st, sv))]
     note = (f"summarised: {kept} of {total} change points kept (each time bucket's min and max)"
             if kept < total else "")
     tooltip = [alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
                alt.Tooltip("memory:Q", title=f"{what} ({unit.label})", format=".4~g")]
+    # with a capacity the scale reaches a little above it, so that its rule shows on every row
+    y_scale = alt.Scale(zero=True) if c.memory_capacity is None else alt.Scale(
+        domain=[0, 1.1 * max(float(c.memory_capacity) * k, max(row["memory"] for row in rows))], nice=False)
     base = alt.Chart({"values": rows}).encode(
         x=alt.X("time:Q", title=time_title(c), scale=alt.Scale(domain=[0, r.makespan], nice=False)),
-        y=alt.Y("memory:Q", title=None, scale=alt.Scale(zero=True), axis=alt.Axis(tickCount=2, grid=False)))
+        y=alt.Y("memory:Q", title=None, scale=y_scale, axis=alt.Axis(tickCount=2, grid=False)))
     area = base.mark_area(interpolate="step-after", color=color, opacity=0.22)
     line = base.mark_line(interpolate="step-after", color=color, strokeWidth=1.5).encode(tooltip=tooltip)
     dot = base.transform_filter("datum.peak").mark_point(
         filled=True, size=42, color=CHART["closedForm"], stroke=CHART["pointStroke"], strokeWidth=0.8).encode(
         tooltip=[alt.Tooltip("device:O"), alt.Tooltip("memory:Q", title="peak", format=".4~g"),
                  alt.Tooltip("time:Q", title="first reached at", format=".4~g")])
-    return alt.layer(area, line, dot).properties(width=560, height=max(22, min(56, 480 // p))).facet(
+    layers = [area, line, dot]
+    capacity_note = ""
+    if c.memory_capacity is not None:
+        # the device's memory, which the curve (activations + static) must stay under
+        cap = float(c.memory_capacity) * k
+        capacity_note = f"; red dashes: the device's capacity, {format_number(cap)} {unit.label}"
+        if r.out_of_memory:
+            capacity_note += f", exceeded on {int((~r.fits).sum())} of {p} devices"
+        layers.append(base.transform_filter("datum.first").mark_rule(
+            color=CHART["capacity"], strokeDash=[6, 3], strokeWidth=1.3).encode(
+            x=alt.datum(0), x2=alt.datum(r.makespan), y=alt.datum(cap),
+            tooltip=alt.value(f"capacity {format_number(cap)} {unit.label}")))
+    return alt.layer(*layers).properties(width=560, height=max(22, min(56, 480 // p))).facet(
         row=alt.Row("row:N", title=None, sort=alt.SortField("device"),
-                    header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="left", labelFontSize=11)),
+                    header=alt.Header(labelAngle=0, labelAlign="left", labelOrient="left", labelFontSize=LABEL_SIZE)),
         spacing=4,
         title=_title(f"{what.capitalize()} over time: {name}",
                      f"p={p}, m={c.microbatches}, v={c.stages_per_device}; {what} in {unit.label}, "
-                     f"same scale on every row; black dot: the device's peak", unit.note, note))
+                     f"same scale on every row; black dot: the device's peak{capacity_note}", unit.note, note))
 
 
 @shown_offline
@@ -463,7 +492,7 @@ def _communication(runs: Runs) -> alt.HConcatChart:
     order = [row["name"] for row in sorted(rows, key=lambda row: (row["comm"], runs.names.index(row["name"])))]
     band = 30
     bar = 0.7 * band
-    y = alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=12))
+    y = alt.Y("name:N", sort=order, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=TEXT_SIZE))
     unit, size = _byte_unit(max(row["bytes"] for row in rows))
     for row in rows:
         row["volume"] = row["bytes"] / size
@@ -478,7 +507,7 @@ def _communication(runs: Runs) -> alt.HConcatChart:
             x=alt.X("volume:Q", title=f"moved between devices ({unit})",
                     scale=alt.Scale(domain=[0, _headroom([row["volume"] for row in rows], 1.5)], nice=False)),
             color=runs.color(legend=False), tooltip=volume_tip),
-        base.mark_text(align="left", dx=5, fontSize=11, color=CHART["text"]).encode(x="volume:Q", text="label:N"),
+        base.mark_text(align="left", dx=5, fontSize=LABEL_SIZE, color=CHART["text"]).encode(x="volume:Q", text="label:N"),
     ).properties(width=320, height=alt.Step(band),
                  title=_title("Communication volume per schedule", "activations and gradients sent between devices"))
     parts = [{**row, "part": part, "share": row[key], "time": row[key + "_time"]}
@@ -496,7 +525,7 @@ def _communication(runs: Runs) -> alt.HConcatChart:
             domain=["waiting for communication", "waiting for compute"], range=[1.0, 0.35])),
         order=alt.Order("part:N", sort="ascending"), tooltip=idle_tip)
     labels = alt.Chart({"values": rows}).encode(y=y).mark_text(
-        align="left", dx=5, fontSize=11, color=CHART["text"]).encode(
+        align="left", dx=5, fontSize=LABEL_SIZE, color=CHART["text"]).encode(
         x=alt.X("total:Q"), text=alt.Text("comm:Q", format=".1%")).transform_calculate(
         total="datum.comm + datum.compute")
     exposed = alt.layer(stacked, labels).properties(

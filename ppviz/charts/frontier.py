@@ -9,7 +9,7 @@ from ..analysis.frontier import METRICS, FrontierPoints
 from ..core.errors import ConfigError
 from .comparison import _LABEL_FONT, _LABEL_LINE, _LABEL_PLACES, _place_labels
 from .inputs import BUBBLE_METRICS, PALETTE
-from .style import CHART
+from .style import CHART, LABEL_SIZE
 
 #: The point selection a click fills, with the field ``name`` (the widget observes it).
 PICK = "ppviz_frontier_pick"
@@ -70,7 +70,7 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
         title=alt.TitleParams(f"{label.capitalize()} vs peak activation", anchor="start",
                               subtitle=["lower left is better; filled: on the Pareto front, hollow: dominated",
                                         "click a point to open its Gantt chart"],
-                              subtitleColor=CHART["subtitle"], subtitleFontSize=11))
+                              subtitleColor=CHART["subtitle"], subtitleFontSize=LABEL_SIZE))
 
 
 __all__ = ["frontier_chart", "PICK"]

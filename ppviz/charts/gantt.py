@@ -15,7 +15,7 @@ from ..core.program import Program
 from ..core.result import Result
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
-from .style import INK_DARK, INK_LIGHT, SHADE_ORDER, THEMES
+from .style import INK_DARK, INK_LIGHT, LABEL_SIZE, SHADE_ORDER, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
 
 # Gantt chart ----------------------------------------------------------------------------------
 #
@@ -266,7 +266,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     pad = _BAR_INSET_PX / row if row >= 14 else 0.1
 
     time_axis = alt.Axis(title=time_title(r.config), titleColor=th.muted, titleFontWeight="normal",
-                         titleFontSize=11, labelColor=th.muted, labelFontSize=11, domainColor=th.axis,
+                         titleFontSize=LABEL_SIZE, labelColor=th.muted, labelFontSize=LABEL_SIZE, domainColor=th.axis,
                          tickColor=th.axis, gridColor=th.grid, gridOpacity=0.07, labelFlush=True)
     x_scale = alt.Scale(domain=[0, makespan], nice=False, zero=False)
 
@@ -291,7 +291,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     color = alt.Color("paint:N", scale=alt.Scale(domain=list(paints), range=[f for f, _ in paints.values()]),
                       legend=alt.Legend(values=shown, labelExpr=label_expr, title=None, orient="top",
                                         direction="horizontal", symbolType="square", symbolSize=140,
-                                        symbolStrokeWidth=0, labelFontSize=12, labelColor=th.foreground,
+                                        symbolStrokeWidth=0, labelFontSize=TEXT_SIZE, labelColor=th.foreground,
                                         columnPadding=18, offset=6))
 
     gaps = on_row(alt.Chart({"values": pieces.gaps})).mark_rect(color=th.idle).encode(
@@ -335,7 +335,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
                               "ink": paints[op["paint"]][1]})
         if texts:
             layers.append(alt.Chart({"values": texts}).transform_calculate(y="datum.device + 0.5").mark_text(
-                fontSize=11 if bar_px >= 18 else 9, fontWeight="bold", baseline="middle", aria=False).encode(
+                fontSize=LABEL_SIZE if bar_px >= 18 else SMALL_SIZE, fontWeight="bold", baseline="middle", aria=False).encode(
                 x("x:Q"), y=y, text="text:N", color=alt.Color("ink:N", scale=None)))
 
     heads = []
@@ -346,10 +346,10 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     two_lines = row >= 26
     head = alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.5")
     layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=-7 if two_lines else 0,
-                                 fontSize=12 if row >= 20 else 10, fontWeight="bold", color=th.foreground).encode(
+                                 fontSize=TEXT_SIZE if row >= 20 else TICK_SIZE, fontWeight="bold", color=th.foreground).encode(
         x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="name:N"))
     if two_lines:
-        layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=8, fontSize=10,
+        layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=8, fontSize=TICK_SIZE,
                                      color=th.muted).encode(
             x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="detail:N"))
     gantt = alt.layer(*layers).properties(width=width, height=p * row, view=alt.ViewBackground(stroke=None))
@@ -369,8 +369,8 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt
     comm = f" · comm={c.comm:g}" if c.comm > 0 else ""
     # a segmented program's bars are numbered by segment index (microbatch·k + segment)
     k = f" · k={program.segments} segments (bars: microbatch·{program.segments} + segment)" if program.segments > 1 else ""
-    sizes = (f"p={r.devices} · m={program.whole_microbatches}{k}{v} · f={c.f:g} b={c.b:g} w={c.w:g}{comm} · "
-             f"{len(r.ops):,} ops")
+    costs = f"f={c.f:g}" if program.forward_only else f"f={c.f:g} b={c.b:g} w={c.w:g}"
+    sizes = f"p={r.devices} · m={program.whole_microbatches}{k}{v} · {costs}{comm} · {len(r.ops):,} ops"
     star = "" if cf is None or cf.applies else "*"
 
     def closed(text: str | None) -> str:
@@ -384,8 +384,14 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt
     if c.activation_bytes:
         unit = memory_unit([r])
         in_bytes = f" = {format_number(peak * unit.factors[0])} {unit.label}"
-    metrics = (f"makespan {format_number(r.makespan)}{closed(format_number(cf.makespan) if cf else None)} · "
-               f"bubble {r.bubble_fraction:.1%} of p × makespan{closed(f'{cf.bubble_fraction:.1%}' if cf else None)} · "
+    # an inference batch idles only while the pipeline fills and drains: its figures are the first
+    # output and the steady throughput, and its idle share is called what it is
+    idle_name = "fill + drain" if program.forward_only else "bubble"
+    first = (f"first output {format_number(r.time_to_first_output)} · throughput {format_number(r.throughput)} · "
+             if program.forward_only else "")
+    metrics = (f"makespan {format_number(r.makespan)}{closed(format_number(cf.makespan) if cf else None)} · {first}"
+               f"{idle_name} {r.bubble_fraction:.1%} of p × makespan"
+               f"{closed(f'{cf.bubble_fraction:.1%}' if cf else None)} · "
                f"peak memory {format_number(peak)}{in_bytes}{closed(cf_peak)}")
     lines = [sizes, metrics]
     if star:
@@ -397,8 +403,8 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt
         if pieces.absorbed:
             note += f"; idle gaps narrower than {narrower} are inside runs, as a grey band"
         lines += textwrap.wrap(note, wrap)
-    return alt.TitleParams(name, subtitle=lines, anchor="start", color=th.foreground, fontSize=18,
-                           subtitleColor=th.muted, subtitleFontSize=12, subtitlePadding=6, offset=10)
+    return alt.TitleParams(name, subtitle=lines, anchor="start", color=th.foreground, fontSize=TITLE_SIZE,
+                           subtitleColor=th.muted, subtitleFontSize=TEXT_SIZE, subtitlePadding=6, offset=10)
 
 
 def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt.Scale) -> alt.LayerChart:
@@ -446,7 +452,7 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
             y=alt.Y("level:Q", scale=y_scale, axis=None),
             tooltip=[alt.Tooltip("device:O"), alt.Tooltip("closed:Q", title="closed-form peak", format=".4~g")]))
     layers.append(alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.55").mark_text(
-        align="right", baseline="middle", dx=-10, fontSize=11 if lane >= 16 else 9, color=th.muted).encode(
+        align="right", baseline="middle", dx=-10, fontSize=LABEL_SIZE if lane >= 16 else SMALL_SIZE, color=th.muted).encode(
         x=alt.XDatum(0, type="quantitative", scale=x_scale), y=alt.Y("y:Q", scale=y_scale, axis=None),
         text="text:N"))
     what = "activation memory" + (f" ({unit.label})" if unit.label != ACTIVATION_UNIT else "")
@@ -454,5 +460,5 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         ("; dashed: closed-form peak" if rules else "")
     return alt.layer(*layers).properties(
         width=width, height=p * lane, view=alt.ViewBackground(stroke=None),
-        title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=12,
-                              subtitleColor=th.muted, subtitleFontSize=11, orient="top", offset=6))
+        title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=TEXT_SIZE,
+                              subtitleColor=th.muted, subtitleFontSize=LABEL_SIZE, orient="top", offset=6))

@@ -25,10 +25,21 @@ def _spec(chart) -> dict:
     raise ConfigError("chart", chart, "give an Altair chart or a Vega-Lite spec dict")
 
 
+def _converted(convert, chart, **options):
+    spec = _spec(chart)
+    try:
+        return convert(spec, vl_version=_VL_VERSION, allowed_base_urls=[], **options)
+    except ValueError as exc:  # vl-convert's: a spec Vega-Lite cannot compile, or data from a URL
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        why = (lines[1] if len(lines) > 1 else lines[0] if lines else type(exc).__name__)[:300]
+        raise ConfigError("chart", chart, "give an Altair chart or a Vega-Lite spec whose data is inline",
+                          reason=f"Vega-Lite cannot render it ({why})") from None
+
+
 def to_svg(chart) -> str:
     """The chart as SVG text, rendered by vl-convert: no browser, and no network (external
     data URLs are refused rather than fetched)."""
-    return vl_convert.vegalite_to_svg(_spec(chart), vl_version=_VL_VERSION, allowed_base_urls=[])
+    return _converted(vl_convert.vegalite_to_svg, chart)
 
 
 def to_png(chart, scale: float = 2.0) -> bytes:
@@ -36,21 +47,30 @@ def to_png(chart, scale: float = 2.0) -> bytes:
     rendered by vl-convert with no browser and no network."""
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 16:
         raise ConfigError("scale", scale, "give a number > 0 and <= 16")
-    return vl_convert.vegalite_to_png(_spec(chart), vl_version=_VL_VERSION, scale=float(scale), allowed_base_urls=[])
+    return _converted(vl_convert.vegalite_to_png, chart, scale=float(scale))
+
+
+def _gantt(result, options: dict):
+    import inspect
+
+    from .gantt import gantt_chart
+
+    known = [name for name, p in inspect.signature(gantt_chart).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    for key, value in options.items():
+        if key not in known:
+            raise ConfigError(key, value, f"the Gantt chart's options are {', '.join(known)}",
+                              reason="not an option of the Gantt chart")
+    return gantt_chart(result, **options)
 
 
 def write_svg(result, path, **options) -> str:
     """Write the Gantt chart as SVG (``options`` go to :func:`ppviz.charts.gantt_chart`); returns the path."""
-    from .gantt import gantt_chart
-
-    return write_file(path, to_svg(gantt_chart(result, **options)))
+    return write_file(path, to_svg(_gantt(result, options)))
 
 
 def write_png(result, path, scale: float = 2.0, **options) -> str:
     """Write the Gantt chart as PNG at ``scale`` × its size in pixels; returns the path."""
-    from .gantt import gantt_chart
-
-    return write_file(path, compact_png(to_png(gantt_chart(result, **options), scale)))
+    return write_file(path, compact_png(to_png(_gantt(result, options), scale)))
 
 
 def compact_png(data: bytes) -> bytes:

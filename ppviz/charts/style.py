@@ -17,6 +17,10 @@ SERIES = tuple(STYLE["series"])
 #: colours of marks that are not runs: text, subtitles, closed-form ticks, reference lines
 CHART = MappingProxyType(STYLE["chart"])
 FONT_FAMILY = STYLE["font"]["family"]
+#: font sizes by role: titles; text (subtitles, legends, run names); labels (axes, values on bars);
+#: ticks (secondary labels); small (labels squeezed into thin bars and lanes)
+TITLE_SIZE, TEXT_SIZE, LABEL_SIZE, TICK_SIZE, SMALL_SIZE = (
+    STYLE["font"][role] for role in ("titleSize", "textSize", "labelSize", "tickSize", "smallSize"))
 #: label colours on fills: near-black on light fills, white on dark ones
 INK_DARK, INK_LIGHT = STYLE["ink"]["dark"], STYLE["ink"]["light"]
 #: adjacent microbatches get shades far apart

@@ -43,7 +43,7 @@ from ..charts import BUBBLE_METRICS, comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
 from ..charts.style import CHART, FONT_FAMILY
 from ..charts.style import THEMES as PALETTES
-from ..core.config import Config
+from ..core.config import Config, positive_int
 from ..core.engine import simulate
 from ..core.errors import ConfigError, ScheduleConstraintError
 from ..core.program import Program
@@ -111,6 +111,9 @@ def _from_schedules(base, schedules, options: dict) -> list[_Run]:
         specs.append(lookup(name))  # an unknown name is a mistake to report, not a refusal to show
     fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Config)}
     fields.update(options, label=None)
+    # the sizes pick each schedule's v and stage count before its Config checks them
+    positive_int("devices", fields["devices"])
+    positive_int("stages_per_device", fields["stages_per_device"], allow_none=True)
     runs = []
     for spec in specs:
         v = spec.v_or_default(fields["stages_per_device"])
@@ -436,9 +439,9 @@ def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fracti
     the host), ``"light"`` or ``"dark"``; ``metric`` is the bubble metric of the charts,
     ``"fraction"`` or ``"rate"``.
     """
-    if theme not in THEMES:
+    if not isinstance(theme, str) or theme not in THEMES:
         raise ConfigError("theme", theme, "give 'auto', 'light' or 'dark'")
-    if metric not in BUBBLE_METRICS:
+    if not isinstance(metric, str) or metric not in BUBBLE_METRICS:
         raise ConfigError("metric", metric, "give " + " or ".join(repr(k) for k in BUBBLE_METRICS))
     options = _checked_options(config_options)
     runs = _from_items(items, options) if schedules is None else _from_schedules(items, schedules, options)

@@ -15,6 +15,7 @@ from ..core.engine import simulate
 from ..core.errors import ConfigError
 from ..core.program import Program
 from ..core.result import Result
+from .overlay import against_label, describe_overlay, encode_overlay, overlay_of
 from .wire import describe, encode_memory, encode_timeline
 
 #: the front end's bundle, built from js/ by esbuild (the wheel carries it; no Node at install)
@@ -40,12 +41,17 @@ class GanttWidget(anywidget.AnyWidget):
     ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why.
     ``busy`` is "" or what the kernel is doing for it (e.g. "simulating 1,000,000 ops…"):
     the chart dims and says so until the next result arrives.
+
+    ``overlay`` is empty, or a measured run's simulation and residuals per op
+    (``set_result(measured, against=...)``, wire format in ``ppviz/widgets/overlay.py``); its
+    summary is ``meta["overlay"]``.
     """
 
     _esm = BUNDLE
 
     timeline = traitlets.Bytes(b"").tag(sync=True)
     memory = traitlets.Bytes(b"").tag(sync=True)
+    overlay = traitlets.Bytes(b"").tag(sync=True)
     meta = traitlets.Dict().tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)
@@ -60,23 +66,32 @@ class GanttWidget(anywidget.AnyWidget):
     color = traitlets.Unicode("").tag(sync=True)
     selected_schedule = traitlets.Unicode("").tag(sync=True)
 
-    def __init__(self, result: Result | None, **kwargs):
+    def __init__(self, result: Result | None, *, against=None, **kwargs):
         super().__init__(**kwargs)
         self.result = None
+        self.residuals = None
         if result is not None:
-            self.set_result(result)
+            self.set_result(result, against=against)
 
     @traitlets.validate("time_window")
     def _valid_window(self, proposal):
         return valid_window(proposal["value"])
 
-    def set_result(self, result: Result) -> None:
-        """Show another result; the front end redraws once with all of it."""
+    def set_result(self, result: Result, *, against=None) -> None:
+        """Show another result; the front end redraws once with all of it. With ``against``
+        (a measured result only), the simulation of its program is drawn over it and
+        ``self.residuals`` holds :func:`ppviz.residuals`' answer."""
+        residuals = overlay_of(result, against) if against is not None else None
         self.result = result
+        self.residuals = residuals
         with self.hold_sync():
             self.timeline = encode_timeline(result)
             self.memory = encode_memory(result)
-            self.meta = describe(result)
+            meta = describe(result)
+            if residuals is not None:
+                meta["overlay"] = describe_overlay(residuals, against_label(against))
+            self.overlay = encode_overlay(residuals) if residuals is not None else b""
+            self.meta = meta
             self.error = ""
             self.busy = ""
             if self.selected_microbatch >= result.program.microbatches:

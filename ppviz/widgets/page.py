@@ -12,6 +12,7 @@ from ..charts.style import THEMES
 from ..core.errors import ConfigError
 from ..io.files import write_file
 from .gantt import BUNDLE, as_result
+from .overlay import against_label, describe_overlay, encode_overlay, overlay_of
 from .wire import describe, encode_memory, encode_timeline
 
 _PAGE = """<!doctype html>
@@ -31,6 +32,7 @@ for (const [i, chart] of charts.entries()) {{
   const state = {{
     timeline: new DataView(bytes(chart.timeline).buffer),
     memory: new DataView(bytes(chart.memory).buffer),
+    overlay: new DataView(bytes(chart.overlay).buffer),
     meta: chart.meta, error: "", busy: "", selected_microbatch: -1, selected_op: -1, selected_device: -1,
     theme: "{theme}", compact: false, time_extent: 0, time_window: [], run_name: "", color: "",
     selected_schedule: "",
@@ -55,10 +57,12 @@ window.ppvizReady = true;
 _WIDTH = re.compile(r"\d+(\.\d+)?(px|%|em|rem|vw)")
 
 
-def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
+def standalone_html(x, *, theme: str = "light", width: str = "1200px", against=None) -> str:
     """The chart as one offline HTML page (the bundle and data inlined, no kernel): for
     sharing, documentation, browser tests and benchmarks. Selection stays in the page.
-    A list gives one chart under another, each with its own state."""
+    A list gives one chart under another, each with its own state. ``against`` overlays the
+    simulation of a measured run's program, as ``ppviz.show(measured, against=...)`` does
+    (one chart only)."""
     if theme not in ("light", "dark", "auto"):
         raise ConfigError("theme", theme, "use 'light', 'dark' or 'auto'")
     if not isinstance(width, str) or not _WIDTH.fullmatch(width):
@@ -70,8 +74,14 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")
 
-    charts = [{"timeline": b64(encode_timeline(r)), "memory": b64(encode_memory(r)), "meta": describe(r)}
-              for r in results]
+    if against is not None and len(results) != 1:
+        raise ConfigError("against", type(against).__name__, "against= overlays one measured run; give one, not a list")
+    charts = [{"timeline": b64(encode_timeline(r)), "memory": b64(encode_memory(r)), "meta": describe(r),
+               "overlay": ""} for r in results]
+    if against is not None:
+        residuals = overlay_of(results[0], against)
+        charts[0]["overlay"] = b64(encode_overlay(residuals))
+        charts[0]["meta"]["overlay"] = describe_overlay(residuals, against_label(against))
     # "<" escaped so that no user text (a label, a schedule name) can close the script
     data = json.dumps(charts).replace("<", "\\u003c")
     slots = "".join(f'<div class="ppviz-page" id="ppviz-{i}"></div>' for i in range(len(results)))
@@ -81,11 +91,12 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px") -> str:
     )
 
 
-def write_html(result, path: str | os.PathLike, theme: str = "light") -> str:
+def write_html(result, path: str | os.PathLike, theme: str = "light", against=None) -> str:
     """Write the interactive chart as a standalone offline page; returns the path.
 
-    ``theme="auto"`` follows the reader's system setting.
+    ``theme="auto"`` follows the reader's system setting; ``against`` overlays the simulation
+    of a measured run's program (:func:`standalone_html`).
     """
     if theme not in ("light", "dark", "auto"):
         raise ConfigError("theme", theme, "give 'light', 'dark' or 'auto' (follow the reader's system)")
-    return write_file(path, standalone_html(result, theme=theme))
+    return write_file(path, standalone_html(result, theme=theme, against=against))

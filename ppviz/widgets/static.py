@@ -24,7 +24,7 @@ import altair as alt
 import ipywidgets
 import vl_convert
 
-from ..charts import comparison_charts, gantt_chart, to_png
+from ..charts import comparison_charts, gantt_chart, overlay_chart, to_png
 from ..charts.render import compact_png
 from ..core.errors import ConfigError
 from .comparison import Comparison
@@ -49,6 +49,8 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
     is pictured by the first chart inside it; a frontier by its chart."""
     if isinstance(obj, Viewer):
         obj = obj.gantt
+    if isinstance(obj, GanttWidget) and obj.residuals is not None:
+        return overlay_chart(obj.residuals, width=_WIDTH)
     if isinstance(obj, GanttWidget):
         return None if obj.result is None else gantt_chart(obj.result, width=_WIDTH)
     if isinstance(obj, Comparison):

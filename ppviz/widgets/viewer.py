@@ -51,9 +51,14 @@ class Viewer(ipywidgets.VBox):
     selected_op = traitlets.Int(-1)
     selected_device = traitlets.Int(-1)
 
-    def __init__(self, x, *, controls: bool = True, theme: str = "auto"):
+    def __init__(self, x, *, controls: bool = True, theme: str = "auto", against=None):
+        if not isinstance(theme, str) or theme not in ("auto", "light", "dark"):
+            raise ConfigError("theme", theme, "give 'auto', 'light' or 'dark'")
         result = as_result(x)
-        self.gantt = GanttWidget(result, theme=theme)
+        self.gantt = GanttWidget(result, theme=theme, against=against)
+        # an overlay compares this measured run with its simulation: the controls, which
+        # would replace the run by a simulation, are left out
+        controls = controls and against is None
         self._program = result.program if result.config.schedule == "custom" else None
         self._seconds_per_op = FIRST_SECONDS_PER_OP
         self.controls = _Controls(self, result.config) if controls else None
@@ -208,7 +213,7 @@ class _Controls:
                                             reason=f"it failed with {type(exc).__name__}: {exc}"))
 
 
-def show(x, controls: bool = True, *, theme: str = "auto"):
+def show(x, controls: bool = True, *, theme: str = "auto", against=None):
     """The interactive Gantt chart of a schedule name, Config, Program or Result.
 
     With ``controls`` the chart sits under widgets for schedule, p, m, v, f, b, w and comm
@@ -216,9 +221,20 @@ def show(x, controls: bool = True, *, theme: str = "auto"):
     "simulating…" first, and a refused one (an invalid combination, a size over the budget)
     shows why in the chart while the controls go back to the config on display.
     A list or tuple of them goes to :func:`ppviz.compare` (``controls`` does not apply there).
+
+    ``against`` (a measured run only: what :func:`ppviz.load_trace` returns) draws the
+    simulation of the measured program in the same chart: each op's simulated span on its row,
+    the residuals (measured − simulated) in its tooltip, and above the chart the step time and
+    bubble, measured and simulated, and where the difference comes from
+    (:func:`ppviz.residuals`). Give a :class:`ppviz.Calibration`, a :class:`ppviz.Config` (its
+    costs run the measured program) or a simulated Result of the measured program; anything
+    else of another size or program is refused, naming what differs. The chart then has no
+    controls.
     """
+    if against is not None and isinstance(x, (list, tuple)):
+        raise ConfigError("against", type(against).__name__, "against= overlays one measured run; give one, not a list")
     if isinstance(x, (list, tuple)):
         from .comparison import compare
 
         return compare(x, theme=theme)
-    return Viewer(x, controls=controls, theme=theme)
+    return Viewer(x, controls=controls, theme=theme, against=against)

@@ -13,8 +13,11 @@ from ..core.result import Result
 
 TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
 MEMORY_MAGIC = 0x4D565050  # b"PPVM"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 BYTES_PER_OP = 19
+#: each transfer (``Result.transfers``) after the ops: ready, start, end, producer, consumer, src, dst, kind
+BYTES_PER_TRANSFER = 25
+TRANSFER_F, TRANSFER_B = 0, 1
 
 FLAG_PAIR_F = 1 << 2
 FLAG_PAIR_B = 1 << 3
@@ -55,7 +58,51 @@ def encode_timeline(result: Result) -> bytes:
         ops.microbatch.astype("<u4").tobytes(),
         ops.stage.astype("<u2").tobytes(),
         flags.tobytes(),
+        *_transfer_columns(result),
     )
+
+
+def _transfer_columns(result: Result) -> list[bytes]:
+    """The transfers section: their count, then a column per field (ARCHITECTURE.md, "Wire format")."""
+    t = result.transfers
+    if len(t) and result.devices > 0xFFFF:
+        raise ConfigError("devices", result.devices, "the widget draws transfers between at most 65535 devices")
+    return [
+        np.array([len(t)], dtype="<u4").tobytes(),
+        np.asarray(t.ready).astype("<f4").tobytes(),
+        np.asarray(t.start).astype("<f4").tobytes(),
+        np.asarray(t.end).astype("<f4").tobytes(),
+        np.asarray(t.producer).astype("<u4").tobytes(),
+        np.asarray(t.consumer).astype("<u4").tobytes(),
+        np.asarray(t.src).astype("<u2").tobytes(),
+        np.asarray(t.dst).astype("<u2").tobytes(),
+        np.where(np.asarray(t.kind) == "F", TRANSFER_F, TRANSFER_B).astype(np.uint8).tobytes(),
+    ]
+
+
+def _communication(result: Result) -> dict | None:
+    """What the widget says about transfers: the link of each pair of devices, the bytes of one
+    transfer, and per device the idle time spent waiting for communication; None without transfers."""
+    c = result.config
+    if not c.transfers:
+        return None
+    topology = c.topology
+    unit = c.time_unit
+    single = not hasattr(topology, "devices_per_node")  # a ppviz.Link: one link between every pair
+    intra = topology if single else topology.intra
+    return {
+        "count": len(result.transfers),
+        "bytes": c.comm_bytes,
+        "volume": float(np.sum(result.transfers.bytes)) if len(result.transfers) else 0.0,
+        "p2p": c.p2p_mode,
+        "topology": None if single else topology.name,
+        # device d is on node d // devices_per_node; None: one link between every pair of devices
+        "devices_per_node": None if single else topology.devices_per_node,
+        "intra": intra.describe(unit),
+        "inter": None if single else topology.inter.describe(unit),
+        "exposed_comm": _floats(result.exposed_comm),
+        "idle_compute": _floats(result.idle_compute),
+    }
 
 
 def encode_memory(result: Result) -> bytes:
@@ -93,6 +140,9 @@ def describe(result: Result) -> dict:
             "assumptions": cf.assumptions,
             "applies": bool(cf.applies),
             "source": cf.source,
+            # forward-only programs: the published time to first output and throughput (else None)
+            "first_output": cf.first_output,
+            "throughput": cf.throughput,
         }
     return {
         "title": c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule),
@@ -118,5 +168,14 @@ def describe(result: Result) -> dict:
         "memory_capacity": c.memory_capacity,
         "fits": None if result.fits is None else [bool(x) for x in result.fits],
         "excess": None if result.excess is None else _floats(result.excess),
+        # a segmented program (Seq1F1B): op microbatch index i is segment i % segments of
+        # microbatch i // segments, and "microbatches" counts the indices (whole_microbatches · segments)
+        "segments": program.segments,
+        "whole_microbatches": program.whole_microbatches,
+        # a forward-only (inference) program: no backward; latency and throughput replace the bubble
+        "forward_only": bool(program.forward_only),
+        "time_to_first_output": result.time_to_first_output,
+        "throughput": result.throughput,
         "closed_form": closed,
+        "communication": _communication(result),
     }

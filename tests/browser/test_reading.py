@@ -1,7 +1,9 @@
 """Reading the chart (Debian's Chromium, the standalone page): model chunks patterned and
 listed, DualPipe's two directions marked, the memory lanes' scale and hover values, the heat
-strip above 16 devices, times with their unit, and gutter labels whole at any width. Saves the
-screenshots artifacts/reading/*.png to look at."""
+strip above 16 devices, times with their unit, gutter labels whole at any width, a model that
+does not fit its GPUs in red with its excess, Seq1F1B's segments numbered microbatch.segment and
+an inference pipeline's latency and throughput. Saves the screenshots artifacts/reading/*.png to
+look at."""
 
 import re
 
@@ -136,3 +138,85 @@ def test_screenshots_for_reading(page, tmp_path, name):
     assert root.get_attribute("data-clipped") == "0"
     SHOTS.mkdir(parents=True, exist_ok=True)
     root.screenshot(path=str(SHOTS / f"{name}.png"))
+
+
+LLAMA_70B_ON_8_H100 = dict(devices=8, microbatches=32, tensor_parallel=8, data_parallel=4, zero_stage=1)
+
+OOM_PIXELS = """([r, g, b]) => {
+  const root = document.querySelector('.ppviz-gantt');
+  const c = root.querySelector('canvas');
+  const data = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i] === r && data[i + 1] === g && data[i + 2] === b) n++;
+  return n;
+}"""
+
+
+def _rgb(hex_colour: str) -> list[int]:
+    return [int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)]
+
+
+def test_a_schedule_that_does_not_fit_is_red_with_its_excess(page, tmp_path):
+    from ppviz.charts.style import THEMES
+
+    model, gpu = ppviz.Transformer.preset("llama-3-70b"), ppviz.Hardware.preset("h100-sxm")
+    gpipe = ppviz.simulate(ppviz.Config.from_model(model, gpu, schedule="gpipe", **LLAMA_70B_ON_8_H100))
+    root = open_chart(page, gpipe, tmp_path, name="gpipe")
+    badge = root.locator(".ppviz-fit")
+    assert badge.inner_text() == "does not fit: device 7 over by 28.2 GiB"
+    assert "ppviz-fit-over" in badge.get_attribute("class")
+    assert "8 of 8 devices peak above the capacity of 80 GiB" in badge.get_attribute("title")
+    assert root.locator(".ppviz-metric-over .ppviz-metric-value").inner_text() == "108 GiB"
+    assert root.get_attribute("data-clipped") == "0"  # "device 7  peak 108 GiB" and "+28.2 GiB over" whole
+    red = _rgb(THEMES["light"]["oom"])
+    assert page.evaluate(OOM_PIXELS, red) > 500  # the capacity lines, excess and labels of 8 lanes
+    # device 7's lane under the pointer: its memory in GiB, the capacity and the excess
+    canvas = root.locator("canvas").bounding_box()
+    x = canvas["x"] + canvas["width"] * 0.5
+    for y in range(int(canvas["y"] + canvas["height"] * 0.5), int(canvas["y"] + canvas["height"])):
+        page.mouse.move(x, y)
+        tip = page.locator(".ppviz-tooltip")
+        if tip.is_visible() and "device 7 · memory" in tip.inner_text():
+            break
+    else:
+        pytest.fail("no memory lane of device 7 under the pointer")
+    text = " ".join(tip.inner_text().split())
+    assert "capacity 80 GiB: does not fit, +28.2 GiB over" in text
+    assert "device's peak 108 GiB" in text
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.mouse.move(0, 0)
+    root.screenshot(path=str(SHOTS / "llama-70b-gpipe-out-of-memory.png"))
+
+    fits = ppviz.simulate(ppviz.Config.from_model(model, gpu, schedule="1f1b", **LLAMA_70B_ON_8_H100))
+    root = open_chart(page, fits, tmp_path, name="1f1b")
+    assert root.locator(".ppviz-fit").inner_text() == "fits in 80 GiB"
+    assert root.locator(".ppviz-metric-over").count() == 0
+    assert page.evaluate(OOM_PIXELS, red) == 0
+    root.screenshot(path=str(SHOTS / "llama-70b-1f1b-fits.png"))
+
+
+def test_segments_are_numbered_microbatch_dot_segment(page, tmp_path):
+    res = ppviz.simulate(ppviz.Config(schedule="seq1f1b", microbatches=4, segments=2))
+    root = open_chart(page, res, tmp_path)
+    sizes = root.locator(".ppviz-sizes").inner_text()
+    assert sizes.startswith("p=4 · m=4 · k=2 segments (bars: microbatch.segment)")
+    assert "m=8" not in sizes
+    ops = res.ops
+    k = int(np.flatnonzero((ops.microbatch == 7) & (ops.kind == "F") & (ops.stage == 0))[0])
+    text = tooltip_of(page, k)
+    assert "microbatch 3, segment 1 of 2 (3.1)" in text
+    assert int(root.get_attribute("data-labels")) == len(ops)  # every bar has room for its "3.1"
+
+
+def test_a_forward_only_program_shows_latency_and_throughput_not_a_backward(page, tmp_path):
+    res = ppviz.simulate(ppviz.Config(schedule="inference", devices=4, microbatches=8))
+    root = open_chart(page, res, tmp_path)
+    legend = root.locator(".ppviz-legend").inner_text()
+    assert "F forward" in legend and "backward" not in legend and "idle (fill + drain)" in legend
+    assert root.locator(".ppviz-sizes").inner_text() == "p=4 · m=8 · f=1 · 32 ops"
+    labels = root.locator(".ppviz-metric-label").all_inner_texts()
+    assert [x.lower() for x in labels] == ["makespan", "first output", "throughput", "fill + drain", "peak memory"]
+    values = root.locator(".ppviz-metric-value").all_inner_texts()
+    assert values[1:3] == [f"{res.time_to_first_output:g}", f"{res.throughput:g} per unit of time"]
+    bubble = root.locator(".ppviz-metric").nth(3).get_attribute("title")
+    assert "the fill and drain of this one batch" in bubble

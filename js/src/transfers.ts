@@ -1,0 +1,314 @@
+// Transfers (Config.topology): the lane under each device row that shows when the device's
+// sends (top half) and receives (bottom half) occupy a link, the routed dependency arrows of a
+// selected microbatch, hit-testing and the tooltip text. Like the bars, a lane is a 1-D pixel
+// image per half: transfers narrower than a pixel add up in their pixel column's opacity.
+
+import { FLAG_WAITED, TRANSFER_F, type Timeline, actionName, deviceOf, endOf } from "./data";
+import { bytes, num, withUnit } from "./format";
+import type { Layout } from "./layout";
+import type { Meta } from "./meta";
+import { Strip, type ViewKey, rgbaWord, span } from "./pixels";
+import type { Scale } from "./scale";
+import type { Palette } from "./theme";
+
+export type LaneHalf = "out" | "in";
+
+/** [top, height] of device d's sends (out) or receives (in) half-lane. */
+export function halfLane(L: Layout, d: number, half: LaneHalf): [number, number] {
+  const h = L.laneHeight / 2;
+  // a 1 px seam between the halves once they are tall enough to spare it
+  const seam = L.laneHeight >= 6 ? 0.5 : 0;
+  const top = L.laneTop[d];
+  return half === "out" ? [top, h - seam] : [top + h + seam, h - seam];
+}
+
+/** Which half of a lane y falls in. */
+export function halfAt(L: Layout, d: number, y: number): LaneHalf {
+  return y < L.laneTop[d] + L.laneHeight / 2 ? "out" : "in";
+}
+
+function listOf(tl: Timeline, d: number, half: LaneHalf): Uint32Array {
+  const tr = tl.transfers;
+  return half === "out"
+    ? tr.outIndex.subarray(tr.outOffsets[d], tr.outOffsets[d + 1])
+    : tr.inIndex.subarray(tr.inOffsets[d], tr.inOffsets[d + 1]);
+}
+
+/** The transfer drawn at time t in device d's half-lane, within `tolerance` (time) of it, or -1:
+ * the one covering t (the latest started, where several share the link), else the nearest. */
+export function transferAt(tl: Timeline, d: number, half: LaneHalf, t: number, tolerance: number): number {
+  const tr = tl.transfers;
+  let best = -1;
+  let bestDistance = tolerance;
+  for (const i of listOf(tl, d, half)) {
+    const a = tr.start[i];
+    const b = tr.end[i];
+    const distance = t < a ? a - t : t > b ? t - b : 0;
+    if (distance < bestDistance || (distance === 0 && (best < 0 || a > tr.start[best]))) {
+      best = i;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/** The transfer under (x, y) when (x, y) is in a transfer lane, or -1. */
+export function hitTransfer(tl: Timeline, L: Layout, scale: Scale, x: number, y: number, tolerance = 3): number {
+  if (!L.laneHeight || x < L.plotLeft || x > L.plotRight) return -1;
+  for (let d = 0; d < Math.min(tl.devices, L.devices); d++) {
+    const top = L.laneTop[d];
+    if (y >= top && y < top + L.laneHeight) return transferAt(tl, d, halfAt(L, d, y), scale.t(x), tolerance / scale.k);
+  }
+  return -1;
+}
+
+// Drawing -------------------------------------------------------------------------------
+
+interface LaneFrame extends ViewKey {
+  strip: Strip;
+  /** transfers inside the view */
+  shown: number;
+}
+
+const frames = new WeakMap<object, LaneFrame>();
+
+/** The lanes' pixels: row 2d is device d's sends, row 2d + 1 its receives. */
+function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: number, strip: Strip): number {
+  const tr = tl.transfers;
+  const width = Math.round((L.plotRight - L.plotLeft) * dpr);
+  strip.ensure(width, 2 * tl.devices);
+  const px = strip.pixels;
+  const colours = [rgbaWord(P.transferF) | 0xff000000, rgbaWord(P.transferB) | 0xff000000].map((c) => c >>> 0);
+  const { t0, t1 } = scale.view;
+  const k = scale.k * dpr;
+  let shown = 0;
+  for (let i = 0; i < tr.count; i++) {
+    const a = tr.start[i];
+    const b = tr.end[i];
+    if (b < t0 || a > t1) continue;
+    shown++;
+    const colour = colours[tr.kind[i] === TRANSFER_F ? 0 : 1];
+    const xa = (a - t0) * k;
+    // a zero-length transfer still shows as a hairline
+    const xb = Math.max(xa + 0.6, (b - t0) * k);
+    span(px, 2 * tr.src[i] * width, width, xa, xb, colour);
+    span(px, (2 * tr.dst[i] + 1) * width, width, xa, xb, colour);
+  }
+  strip.ctx.putImageData(strip.image!, 0, 0);
+  return shown;
+}
+
+export interface LaneScene {
+  tl: Timeline;
+  layout: Layout;
+  scale: Scale;
+  palette: Palette;
+  dpr: number;
+  meta: Meta;
+  /** one per view: the lanes' last frame is kept under it */
+  cache: object;
+  hoverTransfer: number;
+}
+
+/** The lanes' rails and transfers; returns how many transfers are in view. */
+export function drawLanes(ctx: CanvasRenderingContext2D, s: LaneScene): number {
+  const { tl, layout: L, scale, palette: P, dpr } = s;
+  if (!L.laneHeight) return 0;
+  let f = frames.get(s.cache);
+  if (!(f && f.tl === tl && f.palette === P && f.layout === L && f.t0 === scale.view.t0 && f.t1 === scale.view.t1 &&
+        f.dpr === dpr)) {
+    const strip = f?.strip ?? new Strip();
+    f = { tl, palette: P, layout: L, t0: scale.view.t0, t1: scale.view.t1, dpr, strip, shown: 0 };
+    f.shown = computeLanes(tl, L, scale, P, dpr, strip);
+    frames.set(s.cache, f);
+  }
+  const width = Math.round((L.plotRight - L.plotLeft) * dpr);
+  const railRight = Math.min(L.plotRight, scale.x(s.meta.makespan));
+  ctx.fillStyle = P.transferRail;
+  for (let d = 0; d < tl.devices; d++) {
+    for (const half of ["out", "in"] as const) {
+      const [y, h] = halfLane(L, d, half);
+      ctx.fillRect(L.plotLeft, y, railRight - L.plotLeft, h);
+    }
+  }
+  ctx.imageSmoothingEnabled = false;
+  for (let d = 0; d < tl.devices; d++) {
+    for (const [row, half] of [[2 * d, "out"], [2 * d + 1, "in"]] as const) {
+      const [y, h] = halfLane(L, d, half);
+      ctx.drawImage(f.strip.canvas, 0, row, width, 1, L.plotLeft, y, width / dpr, h);
+    }
+  }
+  ctx.imageSmoothingEnabled = true;
+  if (s.hoverTransfer >= 0 && s.hoverTransfer < tl.transfers.count) outline(ctx, s, s.hoverTransfer, P.foreground, 1.5);
+  return f.shown;
+}
+
+/** Box of transfer i in its sender's (out) or receiver's (in) half-lane, at least 2 px wide. */
+export function transferBox(s: { tl: Timeline; layout: Layout; scale: Scale }, i: number, half: LaneHalf) {
+  const tr = s.tl.transfers;
+  const d = half === "out" ? tr.src[i] : tr.dst[i];
+  const [y, h] = halfLane(s.layout, d, half);
+  const x0 = s.scale.x(tr.start[i]);
+  const x1 = Math.max(x0 + 2, s.scale.x(tr.end[i]));
+  return { x: x0, y, w: x1 - x0, h };
+}
+
+function outline(ctx: CanvasRenderingContext2D, s: LaneScene, i: number, colour: string, width: number): void {
+  ctx.strokeStyle = colour;
+  ctx.lineWidth = width;
+  for (const half of ["out", "in"] as const) {
+    const b = transferBox(s, i, half);
+    ctx.strokeRect(b.x - 0.5, b.y - 0.5, b.w + 1, b.h + 1);
+  }
+}
+
+/** A selected microbatch: the other transfers fade, its own are outlined, and its dependency
+ * arrows that cross devices run through them (sender's end → transfer → receiver's start).
+ * `arrow` draws one arrow (draw.ts's, so both kinds look alike). */
+export function drawLaneSelection(ctx: CanvasRenderingContext2D, s: LaneScene, mb: number,
+  arrow: (ax: number, ay: number, bx: number, by: number, solid: boolean) => void): void {
+  const { tl, layout: L, palette: P, scale } = s;
+  if (!L.laneHeight || mb < 0 || mb >= tl.microbatches) return;
+  const tr = tl.transfers;
+  ctx.fillStyle = P.dim;
+  for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.laneTop[d], L.plotRight - L.plotLeft, L.laneHeight);
+  const mine: number[] = [];
+  for (const k of tl.mbIndex.subarray(tl.mbOffsets[mb], tl.mbOffsets[mb + 1])) {
+    const i = tr.intoOp[k];
+    if (i >= 0) mine.push(i);
+  }
+  for (const i of mine) {
+    ctx.fillStyle = tr.kind[i] === TRANSFER_F ? P.transferF : P.transferB;
+    for (const half of ["out", "in"] as const) {
+      const b = transferBox(s, i, half);
+      ctx.fillRect(b.x, b.y, b.w, b.h);
+    }
+    outline(ctx, s, i, P.path, 1);
+  }
+  ctx.strokeStyle = P.path;
+  ctx.fillStyle = P.path;
+  for (const i of mine) {
+    const out = transferBox(s, i, "out");
+    const lane = out.y + out.h / 2;
+    const p = tr.producer[i];
+    const c = tr.consumer[i];
+    const src = tr.src[i];
+    const dst = tr.dst[i];
+    // the send: a short drop from the producer's end into its lane, then the arrow from the
+    // transfer's end to the consumer
+    ctx.lineWidth = 1.25;
+    ctx.beginPath();
+    ctx.moveTo(scale.x(endOf(tl, p)), L.rowTop[src] + L.rowHeight - L.barInset);
+    ctx.lineTo(out.x, out.y);
+    ctx.stroke();
+    arrow(out.x + out.w, lane, scale.x(tl.start[c]), rowMid(L, dst), (tl.flags[c] & FLAG_WAITED) !== 0);
+  }
+}
+
+function rowMid(L: Layout, d: number): number {
+  return L.rowTop[d] + L.rowHeight / 2;
+}
+
+// Text ----------------------------------------------------------------------------------
+
+/** "within node 1" / "between nodes 0 → 1" (and the link), when the topology says. */
+export function linkText(meta: Meta, src: number, dst: number): string {
+  const c = meta.communication;
+  if (!c) return "";
+  const n = c.devices_per_node;
+  if (!n) return `one link between every pair · ${c.intra}`;
+  const a = Math.floor(src / n);
+  const b = Math.floor(dst / n);
+  return a === b ? `intra-node (node ${a}) · ${c.intra}` : `inter-node (node ${a} → ${b}) · ${c.inter ?? ""}`;
+}
+
+function kindName(tl: Timeline, i: number): string {
+  return tl.transfers.kind[i] === TRANSFER_F ? "activation" : "gradient";
+}
+
+/** One line about transfer i, for an op's tooltip: "device 3 → 4, inter-node, 64 MiB, 1.2–1.5 ms, queued 0 ms". */
+export function transferLine(tl: Timeline, meta: Meta, i: number): string {
+  const tr = tl.transfers;
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const c = meta.communication;
+  const n = c?.devices_per_node;
+  const link = n ? (Math.floor(tr.src[i] / n) === Math.floor(tr.dst[i] / n) ? "intra-node" : "inter-node") : "";
+  return [
+    `device ${tr.src[i]} → ${tr.dst[i]}`,
+    link,
+    c ? bytes(c.bytes) : "",
+    `${num(tr.start[i])}–${time(tr.end[i])}`,
+    `queued ${time(tr.start[i] - tr.ready[i])}`,
+  ].filter(Boolean).join(", ");
+}
+
+/** Rows for an op's tooltip: the transfer that brought its input, if one did. */
+export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "input transfer"): [string, string][] {
+  const i = tl.transfers.intoOp[k];
+  if (i < 0) return [];
+  const tr = tl.transfers;
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const early = tl.start[k] - tr.end[i];
+  const waited = (tl.flags[k] & FLAG_WAITED) !== 0;
+  const note = waited && early <= 0 ? "it waited for this transfer"
+    : `arrived ${time(Math.max(0, early))} before it started` +
+      (waited && meta.communication?.p2p === "blocking" ? " (it waited for the rest of its blocking P2P batch)" : "");
+  return [[label, `${transferLine(tl, meta, i)} · ${note}`]];
+}
+
+/** The tooltip of transfer i. */
+export function describeTransfer(tl: Timeline, meta: Meta, i: number): { title: string; rows: [string, string][] } {
+  const tr = tl.transfers;
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const p = tr.producer[i];
+  const c = tr.consumer[i];
+  const queued = tr.start[i] - tr.ready[i];
+  const rows: [string, string][] = [
+    ["kind", `${kindName(tl, i)} (${tr.kind[i] === TRANSFER_F ? "to the next stage" : "to the previous stage"})`],
+    ["from → to", `device ${tr.src[i]} → device ${tr.dst[i]}`],
+  ];
+  const link = linkText(meta, tr.src[i], tr.dst[i]);
+  if (link) rows.push(["link", link]);
+  if (meta.communication) rows.push(["bytes", bytes(meta.communication.bytes)]);
+  rows.push(
+    ["ready", time(tr.ready[i])],
+    ["start", time(tr.start[i])],
+    ["end", time(tr.end[i])],
+    ["duration", time(tr.end[i] - tr.start[i])],
+    ["queued", queued > 0 ? `${time(queued)} for a busy link` : time(0)],
+    ["sent by", `${actionName(tl, p)} on device ${deviceOf(tl, p)}, done at ${time(endOf(tl, p))}`],
+  );
+  const waited = (tl.flags[c] & FLAG_WAITED) !== 0 && tl.start[c] >= tr.end[i];
+  rows.push(["needed by", `${actionName(tl, c)} on device ${deviceOf(tl, c)}, started ${time(tl.start[c])}` +
+    (waited ? " (waited for it)" : "")]);
+  return { title: `${kindName(tl, i)} transfer · ${actionName(tl, p)} → ${actionName(tl, c)}`, rows };
+}
+
+// Legend ---------------------------------------------------------------------------------
+
+/** The legend's transfer entries: the lane's switch and its two colours. */
+export function transferLegend(P: Palette, on: boolean, compact: boolean, onToggle: (on: boolean) => void): HTMLElement[] {
+  const toggle = document.createElement("label");
+  toggle.className = "ppviz-legend-item ppviz-transfer-toggle";
+  toggle.title = "a lane under each device's row: its sends (top half) and receives (bottom half) on the links";
+  const box = document.createElement("input");
+  box.type = "checkbox";
+  box.checked = on;
+  box.addEventListener("change", () => onToggle(box.checked));
+  toggle.append(box, document.createTextNode(compact ? "transfers" : "transfers (under each row: sends, then receives)"));
+  const items: HTMLElement[] = [toggle];
+  if (on) {
+    for (const [text, colour] of [[compact ? "act." : "activation", P.transferF],
+      [compact ? "grad." : "gradient", P.transferB]]) {
+      const item = document.createElement("span");
+      item.className = "ppviz-legend-item ppviz-legend-transfer";
+      const swatch = document.createElement("span");
+      swatch.className = "ppviz-swatch";
+      swatch.style.background = colour;
+      swatch.style.height = "4px";
+      item.append(swatch, document.createTextNode(text));
+      items.push(item);
+    }
+  }
+  return items;
+}
