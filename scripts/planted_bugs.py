@@ -1,15 +1,18 @@
 """Plant, one at a time, the bug classes the test suite must catch, and report which it kills.
 
 Each case is a small, realistic mistake a refactor could make (the list of the test-strength
-issue): the script edits one line, runs the fast guarding tests, and restores the file. Every
-case must be KILLED. Run: python scripts/planted_bugs.py
+issue): the script copies the checkout to a temporary folder (so the working tree is never
+touched), edits one line there, runs the fast guarding tests and restores the line. Every case
+must be KILLED. Run: python scripts/planted_bugs.py
 """
 
 import pathlib
+import shutil
 import subprocess
 import sys
+import tempfile
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+CHECKOUT = pathlib.Path(__file__).resolve().parent.parent
 TESTS = ["tests/test_oracle.py", "tests/test_closed_form_grid.py", "tests/test_formats.py", "tests/test_messages.py",
          "tests/test_readers.py", "tests/test_core_edges.py"]
 CASES = [
@@ -31,7 +34,7 @@ CASES = [
     ("text parser refuses a pair whose backward is an I", "ppviz/core/program.py",
      r'(\d+)([BI])(\d+)\)OVERLAP_F_B$")', r'(\d+)([B])(\d+)\)OVERLAP_F_B$")'),
     ("Program == ignores pairing", "ppviz/core/program.py",
-     "\n                and np.array_equal(self.pair, other.pair))", ")"),
+     "and np.array_equal(self.pair, other.pair) and self.forward_only", "and self.forward_only"),
     ("Chrome trace memory counters not scaled", "ppviz/io/chrome_trace.py",
      "map(repr, (times[lo:lo + _BLOCK] * scale).tolist())", "map(repr, times[lo:lo + _BLOCK].tolist())"),
     ("CLI ignores --fb", "ppviz/cli.py", '("fb", args.fb),', ""),
@@ -39,9 +42,17 @@ CASES = [
 
 
 def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = pathlib.Path(tmp) / "ppviz"
+        shutil.copytree(CHECKOUT, root, symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "node_modules", "mutants", "scratch", "artifacts", "__pycache__", ".hypothesis"))
+        return plant_each(root)
+
+
+def plant_each(root: pathlib.Path) -> int:
     survived = 0
     for name, path, old, new in CASES:
-        file = ROOT / path
+        file = root / path
         source = file.read_text()
         if source.count(old) != 1:
             print(f"{name:50s} cannot plant: the line is not in {path} exactly once")
@@ -50,7 +61,7 @@ def main() -> int:
         file.write_text(source.replace(old, new))
         try:
             run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *TESTS],
-                                 cwd=ROOT, capture_output=True, text=True)
+                                 cwd=root, capture_output=True, text=True)
         finally:
             file.write_text(source)
         killed = run.returncode != 0

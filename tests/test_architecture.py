@@ -36,7 +36,29 @@ def test_the_core_loads_no_presentation_code():
     assert out == "[]"
 
 
-LITERAL = re.compile(r"(?<!PR )#[0-9a-fA-F]{6}\b|#[0-9a-fA-F]{3}\b(?![0-9a-fA-F])|rgba?\(\s*\d|Segoe|\"Inter\"")
+LITERAL = re.compile(
+    r"(?<!PR )#(?:[0-9a-fA-F]{8}|[0-9a-fA-F]{6}|[0-9a-fA-F]{3,4})\b"  # #rgb, #rgba, #rrggbb, #rrggbbaa
+    r"|\b(?:rgba?|hsla?)\(\s*\d"  # rgb(…), rgba(…), hsl(…)
+    r"|font-family\s*:\s*[^$;\s]"  # a CSS font list not read from the style file
+    r"|[\"'`][^\"'`\n]*\b(?:Inter|Segoe|Arial|Helvetica|Roboto|Menlo|Consolas|Monaco|Courier|Georgia|Verdana|DejaVu"
+    r"|system-ui|sans-serif|monospace)\b"  # a font family in a string
+    r"|font-size\s*:\s*\d"  # a CSS font size not read from the style file
+    r"|\b\d+(?:\.\d+)?px \$\{FONT\}"  # a canvas font size
+    r"|\?\s*\d+(?:\.\d+)?\s*:\s*\d+(?:\.\d+)?\}px"  # a canvas font size chosen by a condition
+    r"|[Ff]ontSize\s*=\s*\d")  # an Altair font size
+
+
+def test_the_literal_pattern_finds_what_it_should():
+    for literal in ('c = "#aabbccdd"', "c = '#abcd'", "'#fff'", "'#1c2128'", "rgba(0, 0, 0, 0.1)", "hsl(120, 50%, 50%)",
+                    "font-family: Arial;", "ctx.font = `11px monospace`", 'family = "Helvetica Neue"', '"Inter", sans',
+                    ".x { font-size: 12px; }", "ctx.font = `600 11px ${FONT}`;", "`${roomy ? 11 : 9}px ${FONT}`",
+                    "mark_text(fontSize=11)", "alt.Axis(labelFontSize=12)"):
+        assert LITERAL.search(literal), literal
+    for fine in ("torch PR #130210", "# glyph width in ems of the default sans-serif", "ctx.font = `600 ${PX.label}px ${FONT}`;",
+                 ".x { font-size: ${px.text}px; }", "alt.Axis(labelFontSize=TEXT_SIZE)",
+                 "font: ${style.font.size}px/${style.font.lineHeight} ${style.font.family};",
+                 "/** A CSS colour (#rrggbb, rgb(...) or rgba(...)) */"):
+        assert not LITERAL.search(fine), fine
 
 
 @pytest.mark.parametrize("pattern", ["ppviz/**/*.py", "js/src/*.ts"])
@@ -46,7 +68,7 @@ def test_no_colour_or_font_literal_outside_the_style_file(pattern):
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if LITERAL.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert not found, "colours and fonts belong in ppviz/style.json:\n" + "\n".join(found)
+    assert not found, "colours, fonts and font sizes belong in ppviz/style.json:\n" + "\n".join(found)
 
 
 def typescript_interface(name: str) -> set[str]:

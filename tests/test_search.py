@@ -5,6 +5,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, ConfigError, simulate
@@ -12,6 +14,7 @@ from ppviz.analysis import heuristic
 from ppviz.analysis.orders import Problem
 from ppviz.analysis.search import SearchResult, search
 from ppviz.core.placement import Placement
+from ppviz.core.program import F, I, W
 from ppviz.core.registry import all_specs
 
 TOL = 1e-9
@@ -151,3 +154,88 @@ def test_stages_per_device_keeps_the_placement():
     assert one.program.stages == 4 and two.program.stages == 8
     assert one.lower_bound is not None and one.makespan >= one.lower_bound
     assert search(cfg, 4).makespan <= min(one.makespan, two.makespan)
+
+
+# The authors' code, run: Graph.manual_order of sail-sg/zero-bubble-pipeline-parallelism
+# (megatron/core/pipeline_parallel/zerobubble/scheduler/zb.py) for each of initial_solution's eight flag
+# combinations, in its order (allow_bubble_before_first_b, prioritize_b, no_bubble_greedy each True then False),
+# with cost_f/cost_b/cost_w the config's F, I, W times per stage, mem_f = +activation, mem_b = −(1 − w_share) of
+# it, mem_w = −w_share of it, max_mem = the limit on every stage and cost_comm = comm. Each stage's ops sorted by
+# the order index manual_order returns, written as its kinds (their B is ppviz's I): F, I and W each run their
+# microbatches in order, so the kinds fix the order. None: manual_order raised "Cannot fit memory".
+AUTHORS = [
+    (4, 8, 7.0, dict(f=1.0, b=1.5, w=2.0, comm=0.0),
+     ['FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWIIFIWIWIWIWWWW|FFFIFIFIFIFIWIFIWIWWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIIWFIIIWWIWIWWWW|FFFIFIFIFIFIIWFIWIWWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWFIIIWWIIWIWWWW|FFFIFIFIFIFIWFIIWIWWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWFIIIWIIWIWWWWW|FFFIFIFIFIFIWFIIWIWWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWIIFWWIWIWIWIWIW|FFFFFFIWIIFIFWIWIWIWIWWW|FFFFIWIIFIFWIFIFWIWIWWWW|FIFIFIFIWFIFIWFIFIWWWWWW',
+      'FFFFFFFIWIFWIWIWIWIWIWIW|FFFFFFIIFIIWFIIWIWIWWWWW|FFFFIIFIFIFIIWFIWIWWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWFIIWIIIWWIWWWW|FFFFIFIFIFIWFIIIWWIWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWFIIWIIIWIWWWWW|FFFFIFIFIFIWFIIIWIWWWWWW|FIFIFIFIFIFIFIWFIWWWWWWW']),
+    (4, 8, 7.0, dict(f=1.3, b=1.0, w=0.3, comm=0.5),
+     ['FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWWIFIWWIWIWIWIW|FFFIFIFIFIFIWWWWWIFIWWIW|FIFIFIFIFIFIFIWWWWFIWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWWIFIWWIWIWIWIW|FFFIFIFIFIFIWWWWIFIWWWIW|FIFIFIFIFIFIFIWWWFIWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWWFIIWWIWIWIWIW|FFFIFIFIFIFIWFIWWWWIWWIW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWWFIIWWIWIWIWIW|FFFIFIFIFIFIWFIWWWIWWWIW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWIFWIWIWIWIWIWIW|FFFFFFIWIFIWWFIWIWIWIWIW|FFFFIWIFIFIFIFIWWWWWIWIW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWIFWIWIWIWIWIWIW|FFFFFFIWIFIWWFIWIWIWIWIW|FFFFIWIFIFIFIFIWWWWIWWIW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWWFIIWWIWIWIWIW|FFFFIFIFIFIWFIWWIWWWIWIW|FIFIFIFIFIFIFIWFIWWWWWWW',
+      'FFFFFFFIWFIWIWIWIWIWIWIW|FFFFFFIFIWWFIIWWIWIWIWIW|FFFFIFIFIFIWFIWIWWWWIWIW|FIFIFIFIFIFIFIWFIWWWWWWW']),
+    (3, 8, 5.0, dict(f=1.3, b=1.0, w=2.0, comm=0.5),
+     ['FFFFFIWFIIWFIIWFWWIWIWIW|FFFIFIFIWFIIWFIWFIWWIWWW|FIFIFIFIFIWFIWFIWFIWWWWW',
+      'FFFFFIWFIIWFIIWFWWIWIWIW|FFFIFIFIWFIIWFIWFIWIWWWW|FIFIFIFIFIWFIWFIWFIWWWWW',
+      'FFFFFIWFIWFIWFIWIWIWIWIW|FFFIFIFIWFIWFIWFIIWWIWWW|FIFIFIFIFIWFIWFIWFIWWWWW',
+      'FFFFFIWFIWFIWFIWIWIWIWIW|FFFIFIFIWFIWFIWFIIWIWWWW|FIFIFIFIFIWFIWFIWFIWWWWW',
+      'FFFFFIWIIFIWFIWFWWIWIWIW|FFFFIWIIFIWFIWFIWFIWWIWW|FIFIFIFIWFIWFIWFIWFIWWWW',
+      'FFFFFIWIFIIWFIWFWWIWIWIW|FFFFIIFIIWFIWFIWFIWWIWWW|FIFIFIFIFIWFIWFIWFIWWWWW',
+      'FFFFFIWFIWFIWFIWIWIWIWIW|FFFFIFIWWFIWFIWFIIIWIWWW|FIFIFIFIFIWFIWFIWFIWWWWW',
+      'FFFFFIWFIWFIWFIWIWIWIWIW|FFFFIFIWFIWFIWFIIIWIWWWW|FIFIFIFIFIWFIWFIWFIWWWWW']),
+    (4, 6, 4.0, dict(f=1.0, b=1.5, w=0.7, comm=0.3),
+     ['FFFFIWFIWFIWIWIWIW|FFFIFIWWFIWFIWIWIW|FFIFIWFIWWFIWFIWIW|FIFIWFIWFIWWFIWFIW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWFIWFIWWIWIW|FFIFIFIWFIWFIWWIWW|FIFIFIFIWFIWFIWWWW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWWFIWFIWIWIW|FFIFIWFIWWFIWFIWIW|FIFIWFIWFIWWFIWFIW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWFIWFIWWIWIW|FFIFIFIWFIWFIWWIWW|FIFIFIFIWFIWFIWWWW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWWFIWFIWIWIW|FFIFIWFIWWFIWFIWIW|FIFIWFIWFIWWFIWFIW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWFIWFIWWIWIW|FFIFIFIWFIWFIWWIWW|FIFIFIFIWFIWFIWWWW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWWFIWFIWIWIW|FFIFIWFIWWFIWFIWIW|FIFIWFIWFIWWFIWFIW',
+      'FFFFIWFIWFIWIWIWIW|FFFIFIWFIWFIWWIWIW|FFIFIFIWFIWFIWWIWW|FIFIFIFIWFIWFIWWWW']),
+    (4, 6, 5.0, dict(f=1.0, b=1.0, w=1.0, comm=0.25, stage_costs={3: {'f': 2.0, 'b': 2.5, 'w': 1.0}}),
+     ['FFFFFIWFIWIWIWIWIW|FFFFIFWIFWIWIWIWIW|FFFIFWIFWIFWIWIWIW|FIFIFIFIFIWFIWWWWW'] * 8),
+    (3, 4, 0.9, dict(f=1.0, b=1.0, w=1.0, comm=0.0),
+     [None] * 8),
+]
+
+
+@pytest.mark.parametrize("p, m, limit, costs, expected", AUTHORS)
+def test_the_heuristic_places_what_the_authors_code_places(p, m, limit, costs, expected):
+    problem = Problem(Config(devices=p, microbatches=m, schedule="custom", **costs), Placement.contiguous(p, 1))
+    kinds = {F: "F", I: "I", W: "W"}
+    got = []
+    for flags in itertools.product((True, False), repeat=3):
+        orders = heuristic.auto_schedule(problem, limit, *flags)
+        got.append(None if orders is None else "|".join("".join(kinds[k] for k, _, _ in stage) for stage in orders))
+        for s, stage in enumerate(orders or []):  # each kind in microbatch order, on its own stage
+            for kind in kinds:
+                assert [mb for k, st, mb in stage if k == kind and st == s] == list(range(m))
+    assert got == expected
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=st.integers(2, 5), extra=st.integers(0, 6), f=st.sampled_from([0.25, 0.5, 1.0, 1.7, 3.0]),
+       b=st.sampled_from([0.25, 0.6, 1.0, 2.0, 3.0]), w=st.sampled_from([0.1, 0.5, 1.0, 2.5]),
+       comm=st.sampled_from([0.0, 0.1, 0.7, 2.0]), hand_made=st.sampled_from(["zb-h1", "zb-h2"]))
+def test_never_slower_than_the_hand_made_schedule_or_the_heuristic_at_its_memory(p, extra, f, b, w, comm,
+                                                                                  hand_made):
+    # any costs and comm: at ZB-H1's memory (p) and ZB-H2's (2p − 1) the answer is valid, within the limit, and
+    # no slower than that schedule (which fits there) or the best variant of the authors' heuristic
+    cfg = Config(devices=p, microbatches=p + extra, f=f, b=b, w=w, comm=comm)
+    limit = p if hand_made == "zb-h1" else 2 * p - 1
+    reference = simulate(cfg.replace(schedule=hand_made))
+    assert reference.peak_activation.max() <= limit
+    found = search(cfg, limit)
+    found.program.validate()
+    again = simulate(ppviz.Program.from_text(found.program.to_text(), placement=found.program.placement), found.config)
+    assert again.makespan == found.makespan and found.peak_activation.max() <= limit + TOL
+    assert found.makespan <= reference.makespan + TOL
+    assert found.makespan <= heuristic_best(cfg, limit) + TOL

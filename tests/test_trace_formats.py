@@ -159,6 +159,40 @@ def test_torch_profiler_edge_cases(tmp_path):
     assert (t.start[forward], t.end[forward]) == pytest.approx((0.101, 0.41))  # posted → received
 
 
+def test_torch_profiler_reshard_and_reduce_grad_are_not_ops(tmp_path):
+    """torch's runtime also records PP:<stage>RESHARD and PP:<stage>REDUCE_GRAD (FSDP actions,
+    no microbatch): read and left out like UNSHARD, the ops and times unchanged."""
+    r0, r1 = _edge_fixture()
+    r0 = dict(r0, traceEvents=r0["traceEvents"] + [_x("PP:0RESHARD", 1100, 20), _x("PP:0REDUCE_GRAD", 1130, 40)])
+    r1 = dict(r1, traceEvents=r1["traceEvents"] + [_x("PP:1REDUCE_GRAD", 830, 30, pid=2),
+                                                   _x("PP:1RESHARD", 870, 10, pid=2)])
+    m = ppviz.load_trace([_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate((r0, r1))])
+    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    np.testing.assert_allclose(m.ops.start, [0.0, 0.89, 0.41, 0.51])
+    np.testing.assert_allclose(m.ops.end, [0.1, 0.99, 0.51, 0.81])
+
+
+def test_torch_profiler_gpipe_spans(tmp_path):
+    """ScheduleGPipe's 'Forward i' / 'Backward i' (no stage: the rank's own) hold the receive, the
+    wait for it, the computation and the posting of the send. The computation starts when the
+    receive completes (the end of the gloo:recv span that starts inside) and ends where the send
+    is posted (the start of the gloo:send span inside)."""
+    r0 = [_x("ProfilerStep#1", 0, 3000), _x("Forward 0", 10, 190), _x("gloo:send", 150, 300),
+          _x("Backward 0", 300, 1700), _x("gloo:recv", 310, 1190)]
+    r1 = [_x("ProfilerStep#1", 0, 3000, pid=2), _x("Forward 0", 100, 500, pid=2), _x("gloo:recv", 110, 290, pid=2),
+          _x("Backward 0", 600, 600, pid=2), _x("gloo:send", 1100, 50, pid=2)]
+    files = [_write(tmp_path, _torch_trace(r, events), f"rank{r}.json") for r, events in ((1, r1), (0, r0))]
+    m = ppviz.load_trace(files)
+    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    # µs 10..150, 1500..2000 on rank 0 and 400..600, 600..1100 on rank 1, from the first op's start
+    np.testing.assert_allclose(m.ops.start, [0.0, 1.49, 0.39, 0.59])
+    np.testing.assert_allclose(m.ops.end, [0.14, 1.99, 0.59, 1.09])
+    np.testing.assert_allclose(m.wait, [0.0, 1.2, 0.3, 0.0])
+    t = m.transfers
+    got = {(int(a), int(b), k): (s, e) for a, b, k, s, e in zip(t.src, t.dst, t.kind, t.start, t.end)}
+    assert got == {(0, 1, "F"): pytest.approx((0.14, 0.39)), (1, 0, "B"): pytest.approx((1.09, 1.49))}
+
+
 def test_gzip_and_directory(tmp_path):
     for i, t in enumerate(_edge_fixture()):
         with gzip.open(tmp_path / f"rank{i}.json.gz", "wt") as fh:
@@ -175,6 +209,24 @@ def test_progress_bar(tmp_path, capsys):
     assert "reading traces" in capsys.readouterr().err
     ppviz.load_trace(files)
     assert capsys.readouterr().err == ""  # small loads stay quiet
+
+
+def test_progress_bar_by_default_for_large_multi_file_loads(tmp_path, capsys, monkeypatch):
+    """By default the bar appears when several files together exceed the threshold (32 MB; here
+    lowered to the fixture's size), and never for one file, however large, nor with progress=False."""
+    from ppviz.io import traces
+
+    files = [_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate(_edge_fixture())]
+    monkeypatch.setattr(traces, "_PROGRESS_BYTES", min(f.stat().st_size for f in files))
+    ppviz.load_trace(files)
+    err = capsys.readouterr().err
+    assert "reading traces" in err and "2/2" in err
+    ppviz.load_trace(files, progress=False)
+    assert capsys.readouterr().err == ""
+    merged = _write(tmp_path, json.dumps(README_EXAMPLE) + " " * 100_000, "merged.json")  # both ranks
+    monkeypatch.setattr(traces, "_PROGRESS_BYTES", 10)
+    ppviz.load_trace(merged)
+    assert capsys.readouterr().err == ""
 
 
 # Hostile and wrong files ------------------------------------------------------------------------
@@ -232,6 +284,20 @@ def _one_rank(events, **meta):
 ])
 def test_hostile_files(tmp_path, content, needles):
     _refused(tmp_path, content, *needles)
+
+
+def test_annotate_refuses_what_is_not_a_stage(torch_pipelining):
+    """ppviz.annotate wraps a PipelineStage; a module, None or an object with only some of a
+    stage's methods is refused with what it lacks, rather than failing later inside torch."""
+    import types
+
+    import torch
+
+    half_a_stage = types.SimpleNamespace(stage_index=0, backward_one_chunk=print)
+    for wrong, lacks in ((torch.nn.Linear(2, 2), "stage_index"), (None, "stage_index"),
+                         (half_a_stage, "forward_one_chunk")):
+        with pytest.raises(ppviz.ConfigError, match=rf"stage=.*PipelineStage.*no {lacks}"):
+            ppviz.annotate(wrong)
 
 
 def test_ppviz_trace_with_a_bad_op(tmp_path):

@@ -114,6 +114,31 @@ def test_transfers_queue_on_a_busy_link():
     assert "queued for a busy link 18" in res.summary()
 
 
+def test_transfers_of_different_model_chunks_queue_on_the_one_link_between_two_devices():
+    # p = 2, v = 2 (stage s on device s mod 2): the link 0 → 1 carries stage 0's and stage 2's
+    # activations and stage 2's gradients, the link 1 → 0 the others. Each stage op takes 1,
+    # each transfer 4 (4 bytes at 1 byte per unit of time), overlapped P2P.
+    program = Program.from_text("device 0: 0F0 0F1 0F2 2F0 2F1 2F2 2B0 2B1 2B2 0B0 0B1 0B2\n"
+                                "device 1: 1F0 1F1 1F2 3F0 3F1 3F2 3B0 3B1 3B2 1B0 1B1 1B2")
+    config = Config(schedule="custom", devices=2, microbatches=3, f=2.0, b=2.0, w=0.0, topology=Link(0.0, 1.0),
+                    comm_bytes=4.0, p2p="overlapped")
+    for engine in ("events", "lockstep"):
+        res = simulate(program, config, engine=engine)
+        t = res.transfers
+        rows = {(str(k), int(s), int(m)): (r, a, e) for k, s, m, r, a, e in
+                zip(t.kind, t.stage, t.microbatch, t.ready, t.start, t.end)}
+        # stage 0's activations leave at 1, 2, 3 and take the link 0 → 1 until 13
+        assert [rows["F", 0, m] for m in range(3)] == [(1.0, 1.0, 5.0), (2.0, 5.0, 9.0), (3.0, 9.0, 13.0)]
+        # stage 2's first activation is ready at 11 (2F0 runs 10–11, after 1F0's transfer 6–10)
+        # and waits for stage 0's last one: the link is shared by the two model chunks
+        assert [rows["F", 2, m] for m in range(3)] == [(11.0, 13.0, 17.0), (15.0, 17.0, 21.0), (19.0, 21.0, 25.0)]
+        # the same on the link 1 → 0: stage 1's gradients (1B0 runs 36–37) queue behind
+        # stage 3's, which 3B0–3B2 post at 27, 28, 29 and the link serves 27–39
+        assert [rows["B", 3, m] for m in range(3)] == [(27.0, 27.0, 31.0), (28.0, 31.0, 35.0), (29.0, 35.0, 39.0)]
+        assert [rows["B", 1, m] for m in range(3)] == [(37.0, 39.0, 43.0), (41.0, 43.0, 47.0), (45.0, 47.0, 51.0)]
+        assert res.makespan == 52.0  # 0B2 runs 51–52
+
+
 def test_blocking_p2p_holds_both_devices_for_their_transfers():
     res = simulate(queueing_config("blocking"))
     ops = res.ops

@@ -26,9 +26,9 @@ from itertools import chain, repeat
 import numpy as np
 
 from ..core.errors import ConfigError, ParseError
-from ..core.program import F, KINDS, _shown
+from ..core.program import KINDS, _shown
 from .files import checked_path
-from .trace_records import COMPUTE_RE, PAIR_RE, RankRecords
+from .trace_records import RankRecords, action_ops
 
 _PID = 1
 #: events formatted per block of text
@@ -208,18 +208,11 @@ def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
         records = devices.setdefault(tid, RankRecords(source=f"{source} (device {tid})", rank=tid, host=None,
                                                       origin_ns=0))
         start, end = ts / 1000.0, (ts + dur) / 1000.0
-        match = COMPUTE_RE.fullmatch(name) if isinstance(name, str) else None
-        if match:
-            stage, kind, mb = match.groups()
-            records.ops.append((None, KINDS.index(kind), int(stage), int(mb), False, start, start, end))
-            continue
-        match = PAIR_RE.fullmatch(name) if isinstance(name, str) else None
-        if not match:
+        ops = action_ops(name, None, start, start, end)
+        if ops is None:
             raise ParseError(f"{source}: op {_shown(name)} is not an action; ppviz traces name each op slot with "
                              f"torch's action string, e.g. '0F1' or '(0F7;7B3)OVERLAP_F_B'")
-        fs, fm, bs, bk, bm = match.groups()
-        records.ops.append((None, F, int(fs), int(fm), True, start, start, end))
-        records.ops.append((None, KINDS.index(bk), int(bs), int(bm), True, start, start, end))
+        records.ops.extend(ops)
     if not devices:
         raise ParseError(f"{source}: a ppviz Chrome trace without ops; expected complete ('X') events, one per op")
     return [devices[d] for d in sorted(devices)]

@@ -24,8 +24,8 @@ One file may hold every rank, or each file some ranks. :func:`ppviz.load_trace` 
 from __future__ import annotations
 
 from ..core.errors import ParseError
-from ..core.program import F, KINDS, _shown
-from .trace_records import COMPUTE_RE, PAIR_RE, RankRecords
+from ..core.program import _shown
+from .trace_records import RankRecords, action_ops
 
 FORMAT_KEY = "ppviz_measured"
 VERSION = 1
@@ -79,18 +79,11 @@ def read_measured_json(trace: dict, source: str) -> list[RankRecords]:
                              f"start {op['start']!r}, end {op['end']!r}")
         records = ranks.setdefault(rank, RankRecords(source=f"{source} (rank {rank})", rank=rank, host=None,
                                                      origin_ns=0))
-        match = COMPUTE_RE.fullmatch(action) if isinstance(action, str) else None
-        if match:
-            stage, kind, mb = match.groups()
-            records.ops.append((step, KINDS.index(kind), int(stage), int(mb), False, span_start, start, end))
-            continue
-        match = PAIR_RE.fullmatch(action) if isinstance(action, str) else None
-        if not match:
+        parsed = action_ops(action, step, span_start, start, end)
+        if parsed is None:
             raise ParseError(f"{where}: action {_shown(action)} is not a compute action; write "
                              f"<stage><F|B|I|W><microbatch> such as '0F1' or '3I0', or '(0F7;7B3)OVERLAP_F_B'")
-        fs, fm, bs, bk, bm = match.groups()
-        records.ops.append((step, F, int(fs), int(fm), True, span_start, start, end))
-        records.ops.append((step, KINDS.index(bk), int(bs), int(bm), True, span_start, start, end))
+        records.ops.extend(parsed)
     return [ranks[r] for r in sorted(ranks)]
 
 

@@ -21,6 +21,7 @@ import re
 import warnings
 from collections.abc import Mapping
 
+from ..core.budget import max_ops
 from ..core.config import positive_int
 from ..core.errors import ConfigError, ScheduleConstraintError
 from ..core.program import Program
@@ -124,11 +125,24 @@ def _executed_orders(schedules, PipelineStage, cls, devices: int, microbatches: 
     return orders
 
 
+#: torch builds a schedule's order in Python, a few thousand ops a second (ppviz simulates
+#: about a million): sizes are refused above this share of ppviz's size budget
+TORCH_BUDGET_SHARE = 100
+
+
 def _sizes(devices, microbatches, stages_per_device, default_v: int) -> tuple[int, int, int]:
     p = positive_int("devices", devices)
     m = positive_int("microbatches", microbatches)
     v = positive_int("stages_per_device", stages_per_device, allow_none=True)
-    return p, m, default_v if v is None else v
+    v = default_v if v is None else v
+    estimate = 3 * p * v * m  # at most an F, an I and a W per stage and microbatch
+    limit = max(1, max_ops() // TORCH_BUDGET_SHARE)
+    if estimate > limit:
+        raise ConfigError("size", f"devices={p}, microbatches={m}, stages_per_device={v}",
+                          f"that is up to {estimate:,} ops, over {limit:,} (1/{TORCH_BUDGET_SHARE} of the size budget: "
+                          f"torch builds a few thousand ops a second); use smaller sizes, or raise the budget with "
+                          f"ppviz.set_budget(max_ops=...)", reason="too large to build through torch here")
+    return p, m, v
 
 
 def from_torch(schedule, *, devices: int | None = None, microbatches: int | None = None,

@@ -17,11 +17,31 @@ from dataclasses import dataclass, field
 import re
 
 from ..core.errors import ParseError
+from ..core.program import F, KINDS
 
 #: torch's action strings (``0F1``; ``(0F7;7B3)OVERLAP_F_B``), their indices bounded so that a
 #: hostile name cannot carry a thousand-digit number
 COMPUTE_RE = re.compile(r"(\d{1,7})([FBIW])(\d{1,10})")
 PAIR_RE = re.compile(r"\((\d{1,7})F(\d{1,10});(\d{1,7})([BI])(\d{1,10})\)OVERLAP_F_B")
+
+
+def action_ops(action, step, span_start: float, start: float, end: float) -> list[tuple] | None:
+    """The :attr:`RankRecords.ops` entries of one torch action string: one for a compute action
+    (``0F1``), the forward then the backward for an overlapped pair (``(0F7;7B3)OVERLAP_F_B``);
+    None when ``action`` is neither (the caller says why in its own terms)."""
+    if not isinstance(action, str):
+        return None
+    match = COMPUTE_RE.fullmatch(action)
+    if match:
+        stage, kind, mb = match.groups()
+        return [(step, KINDS.index(kind), int(stage), int(mb), False, span_start, start, end)]
+    match = PAIR_RE.fullmatch(action)
+    if match:
+        fs, fm, bs, bk, bm = match.groups()
+        return [(step, F, int(fs), int(fm), True, span_start, start, end),
+                (step, KINDS.index(bk), int(bs), int(bm), True, span_start, start, end)]
+    return None
+
 
 #: The largest trace file read (decompressed), in bytes; larger files are refused before parsing.
 MAX_TRACE_BYTES = 1 << 30
