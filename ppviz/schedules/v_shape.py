@@ -155,10 +155,17 @@ def _served(arrival: np.ndarray, free: np.ndarray) -> np.ndarray:
     """The free slots at which a W runs: each serves the oldest I still waiting. Departures by
     slot t are D(t) = S(t) + min(0, min over j <= t of (A(j) − S(j))), A the I's and S the free
     slots counted up to each slot."""
-    s = np.cumsum(free, axis=1, dtype=np.int64)
-    a = np.cumsum(arrival, axis=1, dtype=np.int64)
-    drained = s + np.minimum(0, np.minimum.accumulate(a - s, axis=1))
-    return np.diff(drained, axis=1, prepend=0) > 0
+    # in place and in int32: these are (p, width) arrays, and their memory is most of the cost
+    s = np.cumsum(free, axis=1, dtype=np.int32)
+    drained = np.cumsum(arrival, axis=1, dtype=np.int32)
+    drained -= s
+    np.minimum.accumulate(drained, axis=1, out=drained)
+    np.minimum(drained, 0, out=drained)
+    drained += s
+    departs = np.empty(drained.shape, bool)
+    departs[:, 0] = drained[:, 0] > 0
+    np.greater(drained[:, 1:], drained[:, :-1], out=departs[:, 1:])
+    return departs
 
 
 def _columns(mask: np.ndarray, count: int, end: np.ndarray, after) -> tuple[np.ndarray, np.ndarray]:
@@ -222,57 +229,63 @@ class _Slots:
     next last-microbatch down-leg F (both included), 2 after."""
 
     def __init__(self, lists: list[tuple[int, np.ndarray]], m: int):
-        parts = [(arr.ravel(), np.repeat(np.arange(arr.shape[0]), arr.shape[1]), np.full(arr.size, kind),
-                  np.tile(np.arange(arr.shape[1]), arr.shape[0])) for kind, arr in lists]
-        slot, device, kind, mb = (np.concatenate(column) for column in zip(*parts))
-        order = np.lexsort((device, slot))
-        self.slot, self.device, self.kind, self.mb = slot[order], device[order], kind[order], mb[order]
-        self.phase = np.zeros(len(order), np.int8)
+        p = lists[0][1].shape[0]
+        per_kind = max(arr.shape[1] for _, arr in lists)
+        # each pass has a (slot, device) of its own: a table indexed by both, holding the pass's kind
+        # and microbatch, lists them in that order (no sort needed)
+        table = np.full((max(int(arr.max()) for _, arr in lists) + 1) * p, -1, np.int32)
+        for kind, arr in lists:
+            table[arr * p + np.arange(p)[:, None]] = kind * per_kind + np.arange(arr.shape[1])
+        at = (table >= 0).nonzero()[0]
+        self.slot, self.device = np.divmod(at, p)
+        self.kind, self.mb = np.divmod(table[at], per_kind)
+        self.phase = np.zeros(len(at), np.int8)
         first = np.flatnonzero((self.kind == I_DOWN) & (self.device == 0))
         if len(first):
             last = np.flatnonzero((self.kind == F_DOWN) & (self.mb == m - 1))
             last = last[last > first[0]]
-            end = last[0] if len(last) else len(order) - 1
+            end = last[0] if len(last) else len(at) - 1
             self.phase[first[0]:end + 1] = 1
             self.phase[end + 1:] = 2
-        self.starts = np.r_[0, np.flatnonzero(np.diff(self.slot)) + 1, len(order)]
+        self.starts = np.r_[0, np.flatnonzero(np.diff(self.slot)) + 1, len(at)]
 
 
 class _NextFree:
-    """Per device, the first slot at or after x that is still open; slots close one by one (a
-    union-find with path halving, over all devices at once). Slot ``width`` stays open."""
+    """Per device, the first slot at or after x that is still open; slots close one by one. A
+    union-find with path halving over all devices at once, on flat indices (device × (width + 1)
+    + slot) so that each step is one gather; slot ``width`` stays open."""
 
-    #: most answers are a step or two away: these are looked at before following links
-    NEAR = np.arange(4)
-
-    def __init__(self, p: int, width: int):
-        self.parent = np.tile(np.arange(width + 1), (p, 1))
+    def __init__(self, p: int, width: int, closed: np.ndarray | None = None):
+        """``closed``: (p, width + 1), the slots closed from the start (none if not given)."""
+        self.size = width + 1
+        # half the memory of int64 where the flat indices fit: these arrays are the largest built
+        self.parent = np.arange(p * self.size, dtype=np.int32 if p * self.size < 2**31 else np.int64)
+        if closed is not None:
+            # each closed slot links straight to the first open one after it, in its own row (the
+            # row's last slot is open)
+            linked = np.where(closed.ravel(), len(self.parent), self.parent)
+            self.parent = np.minimum.accumulate(linked[::-1])[::-1]
 
     def find(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
-        near = np.minimum(x[:, None] + self.NEAR, self.parent.shape[1] - 1)
-        hit = self.parent[rows[:, None], near] == near
-        found = hit.any(axis=1)
-        x = np.where(found, near[np.arange(len(x)), hit.argmax(axis=1)], x)
-        if found.all():
-            return x
-        far = np.flatnonzero(~found)
-        x[far] = self._follow(rows[far], x[far])
-        return x
-
-    def _follow(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
-        x = x.copy()
-        while True:
-            up = self.parent[rows, x]
-            moving = np.flatnonzero(up != x)
-            if not len(moving):
-                return x
-            r, u = rows[moving], up[moving]
-            skip = self.parent[r, u]
-            self.parent[r, x[moving]] = skip
-            x[moving] = skip
+        offset = rows * self.size
+        found = offset + x
+        parent = self.parent
+        up = parent[found]
+        far = (up != found).nonzero()[0]
+        at, up = found[far], up[far]
+        while len(at):
+            skip = parent[up]
+            parent[at] = skip  # path halving
+            found[far] = skip
+            ahead = parent[skip]
+            going = ahead != skip
+            far, at, up = far[going], skip[going], ahead[going]
+        return found - offset
 
     def close(self, rows: np.ndarray, x: np.ndarray) -> None:
-        self.parent[rows, x] = x + 1
+        at = rows * self.size + x
+        # the slot after is open or links past closed slots only: either way a valid link
+        self.parent[at] = self.parent[at + 1]
 
 
 def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -314,28 +327,31 @@ class _Sorted:
 
     def __getitem__(self, index) -> np.ndarray:
         rows, at = index
-        return self.keys[rows, at] - self.offset[rows, 0]
+        return self.keys.ravel()[rows * self.keys.shape[1] + at] - rows * self._SPAN
 
     def insert(self, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Insert values[i] into row rows[i] (rows distinct); returns where each landed."""
-        capacity = self.keys.shape[1]
-        keys = values + self.offset[rows, 0]
-        at = np.searchsorted(self.keys.ravel(), keys) - rows * capacity
-        shift = self.count[rows] - at
-        moving = np.flatnonzero(shift)
-        if len(moving):  # the values it goes before move up one place, the last first
-            seg, offset = _segments(shift[moving])
-            r, j = rows[moving][seg], at[moving][seg] + offset
-            self.keys[r, j + 1] = self.keys[r, j]
-        self.keys[rows, at] = keys
+        flat = self.keys.ravel()
+        row_start = rows * self.keys.shape[1]
+        keys = values + rows * self._SPAN
+        at = self.count[rows].copy()
+        # most values go after all of their row's: only the others are searched for
+        inside = (flat[row_start + np.maximum(at - 1, 0)] > keys).nonzero()[0]
+        if len(inside):
+            at[inside] = flat.searchsorted(keys[inside]) - row_start[inside]
+            # the values they go before move up one place
+            seg, offset = _segments(self.count[rows[inside]] - at[inside])
+            moving = (row_start + at)[inside][seg] + offset
+            flat[moving + 1] = flat[moving]
+        flat[row_start + at] = keys
         self.count[rows] += 1
         return at
 
 
 def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For segments of these lengths laid end to end: each element's segment and its offset in it."""
-    seg = np.repeat(np.arange(len(lengths)), lengths)
-    return seg, np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    starts = lengths.cumsum() - lengths
+    return np.arange(len(lengths)).repeat(lengths), np.arange(int(lengths.sum())) - starts.repeat(lengths)
 
 
 def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -344,13 +360,12 @@ def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.
     its own previous kind and its own previous microbatch; ``n_cells`` (a cell holding −1) for none."""
     d, k, mb = passes.device, np.minimum(passes.kind, I_DOWN), passes.mb
     own = d * 4 * m + k * m + mb
-    deps = np.full((len(d), 3), n_cells, np.int64)
+    deps = np.empty((len(d), 3), np.int64)
     down = ((k == F_DOWN) | (k == I_UP)) & (d > 0)
     up = ((k == F_UP) | (k == I_DOWN)) & (d < p - 1)
-    deps[down, 0] = own[down] - 4 * m
-    deps[up, 0] = own[up] + 4 * m
-    deps[k > F_DOWN, 1] = own[k > F_DOWN] - m
-    deps[mb > 0, 2] = own[mb > 0] - 1
+    deps[:, 0] = np.where(down, own - 4 * m, np.where(up, own + 4 * m, n_cells))
+    deps[:, 1] = np.where(k > F_DOWN, own - m, n_cells)
+    deps[:, 2] = np.where(mb > 0, own - 1, n_cells)
     return own, deps
 
 
@@ -368,10 +383,11 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     n_fi, n_w = p * 4 * m, p * 2 * m
     # one flat array holds every F/I slot and every W slot, for gathers by index; −1 at the end
     state = np.concatenate([pos.ravel(), w.ravel(), [-1]])
-    cur, cur_w = state[:n_fi].reshape(p, 4, m), state[n_fi:n_fi + n_w].reshape(p, 2 * m)
+    w_slots = state[n_fi:n_fi + n_w]  # device d's W of rank k (by slot) at d × 2m + k
+    cur, cur_w = state[:n_fi].reshape(p, 4, m), w_slots.reshape(p, 2 * m)
     passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
     d, kind, mb = passes.device, passes.kind, passes.mb
-    is_w = kind == W_UP
+    is_f, is_i, is_w = kind < I_UP, (kind == I_UP) | (kind == I_DOWN), kind == W_UP
     own, deps = _dependency_slots(passes, p, m, len(state) - 1)
     own[is_w] = n_fi + d[is_w] * 2 * m + mb[is_w]
     # a W waits for the W before it, and for the I of the same rank (by slot): looked up below
@@ -386,7 +402,8 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
         """Raise ``top`` where the F of that rank is at level c against a placed W."""
         w_rank = ranks - c
         has = (w_rank >= 0) & (w_rank < n_placed_w[rows])
-        has[has] = cur_w[rows[has], w_rank[has]] > f_sorted[rows[has], ranks[has] - 1]
+        rows, ranks = rows[has], ranks[has]
+        has = w_slots[rows * 2 * m + ranks - c] > f_sorted[rows, ranks - 1]
         np.maximum.at(top, rows[has], ranks[has])
 
     def append(sorted_slots, rows, values):
@@ -428,29 +445,31 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
         rows, k = d[lo:hi], kind[lo:hi]
         slot = int(passes.slot[lo])
         placed = np.full(hi - lo, slot, np.int64)
-        moves = np.flatnonzero(passes.phase[lo:hi] != 1)
+        moves = (passes.phase[lo:hi] != 1).nonzero()[0]
         if len(moves):
             r = rows[moves]
             earliest = state[deps[lo:hi][moves]].max(axis=1)
-            ws = np.flatnonzero(k[moves] == W_UP)
+            ws = (k[moves] == W_UP).nonzero()[0]
             earliest[ws] = np.maximum(earliest[ws], i_sorted[r[ws], mb[lo:hi][moves][ws]])
             start = earliest + 1
-            f = np.flatnonzero((k[moves] < I_UP) & (top[r] > 0))
-            start[f] = np.maximum(start[f], cur_w[r[f], top[r[f]] - c])
+            f = ((k[moves] < I_UP) & (top[r] > 0)).nonzero()[0]
+            start[f] = np.maximum(start[f], w_slots[r[f] * 2 * m + top[r[f]] - c])
             placed[moves] = np.minimum(open_slots.find(r, np.minimum(start, slot)), slot)
         open_slots.close(rows, placed)
         state[own[lo:hi]] = placed
-        sel = (k == I_UP) | (k == I_DOWN)
-        if sel.any():
+        sel = is_i[lo:hi].nonzero()[0]
+        if len(sel):
             i_sorted.insert(rows[sel], placed[sel])
-        sel = k < I_UP
-        if sel.any():
+        sel = is_f[lo:hi].nonzero()[0]
+        if len(sel):
             fr = rows[sel]
             landed = f_sorted.insert(fr, placed[sel])
-            seg, offset = _segments(f_sorted.count[fr] - landed)  # the new F and those it went before: new ranks
-            at_level_c(fr[seg], landed[seg] + 1 + offset)
-        sel = k == W_UP
-        if sel.any():
+            # the new F and those it went before have new ranks; only those whose W is placed count
+            low = np.maximum(landed + 1, c)
+            seg, offset = _segments(np.maximum(np.minimum(f_sorted.count[fr], n_placed_w[fr] + c - 1) - low + 1, 0))
+            at_level_c(fr[seg], low[seg] + offset)
+        sel = is_w[lo:hi].nonzero()[0]
+        if len(sel):
             wr = rows[sel]
             n_placed_w[wr] += 1
             ranks = n_placed_w[wr] + c - 1
@@ -459,9 +478,9 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     return cur.copy(), cur_w.copy()
 
 
-#: levels c, c−1, … whose last slot is bounded per device (four leave about one move in six to
-#: be checked against the levels themselves)
-_BOUNDS = 4
+#: levels c, c−1, … whose last slot is bounded per device (six leave about one move in ten to be
+#: checked against the levels themselves)
+_BOUNDS = 6
 
 
 def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
@@ -495,28 +514,23 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     free = ~taken
     free[:, begin:] = False
     served = _served(arrival, free)
-    base = np.cumsum(forward, axis=1) - np.cumsum(served, axis=1)
+    base = np.cumsum(forward, axis=1, dtype=np.int32) - np.cumsum(served, axis=1, dtype=np.int32)
     pending = arrival.sum(axis=1) - served.sum(axis=1)
-    change = np.zeros((p, width + 2), np.int64)
-    open_slots, idle_slots = _NextFree(p, width), _NextFree(p, width)
-    for slots, closed in ((open_slots, taken), (idle_slots, taken | served)):
-        columns = np.arange(width + 1)
-        ahead = np.minimum.accumulate(np.where(closed, width + 1, columns)[:, ::-1], axis=1)[:, ::-1]
-        slots.parent[:, :width + 1] = np.where(closed, np.minimum(ahead, width), columns)
-        slots.parent[:, begin:width + 1] = columns[begin:]
+    change = np.zeros((p, width + 1), np.int32)
+    open_slots, idle_slots = _NextFree(p, width, taken), _NextFree(p, width, taken | served)
     levels = np.arange(_BOUNDS)
     reached = base[:, :begin, None] >= c - levels
     last = np.where(reached.any(axis=1), begin - 1 - np.argmax(reached[:, ::-1], axis=1), -1)
-    for slot in range(begin, width):
-        lo, hi = np.searchsorted(passes.slot, [slot, slot + 1])
+    bounds = passes.slot.searchsorted(np.arange(begin, width + 1)).tolist()
+    for slot, lo, hi in zip(range(begin, width), bounds[:-1], bounds[1:]):
         rows, k = d[lo:hi], kind[lo:hi]
         stays = np.ones(hi - lo, bool)
-        moves = np.flatnonzero(phase[lo:hi] == 2)
+        moves = (phase[lo:hi] == 2).nonzero()[0]
         if len(moves):
             r, km = rows[moves], k[moves]
             earliest = state[deps[lo:hi][moves]].max(axis=1)
             at = _place_queued(slot, r, km, earliest, c, base, change, served, last, open_slots, idle_slots)
-            moved = np.flatnonzero(at[0] < slot)
+            moved = (at[0] < slot).nonzero()[0]
             if len(moved):
                 _move_queued(slot, r[moved], km[moved], *(a[moved] for a in at), c, change, served, pending,
                              last, open_slots, idle_slots)
@@ -534,7 +548,7 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
         base[:, slot] = level
         last[level[:, None] >= c - levels] = slot
         for slots, closing in ((open_slots, occupied), (idle_slots, occupied | departs)):
-            closing = np.flatnonzero(closing)
+            closing = closing.nonzero()[0]
             slots.close(closing, np.full(len(closing), slot))
     return cur.copy()
 
@@ -542,41 +556,30 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
 
 def _place_queued(slot, rows, kinds, earliest, c, base, change, served, last, open_slots, idle_slots):
     """For each pass leaving ``slot``: the slot it moves to (``slot`` if none fits) and u1, u2."""
-    n = len(rows)
-    placed = np.full(n, slot, np.int64)
+    placed = np.full(len(rows), slot, np.int64)
     u1s, u2s = placed.copy(), placed.copy()
     at = np.minimum(open_slots.find(rows, np.minimum(earliest + 1, slot)), slot)
-    todo = np.flatnonzero(at < slot)
+    todo = (at < slot).nonzero()[0]
+    is_served, row_start = served.ravel(), rows * served.shape[1]
     while len(todo):
         r, s, forward = rows[todo], at[todo], kinds[todo] < I_UP
-        busy = served[r, s]
+        busy = is_served[row_start[todo] + s]
         u1 = np.minimum(idle_slots.find(r, s + 1), slot)
         u2 = np.full(len(todo), slot, np.int64)
-        second = np.flatnonzero(~forward & busy & (u1 < slot))  # only an I into a busy slot needs it
+        second = (~forward & busy & (u1 < slot)).nonzero()[0]  # only an I into a busy slot needs it
         u2[second] = np.minimum(idle_slots.find(r[second], u1[second] + 1), slot)
         # how far below c the slots must be: on [s, u1) and on [u1, slot)
-        room_first = np.where(forward & busy, 2, np.where(forward | busy, 1, 0))
-        room_rest = np.where(forward, 1, 0)
-        # settled by the bounds: nothing from s on is at c − room + 1 or above
-        fits = np.where(room_first > 0, last[r, np.maximum(room_first - 1, 0)] < s, True)
-        fits &= np.where(room_rest > 0, last[r, 0] < np.where(busy, u1, s), True)
-        look = np.flatnonzero(~fits)
+        room_first = forward + busy.astype(np.int64)
+        room_rest = forward.astype(np.int64)
+        # settled by the bounds: an F into a busy slot fits if nothing from s on is at c − 1 or above
+        # and nothing from u1 on at c; an F into an idle slot, or an I into a busy one, if nothing
+        # from s on is at c; an I into an idle slot always fits
+        at_c = last[:, 0][r]
+        fits = np.where(forward & busy, (last[:, 1][r] < s) & (at_c < u1), (at_c < s) | (room_first == 0))
+        look = (~fits).nonzero()[0]
         if len(look):
-            lr, ls = r[look], s[look]
-            seg, offset = _segments(slot - ls)
-            j = ls[seg] + offset
-            # the level after slot j: as recorded, less the changes recorded after j
-            later = change[lr[seg], j + 1]
-            after = np.cumsum(later[::-1])[::-1]
-            level = base[lr[seg], j] - (after - np.append(after, 0)[np.cumsum(slot - ls)][seg])
-            room = np.where(j < u1[look][seg], room_first[look][seg], room_rest[look][seg])
-            over = np.bincount(seg, weights=level > c - room, minlength=len(look)) > 0
-            fits[look] = ~over
-            # what was seen tightens the bounds: the last slot at each level from s on, else before s
-            firsts = np.cumsum(slot - ls) - (slot - ls)
-            for b in range(last.shape[1]):
-                seen = np.maximum.reduceat(np.where(level >= c - b, j, -1), firsts)
-                last[lr, b] = np.where(seen >= 0, seen, np.minimum(last[lr, b], ls - 1))
+            _scan_levels(slot, r[look], s[look], u1[look], room_first[look], room_rest[look], c, base, change,
+                         last, fits, look)
         done = todo[fits]
         placed[done], u1s[done], u2s[done] = s[fits], u1[fits], u2[fits]
         again = todo[~fits]
@@ -585,37 +588,73 @@ def _place_queued(slot, rows, kinds, earliest, c, base, change, served, last, op
     return placed, u1s, u2s
 
 
+def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last, fits, look):
+    """Settle the moves the bounds could not (``fits[look]``) by the levels themselves on [s, slot),
+    and tighten the bounds with what was seen (``last`` for s on, else before s)."""
+    width = base.shape[1]
+    lengths = slot - s
+    ends = lengths.cumsum()
+    starts = ends - lengths
+    # flat index of (device, j) for every j in [s, slot) of every pass, laid end to end
+    flat = np.arange(int(ends[-1])) + (rows * width + s - starts).repeat(lengths)
+    # the level after slot j: as recorded, less the changes recorded after j (up to this slot)
+    after = change.ravel()[flat + 1][::-1].cumsum()[::-1]
+    level = base.ravel()[flat] - after + np.append(after, 0)[ends].repeat(lengths)
+    # a bound or a move can only be about the slots at c − _BOUNDS + 1 or above: few of them
+    near = (level >= c - _BOUNDS + 1).nonzero()[0]
+    seg = ends.searchsorted(near, side="right")
+    j, near_level = near - starts[seg] + s[seg], level[near]
+    room = np.where(j < u1[seg], room_first[seg], room_rest[seg])
+    over = np.zeros(len(rows), bool)
+    over[seg[near_level + room > c]] = True
+    fits[look] = ~over
+    # per pass and level c − b, the last slot seen at it or above: the highest slot at exactly c − b
+    # (c or above for b = 0), then the highest of those at c − b, c − b + 1, …, c
+    seen = np.full(len(rows) * _BOUNDS, -1)
+    np.maximum.at(seen, seg * _BOUNDS + np.clip(c - near_level, 0, _BOUNDS - 1), j)
+    seen = np.maximum.accumulate(seen.reshape(len(rows), _BOUNDS), axis=1)
+    last[rows] = np.where(seen >= 0, seen, np.minimum(last[rows], (s - 1)[:, None]))
+
+
 def _move_queued(slot, r, kinds, s, u1, u2, c, change, served, pending, last, open_slots, idle_slots):
     """Record the moves of the passes leaving ``slot`` for s (see ``_reorder_queued``)."""
     forward = kinds < I_UP
-    busy = served[r, s]
-    end = np.full(len(r), slot, np.int64)
+    is_served, row = served.ravel(), r * served.shape[1]  # served and change share their shape
+    busy = is_served[row + s]
     w_at = np.where(busy, u2, u1)  # where an I's own W now runs
-    rises = ((forward, s, end, 1), (busy, s, u1, 1), (~forward, w_at, end, -1))
-    for sel, a, b, v in rises:
-        change[r[sel], a[sel]] += v
-        change[r[sel], b[sel]] -= v
-    # the bounds follow the rises (a fall keeps them true): 1 on [s, slot) and 2 on [s, u1) for
-    # an F into a busy slot, 1 on [s, u1) for an I into a busy one
-    lift = [(forward & ~busy, s, end, 1), (forward & busy, u1, end, 1), (forward & busy, s, u1, 2),
-            (~forward & busy, s, u1, 1)]
-    old = last[r].copy()
-    for sel, a, b, v in lift:
-        sel = sel & (b > a)
-        if not sel.any():
-            continue
-        below = np.where(np.arange(last.shape[1]) + v < last.shape[1],
-                         old[sel][:, np.minimum(np.arange(last.shape[1]) + v, last.shape[1] - 1)], b[sel, None] - 1)
-        below = np.where(below >= a[sel, None], np.minimum(below, b[sel, None] - 1), -1)
-        last[r[sel]] = np.maximum(last[r[sel]], below)
+    # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 on [w_at, slot) for an I
+    f, b = forward.astype(np.int64), busy.astype(np.int64)
+    np.add.at(change.ravel(), np.concatenate([row + s, row + u1, row + w_at, row + slot]),
+              np.concatenate([f + b, -b, f - 1, 1 - 2 * f]))
+    # the bounds follow the rises: 1 on [s, slot) for an F into an idle slot; for one into a busy
+    # slot 2 on [s, u1) and 1 on [u1, slot); 1 on [s, u1) for an I into a busy one
+    one_from = np.where(forward & busy, u1, s)
+    one_to = np.where(forward, slot, np.where(busy, u1, s))
+    two_to = np.where(forward & busy, u1, s)
+    old = last[r]
+    rose = np.maximum(_lifted(old, one_from, one_to, 1), _lifted(old, s, two_to, 2))
+    # and the fall: from w_at on, what is at a level now was one level higher (never above c)
+    fall_from = np.where(forward, slot, w_at)[:, None]
+    fell = np.concatenate([np.full((len(r), 1), -1), old[:, :-1]], axis=1)
+    kept = np.maximum(np.minimum(old, fall_from - 1), np.where(fell >= fall_from, fell, -1))
+    last[r] = np.maximum(kept, rose)
     pending[r] += np.where(forward, busy & (u1 == slot), 1 + busy - (u1 < slot) - (busy & (u2 < slot)))
-    served[r[busy], s[busy]] = False
+    is_served[(row + s)[busy]] = False
     open_slots.close(r, s)
-    idle_slots.close(r, s)
     # W's now run at u1 (an F into an idle slot moves none) and, for an I into a busy slot, at u2
-    for sel, x in (((u1 < slot) & (busy | ~forward), u1), (~forward & busy & (u2 < slot), u2)):
-        served[r[sel], x[sel]] = True
-        idle_slots.close(r[sel], x[sel])
+    to_u1 = ((u1 < slot) & (busy | ~forward)).nonzero()[0]
+    to_u2 = (~forward & busy & (u2 < slot)).nonzero()[0]
+    is_served[np.concatenate([(row + u1)[to_u1], (row + u2)[to_u2]])] = True
+    idle_slots.close(np.concatenate([r, r[to_u1], r[to_u2]]), np.concatenate([s, u1[to_u1], u2[to_u2]]))
+
+
+def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndarray:
+    """Per row and level c − k, a bound on the last slot in [a, b) at that level or above once
+    the levels there rise by ``rise``: where the bound for c − k − rise was, if that is in [a, b);
+    anywhere in [a, b) for a level whose source has no bound; −1 when none."""
+    top = b[:, None] - 1
+    below = np.minimum(np.concatenate([old[:, rise:], np.broadcast_to(top, (len(a), rise))], axis=1), top)
+    return np.where(below >= a[:, None], below, -1)
 
 
 @functools.lru_cache(maxsize=64)
