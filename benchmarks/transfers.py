@@ -1,6 +1,8 @@
 """Simulation throughput with communication as transfers, against the bare-latency model.
+(Not named comm.py: a script's folder comes first on sys.path, and benchmarks/comm.py would hide
+the `comm` package that ipywidgets needs from benchmarks/widget_loop.py.)
 
-Run: python benchmarks/comm.py [--quick]
+Run: python benchmarks/transfers.py [--quick]
 For each size, ppviz.simulate end to end (build, validate, lowering, engine, result) with a bare
 ``comm`` latency and with transfers (blocking and overlapped P2P) on a DGX H100 topology across
 nodes, the best CPU time of three; compute ops per second and the ratio to the bare run. Which engine ran is
