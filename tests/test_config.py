@@ -118,3 +118,38 @@ def test_time_unit_is_a_short_name_shown_in_the_summary():
     for bad in ("", "<b>ms</b>", "m s", "millisecondss", 3, "\x1b[31m"):
         with pytest.raises(ppviz.ConfigError, match="time_unit"):
             ppviz.Config(time_unit=bad)
+
+
+def least_table_width() -> int:
+    table = ppviz.list_schedules()
+    return max(map(len, table.names())) + max(len(s.v_rule) for s in table) + 6 + 24
+
+
+@pytest.mark.parametrize("width", [least_table_width(), least_table_width() + 7, 80, 100, 143])
+def test_the_schedule_table_wraps_within_a_width_and_reads_back_whole(width):
+    table = ppviz.list_schedules()
+    lines = table.to_text(width).splitlines()
+    assert max(len(line) for line in lines) <= width
+    column = lines[0].index("what it is")
+    starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
+    assert [lines[i].split()[0] for i in starts] == list(table.names())
+    # each description, its continuation lines included, is the schedule's summary (a word wider
+    # than the column is broken across lines)
+    for k, (i, j) in enumerate(zip(starts, starts[1:] + [len(lines)])):
+        assert "".join(line[column:] for line in lines[i:j]).replace(" ", "") == table[k].summary.replace(" ", "")
+
+
+@pytest.mark.parametrize("width", [-1, 0, 40, least_table_width() - 1, 80.0, True, "100"])
+def test_a_schedule_table_narrower_than_its_names_is_refused_naming_the_least_width(width):
+    with pytest.raises(ConfigError, match=f"width={width!r}.*at least {least_table_width()}"):
+        ppviz.list_schedules().to_text(width)
+
+
+@pytest.mark.parametrize("field, bound", [("fb", ">"), ("memory_capacity", ">"), ("f", ">=")])
+def test_a_huge_value_is_refused_with_the_fields_own_lower_bound(field, bound):
+    # fb and a capacity must be > 0, a time may be 0: the message above the maximum says which
+    with pytest.raises(ConfigError) as info:
+        Config(schedule="1f1b", **{field: 1e300})
+    assert info.value.field == field
+    assert str(info.value) == (f"{field}=1e+300 is not accepted; give a finite number {bound} 0 and at most 1e+200 "
+                               "(sums of larger times overflow)")

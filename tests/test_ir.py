@@ -89,3 +89,19 @@ def test_bidirectional_placement_for_two_replicas():
     assert res.makespan == 6.0
     assert list(res.ops.start[:4]) == [0.0, 1.0, 2.0, 4.0]
     assert res.bubble_fraction == 0.0
+
+
+@pytest.mark.parametrize("flag_at, message", [
+    # one pair flag each: 0B1 (device 0's last op) with 1F0, device 1's first; 1B1 with nothing
+    # after it; 0F0 with 0F1, two forwards
+    (3, "device 0, position 3: an F&B pair needs two ops on the same device"),
+    (7, "device 1, position 3: an F&B pair needs two ops on the same device"),
+    (0, "device 0, position 0 ((0F0;0F1)OVERLAP_F_B): an overlapped pair is one F and one B or I"),
+])
+def test_a_single_malformed_pair_is_refused(flag_at, message):
+    base = Program.from_text("device 0: 0F0 0F1 0B0 0B1\ndevice 1: 1F0 1B0 1F1 1B1")
+    pair = [k == flag_at for k in range(len(base))]
+    program = Program(base.kind, base.stage, base.microbatch, pair, base.offsets, stages=2, microbatches=2)
+    with pytest.raises(ProgramError) as info:
+        program.validate()
+    assert str(info.value).startswith(message)

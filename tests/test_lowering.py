@@ -105,3 +105,19 @@ def test_deferred_receives_sit_just_before_their_consumers_and_early_ones_are_fo
     assert np.all(early.comms.placed[3] <= consumer)
     assert rows[1][:3] == ["1RECV_F0", "1F0", "1SEND_F0"]
     assert late.to_torch(comms=True)[0][:4] == ["0F0", "0SEND_F0", "0F1", "0SEND_F1"]
+
+
+@pytest.mark.parametrize("text, expected", [
+    # two stages a device: both unsharded before the first action; stage 2 resharded and its
+    # gradient reduced before 0B0 (stage 0's last action ends the device's list: nothing after it)
+    ("device 0: 0F0 2F0 2B0 0B0\ndevice 1: 1F0 3F0 3B0 1B0", [2, 0, 0, 2, 2, 0, 0, 2]),
+    # four stages on one device, at most three unsharded: the next three stages to run are
+    # {0, 1, 2}, then {1, 2, 3} from 1F0 on (two changes), {2, 1, 0} from 2B0 on (two, and stage
+    # 3's REDUCE_GRAD), then {1, 0} and {0} (one each, and the REDUCE_GRAD of stages 2 and 1)
+    ("device 0: 0F0 1F0 2F0 3F0 3B0 2B0 1B0 0B0", [3, 2, 0, 0, 0, 3, 2, 2]),
+])
+def test_the_fsdp_steps_by_hand(text, expected):
+    # torch's _add_unshard_reshard (max_active_stages=3) and _add_reduce_grad, counted by hand
+    program = Program.from_text(text)
+    actions = lowering.Actions(program, dependencies(program))
+    assert lowering.fsdp_steps(program, actions).tolist() == expected

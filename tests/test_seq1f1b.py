@@ -88,6 +88,11 @@ def test_refusals():
         Config(schedule="1f1b", devices=4, microbatches=4, segments=2)
     with pytest.raises(ScheduleConstraintError, match=r"stages_per_device=2.*use 1"):
         Config(schedule="seq1f1b", devices=4, microbatches=4, stages_per_device=2, segments=2)
+    with pytest.raises(ScheduleConstraintError) as info:
+        Config(schedule="seq1f1b", devices=4, microbatches=8, microbatch_group_size=4, segments=2)
+    assert (info.value.field, info.value.value) == ("microbatch_group_size", 4)
+    assert str(info.value) == ("microbatch_group_size=4: seq1f1b has no microbatch groups; leave it unset (it applies "
+                               "to interleaved schedules)")
 
 
 def test_segments_must_be_a_whole_number():

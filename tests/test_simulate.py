@@ -238,3 +238,25 @@ def test_auto_runs_the_event_engine_when_devices_wait_on_each_other():
     assert choose_engine(Config(schedule="1f1b", devices=2, microbatches=4096).build()) == "events"
     # F&B pairs only run on the event engine
     assert choose_engine(Config(schedule="dualpipe", devices=8, microbatches=64).build()) == "events"
+
+
+def test_the_fit_line_without_activation_bytes_counts_activations():
+    # 1F1B, p = 4: device d holds p − d forwards' activations at its peak (4, 3, 2, 1), in units
+    # of one microbatch's activation when no byte size is given
+    fits = run("1f1b", memory_capacity=5)
+    assert fits.config.activation_bytes is None
+    assert fits.fit_summary() == "memory capacity  5 per device: fits (highest peak 4 on device 0)"
+    over = run("1f1b", memory_capacity=2.5)
+    assert over.fit_summary() == ("memory capacity  2.5 per device: OUT OF MEMORY on devices 0, 1 "
+                                  "(up to 1.5 over, on device 0)")
+
+
+def test_execute_runs_without_naming_an_engine():
+    # ppviz.analysis calls the engine with its default; 1F1B, p = 4, m = 8, f = 1, b = 2 ends at
+    # (m + p − 1)(f + b) = 33, and device 0's first forward starts at 0
+    from ppviz.core.engine import execute
+
+    program = Config(schedule="1f1b", devices=4, microbatches=8).build()
+    cost = np.where(program.kind == ppviz.core.program.F, 1.0, 2.0)
+    start, end, dep = execute(program, cost, 0.0)
+    assert end.max() == 33.0 and start[0] == 0.0 and dep[0] == -1

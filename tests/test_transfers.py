@@ -332,3 +332,73 @@ def test_the_general_lockstep_engine_agrees_too(config):
     for name in ("start", "end"):
         assert np.array_equal(getattr(events.ops, name), getattr(general.ops, name))
         assert np.array_equal(getattr(events.transfers, name), getattr(general.transfers, name))
+
+
+def test_a_bad_link_or_node_size_is_named_with_what_would_be_accepted():
+    with pytest.raises(ConfigError) as info:
+        Link(1, "fast")
+    assert info.value.field == "bandwidth"
+    assert str(info.value) == "bandwidth='fast' is not accepted; give a number > 0 (math.inf for no limit)"
+    with pytest.raises(ConfigError) as info:
+        Link(1, 0)
+    assert info.value.field == "bandwidth"
+    assert str(info.value).endswith("give a finite number > 0 and at most 1e200, or math.inf for no limit")
+    # a node of up to a billion devices, not one more
+    assert Topology(10**9, Link(1, 2), Link(1, 2)).devices_per_node == 10**9
+    with pytest.raises(ConfigError, match="from 1 to 1,000,000,000") as info:
+        Topology(10**9 + 1, Link(1, 2), Link(1, 2))
+    assert info.value.field == "devices_per_node"
+
+
+def test_a_send_between_two_stages_of_one_device_is_refused_by_name():
+    program = Program.from_text("device 0: 0F0 1F0 1B0 1SEND_B0 0B0")
+    with pytest.raises(ProgramError) as info:
+        simulate(program, Config(schedule="custom", devices=1, microbatches=1, topology=Link(0.5, 2.0), comm_bytes=1))
+    assert ("device 0, position 3 (1SEND_B0): stages 0 and 1 of microbatch 0 run on one device, so nothing moves "
+            "between them; remove it") in str(info.value)
+    assert (info.value.device, info.value.position) == (0, 3)
+
+
+@pytest.mark.parametrize("engine", ["events", "lockstep"])
+def test_a_pair_whose_backward_needs_its_own_forward_never_runs_with_transfers(engine):
+    # the last stage's B0 needs F0 of the same slot: the pair can never start, and device 0
+    # waits for its gradient forever
+    program = Program.from_text("device 0: 0F0 0B0\ndevice 1: (1F0;1B0)OVERLAP_F_B")
+    config = Config(schedule="custom", devices=2, microbatches=1, topology=Link(0.5, 2.0), comm_bytes=1.0)
+    with pytest.raises(ppviz.DeadlockError) as info:
+        simulate(program, config, engine=engine)
+    assert "[(1F0;1B0)OVERLAP_F_B] waits for (1F0;1B0)OVERLAP_F_B, which comes later on device 1" in str(info.value)
+
+
+def test_the_lockstep_engine_refuses_by_name_an_action_that_waits_for_more_than_eight_transfers():
+    # device 1 receives nine forwards before it runs the first: blocking P2P holds 1F0 back for all nine
+    m = 9
+    first = " ".join(f"0F{i} 0SEND_F{i}" for i in range(m)) + " " + " ".join(f"0RECV_B{i} 0B{i}" for i in range(m))
+    second = " ".join(f"1RECV_F{i}" for i in range(m)) + " " + " ".join(f"1F{i} 1B{i} 1SEND_B{i}" for i in range(m))
+    program = Program.from_text(f"device 0: {first}\ndevice 1: {second}")
+    config = Config(schedule="custom", devices=2, microbatches=m, topology=Link(0.5, 2.0), comm_bytes=1.0,
+                    p2p="blocking")
+    with pytest.raises(ConfigError) as info:
+        simulate(program, config, engine="lockstep")
+    assert info.value.field == "engine"
+    assert str(info.value).startswith("engine='lockstep' is not accepted; use 'events' or 'auto': an action of this "
+                                      "program waits for or sends more than 8 transfers")
+    assert simulate(program, config, engine="auto").makespan == simulate(program, config, engine="events").makespan
+
+
+def test_an_op_that_waited_for_a_transfer_names_its_producer():
+    # 1F1B, p = 2, m = 1; each transfer takes 0.5 + 1/2 = 1: 0F0 [0, 1], its activation [1, 2],
+    # 1F0 [2, 3], 1B0 [3, 5], the gradient [5, 6], 0B0 [6, 8]. The bare latency is 0, so only the
+    # transfers' arrival tells what 1F0 and 0B0 waited for
+    res = simulate(Config(schedule="1f1b", devices=2, microbatches=1, topology=Link(0.5, 2.0), comm_bytes=1.0))
+    assert res.ops.start.tolist() == [0.0, 6.0, 2.0, 3.0]  # 0F0, 0B0, 1F0, 1B0
+    assert res.ops.waited_for.tolist() == [-1, 3, 0, 2]
+
+
+def test_comm_bytes_is_kept_as_a_float_like_every_other_number_field():
+    from fractions import Fraction
+
+    for given in (np.float32(0.5), Fraction(1, 2), 1):
+        config = Config(schedule="1f1b", topology=Link(1.0, 2.0), comm_bytes=given, f=given)
+        assert type(config.comm_bytes) is float and config.comm_bytes == float(given)
+        assert type(config.f) is float

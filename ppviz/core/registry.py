@@ -170,9 +170,17 @@ class ScheduleTable(tuple):
             rows.append((s.name, s.v_rule, ", ".join(s.aliases[:4]), s.summary))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         if width is not None:
-            room = max(24, width - widths[0] - widths[1] - 6)  # three gaps of two spaces
+            # names and v are never wrapped; aliases and descriptions need 12 columns each at least
+            least = widths[0] + widths[1] + 6 + 24  # three gaps of two spaces
+            if isinstance(width, bool) or not isinstance(width, int) or width < least:
+                raise ConfigError("width", width, f"give a whole number of columns, at least {least}",
+                                  reason="the names and v columns alone take "
+                                         f"{widths[0] + widths[1] + 4}")
+            room = width - widths[0] - widths[1] - 6
             longest_alias = max(len(a) + 1 for s in self for a in s.aliases[:4]) if self else 0
-            widths[2] = min(widths[2], max(longest_alias, room * 2 // 5))
+            # an alias longer than its column is broken across lines rather than squeezing the
+            # descriptions below 12 columns
+            widths[2] = min(widths[2], max(longest_alias, room * 2 // 5), room - 12)
             widths[3] = room - widths[2]
         lines = []
         for r in rows:
