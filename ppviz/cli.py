@@ -31,9 +31,10 @@ def _run(args) -> int:
         if args.schedule is None:
             raise _UsageError("name a schedule (see `ppviz list`) or give --program FILE")
         result = simulate(Config(schedule=args.schedule, devices=args.p, microbatches=args.m, **options))
-    print(result.to_text(args.width))
+    # the label is the --program file's name: a name holding an escape sequence is shown, not run
+    print(_shown_lines(result.to_text(args.width)))
     print()
-    print(result.summary())
+    print(_shown_lines(result.summary()))
     written = []
     if args.trace:
         written.append(result.to_chrome_trace(args.trace))
@@ -56,6 +57,11 @@ def _run(args) -> int:
 def _shown(text: str) -> str:
     """Text for the terminal: control characters (escape sequences) shown as escapes, not run."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
+
+
+def _shown_lines(text: str) -> str:
+    """:func:`_shown` line by line, keeping the line breaks."""
+    return "\n".join(_shown(line) for line in text.split("\n"))
 
 
 def _read(path: str) -> str:

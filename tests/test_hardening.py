@@ -294,3 +294,89 @@ def test_index_limits_are_exact_and_refusals_carry_their_place():
             Program.from_torch({0: ["0F0", "0B0"], 1: ["1F0", token]})
         assert (info.value.device, info.value.position) == (1, 1)
         assert "has an index ppviz cannot hold" in str(info.value)
+
+
+@pytest.mark.parametrize("field", ["stages", "microbatches"])
+def test_a_shape_given_beyond_what_ppviz_holds_is_refused_before_anything_is_built(field):
+    from ppviz.core.program import MAX_MICROBATCH, MAX_STAGE
+
+    most = {"stages": MAX_STAGE, "microbatches": MAX_MICROBATCH}[field] + 1
+    # stages=10**9 once built a placement of 10**9 stages (25 s, 16 GB) before finding it unused
+    for given in (most + 1, 10**9 if field == "stages" else 10**12, 2**63):
+        with pytest.raises(ProgramError, match=f"{field}={given}.*from 1 to {most}"):
+            Program.from_text("0F0 0B0", **{field: given})
+    assert Program.from_text("0F0 0B0", microbatches=3).microbatches == 3
+
+
+def test_a_pair_whose_cost_overflows_a_float_is_refused_by_name():
+    # an F&B pair costs fb·(its stage's f + b)/(f + b + w): here 1e200·(1e200 + 1)/3, beyond a float
+    config = Config(schedule="dualpipe", devices=4, microbatches=8, f=1.0, b=1.0, w=1.0, fb=1e200,
+                    stage_costs={0: {"f": 1e200}})
+    with np.errstate(over="ignore"), pytest.raises(ConfigError) as info:
+        simulate(config)
+    assert info.value.field == "costs"
+    assert str(info.value).endswith("give smaller times: summed over this run they overflow a float")
+
+
+def test_a_program_naming_far_more_pairs_than_it_has_ops_is_refused_without_counting_them():
+    # 1024 stages and microbatch indices up to 2047 (a typo's 0F2047) in 1025 ops: ~2 million
+    # (stage, microbatch) pairs, which would need 64 MiB of counters to check one by one
+    import tracemalloc
+
+    program = Program.from_text("device 0: " + " ".join(f"{s}F0" for s in range(1024)) + " 0F2047")
+    tracemalloc.start()
+    try:
+        with pytest.raises(ProgramError) as info:
+            program.validate()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(info.value) == ("stage 0 microbatch 1 is never forwarded: no 0F1 on any device; the actions name stages "
+                               "0..1023 and microbatches 0..2047, so every one of those 1024×2048 pairs needs an F and "
+                               "a backward (4194304 ops; the program has 1025)")
+    assert peak < 16 * 2**20
+
+
+def test_the_cli_shows_a_program_files_escape_sequences_instead_of_running_them(tmp_path, capsys):
+    # the summary's header is the --program file's name; the text Gantt and the summary pass
+    # through the same escaping as the "wrote" lines
+    path = tmp_path / "evil\x1b[31mred.txt"
+    path.write_text("0F0 0B0\n")
+    assert main(["run", "--program", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "evil\\x1b[31mred.txt: p=1 m=1" in out
+
+
+@pytest.mark.parametrize("call, words", [
+    # a row per device: at p = 2000 vl-convert's V8 ran out of memory and killed the process (70 s)
+    (lambda: ppviz.charts.memory_curve_chart(Config(devices=513, microbatches=1)), "devices=513: memory_curve_chart"),
+    (lambda: ppviz.show(Config(), theme="blue"), "theme='blue'"),  # was traitlets' TraitError
+    (lambda: ppviz.compare(Config(), schedules=["1f1b", "gpipe"], devices=None), "devices=None"),  # TypeError
+    (lambda: ppviz.compare([Config(), Config()], metric=[]), "metric=[]"),  # unhashable TypeError
+    (lambda: ppviz.charts.gantt_chart(Config(), theme=[]), "theme=[]"),
+    (lambda: ppviz.charts.widget(0), "chart=0"),  # TraitError
+    (lambda: ppviz.charts.to_svg({}), "Vega-Lite cannot render it"),  # vl-convert's plain ValueError
+    (lambda: ppviz.charts.to_png({"mark": "point"}, 1e-300), "scale=1e-300"),  # a panic in vl-convert's thread
+    (lambda: simulate(Config()).to_svg("x.svg", nope=1), "nope=1: not an option of the Gantt chart"),  # TypeError
+])
+def test_more_entry_points_refuse_by_name(call, words):
+    with pytest.raises(PpvizError) as info:
+        call()
+    assert words in str(info.value)
+
+
+def test_from_torch_refuses_sizes_torch_would_take_minutes_to_build(torch_pipelining):
+    # torch builds a few thousand ops a second: microbatches=10**9 allocated 8 GB for minutes
+    with pytest.raises(ConfigError) as info:
+        ppviz.from_torch("GPipe", devices=2, microbatches=10**9)
+    assert str(info.value).startswith("size='devices=2, microbatches=1000000000, stages_per_device=1': too large "
+                                      "to build through torch here; that is up to 6,000,000,000 ops, over 40,000")
+    assert len(ppviz.from_torch("Interleaved1F1B", devices=8, microbatches=256, stages_per_device=2)) == 8192
+
+
+def test_controls_show_every_cost_the_viewer_runs():
+    # the cost fields were bounded at 1e6: update(f=1000001) ran f = 1000001 while the control showed 1e6
+    viewer = ppviz.show(Config(devices=2, microbatches=4))
+    viewer.update(f=1_000_001.0)
+    assert viewer.controls.fields["f"].value == viewer.config.f == 1_000_001.0
+    assert ppviz.show(Config(f=5e6)).controls.fields["f"].value == 5e6

@@ -247,7 +247,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     to simulate.
     """
     r = as_result(item)
-    if theme not in GANTT_THEMES:
+    if not isinstance(theme, str) or theme not in GANTT_THEMES:
         raise ConfigError("theme", theme, "give 'light' or 'dark'")
     for name, flag in (("memory", memory), ("labels", labels)):
         if not isinstance(flag, (bool, np.bool_)):

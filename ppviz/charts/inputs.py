@@ -142,7 +142,7 @@ class Runs:
 
 
 def metric_of(metric, table: dict, field: str = "metric") -> tuple[str, str, str]:
-    if metric not in table:
+    if not isinstance(metric, str) or metric not in table:
         raise ConfigError(field, metric, "give " + " or ".join(f"{k!r} ({v[2]})" for k, v in table.items()))
     return table[metric]
 

@@ -18,6 +18,8 @@ import functools
 
 import altair as alt
 
+from ..core.errors import ConfigError
+
 
 class OfflineChart(alt.JupyterChart):
     """A JupyterChart whose vega / vega-lite / vega-embed come bundled from vl-convert.
@@ -34,6 +36,8 @@ class OfflineChart(alt.JupyterChart):
 def widget(chart, **options) -> OfflineChart:
     """A JupyterChart widget of ``chart`` that renders with no internet (selections and params
     sync to Python as with ``alt.JupyterChart``). The JavaScript is bundled once per process."""
+    if not isinstance(chart, alt.TopLevelMixin):
+        raise ConfigError("chart", chart, "give an Altair chart, such as one that ppviz.charts draws")
     OfflineChart.enable_offline()
     return OfflineChart(chart, **options)
 

@@ -45,8 +45,9 @@ def to_svg(chart) -> str:
 def to_png(chart, scale: float = 2.0) -> bytes:
     """The chart as PNG bytes at ``scale`` × its size (2 for sharp text on high-DPI screens),
     rendered by vl-convert with no browser and no network."""
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 16:
-        raise ConfigError("scale", scale, "give a number > 0 and <= 16")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0.01 <= scale <= 16:
+        # far below 0.01 the picture has no pixels, and vl-convert's renderer panics
+        raise ConfigError("scale", scale, "give a number from 0.01 to 16")
     return _converted(vl_convert.vegalite_to_png, chart, scale=float(scale))
 
 

@@ -390,11 +390,14 @@ class Program:
         if len(self.kind) == 0:
             raise ParseError("the program has no compute actions; write actions such as 0F0 0B0")
         used_stages, used_microbatches = int(self.stage.max()) + 1, int(self.microbatch.max()) + 1
-        for name, given, used in (("stages", stages, used_stages), ("microbatches", microbatches, used_microbatches)):
+        for name, given, used, most in (("stages", stages, used_stages, MAX_STAGE + 1),
+                                        ("microbatches", microbatches, used_microbatches, MAX_MICROBATCH + 1)):
+            # bounded above too: the placement and the memory tables are built per stage
             if given is not None and (isinstance(given, bool) or not isinstance(given, (int, np.integer))
-                                      or given < used):
+                                      or not used <= given <= most):
                 raise ProgramError(f"{name}={given!r} is not accepted; the program's actions use {used} {name} "
-                                   f"(0..{used - 1}): give a whole number >= {used}, or leave it out to infer it")
+                                   f"(0..{used - 1}): give a whole number from {used} to {most}, or leave it out "
+                                   "to infer it")
         self.stages = used_stages if stages is None else int(stages)
         self.microbatches = used_microbatches if microbatches is None else int(microbatches)
         p = self.devices

@@ -110,8 +110,8 @@ def enable(scale: float = 1.0) -> None:
     alone: a notebook read without a kernel cannot count on either. Calling it again changes
     only the scale."""
     global _original_format
-    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0 < scale <= 4:
-        raise ConfigError("scale", scale, "give a number > 0 and <= 4")
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0.01 <= scale <= 4:
+        raise ConfigError("scale", scale, "give a number from 0.01 to 4")
     from IPython import get_ipython
 
     shell = get_ipython()

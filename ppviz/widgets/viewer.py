@@ -16,7 +16,7 @@ import ipywidgets
 import traitlets
 
 from ..core.budget import estimate_ops
-from ..core.config import Config
+from ..core.config import MAX_COST, Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, PpvizError
 from ..core.registry import all_specs, lookup
@@ -162,7 +162,8 @@ class _Controls:
                 field = ipywidgets.BoundedIntText(getattr(config, name), min=1, max=tops[name], description=label,
                                                   style=style, layout=narrow, disabled=custom)
             else:
-                field = ipywidgets.BoundedFloatText(getattr(config, name), min=0, max=1e6, step=0.1,
+                # as high as Config accepts: a bound below it would show another value than the one run
+                field = ipywidgets.BoundedFloatText(getattr(config, name), min=0, max=MAX_COST, step=0.1,
                                                     description=label, style=style, layout=narrow)
             field.add_class(f"ppviz-control-{name}")
             self.fields[name] = field
