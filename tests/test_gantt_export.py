@@ -490,8 +490,10 @@ def test_bad_input_is_named_and_writes_nothing(tmp_path):
     with pytest.raises(ConfigError, match="width"):
         res.to_svg(tmp_path / "x.svg", width=-3)
     assert list(tmp_path.iterdir()) == []
-    with pytest.raises(TypeError):
-        res.to_svg(tmp_path / "x.svg", colour="red")  # not an option of gantt_chart
+    with pytest.raises(ConfigError, match="colour='red': not an option of the Gantt chart; the Gantt chart's "
+                                          "options are memory, labels, width"):
+        res.to_svg(tmp_path / "x.svg", colour="red")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_configs_and_programs_are_simulated():
