@@ -12,19 +12,27 @@ from .errors import DeadlockError
 from .program import B, F, I, W, Program
 
 
+def forwards(program: Program) -> tuple[np.ndarray, np.ndarray]:
+    """Each op's key (stage · m + microbatch) and, per key, the flat index of that stage's F of
+    that microbatch (−1 if the program has none): ``of_f[key[i]]`` is op i's forward."""
+    key = program.stage.astype(np.int64) * program.microbatches + program.microbatch
+    is_f = program.kind == F
+    of_f = np.full(program.stages * program.microbatches, -1, np.int64)
+    of_f[key[is_f]] = np.flatnonzero(is_f)
+    return key, of_f
+
+
 def dependencies(program: Program) -> np.ndarray:
     """Index of the op each op waits for (−1 for none), per the dependency rules above."""
     S, m = program.stages, program.microbatches
     n = len(program)
     kind, stage = program.kind, program.stage
-    key = stage.astype(np.int64) * m + program.microbatch
+    key, of_f = forwards(program)
     idx = np.arange(n, dtype=np.int64)
     is_f = kind == F
     is_g = (kind == B) | (kind == I)
     is_w = kind == W
-    of_f = np.full(S * m, -1, np.int64)
     of_g = np.full(S * m, -1, np.int64)
-    of_f[key[is_f]] = idx[is_f]
     of_g[key[is_g]] = idx[is_g]
     dep = np.full(n, -1, np.int64)
     sel = is_f & (stage > 0)

@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import Columns
-from .dependencies import deadlock_error, dependencies
+from .dependencies import deadlock_error, dependencies, forwards
 from .errors import ConfigError
 from .memory import MemoryCurves, stage_activation
 from .program import B, F, I, W, Program
@@ -114,20 +114,18 @@ def plan(program: Program, config) -> Offloads:
     second = np.zeros(n, bool)
     second[1:] = program.pair[:-1]
     action = np.cumsum(~second) - 1
-    is_f = kind == F
-    f_index = {}
-    for i in np.flatnonzero(is_f).tolist():
-        f_index[(int(program.stage[i]), int(program.microbatch[i]))] = i
-    forward = np.full(n, -1, np.int64)
-    offloaded = np.zeros(n, bool)
+    key, of_f = forwards(program)
+    back = np.flatnonzero((kind == B) | (kind == I))
+    fwd = of_f[key[back]]
     device = program.device
-    for i in np.flatnonzero((kind == B) | (kind == I)).tolist():
-        j = f_index.get((int(program.stage[i]), int(program.microbatch[i])), -1)
-        if j < 0 or device[j] != device[i] or j > i:
-            continue
-        forward[i] = j
-        # another action runs between the F and its backward on their device
-        offloaded[j] = action[i] - action[j] >= 2 and act[j] > 0
+    ran_before_here = (fwd >= 0) & (fwd <= back)
+    ran_before_here[ran_before_here] = device[fwd[ran_before_here]] == device[back[ran_before_here]]
+    back, fwd = back[ran_before_here], fwd[ran_before_here]
+    forward = np.full(n, -1, np.int64)
+    forward[back] = fwd
+    offloaded = np.zeros(n, bool)
+    # another action runs between the F and its backward on their device
+    offloaded[fwd] = (action[back] - action[fwd] >= 2) & (act[fwd] > 0)
     forward[~offloaded[np.maximum(forward, 0)]] = -1
     amount = np.where(offloaded, config.offload * act, 0.0)
     nbytes = amount * (config.activation_bytes if config.activation_bytes is not None else 1.0)
