@@ -30,24 +30,30 @@ from .browser.programs import dualpipe_like
 
 
 def parse_timeline(data: bytes) -> dict:
-    """An independent reader of the layout in ppviz/widgets/wire.py's docstring."""
-    u32 = np.frombuffer(data, "<u4", count=4)
-    magic, version, n, p = (int(x) for x in u32)
-    pos = 16
+    """An independent reader of the layout in ARCHITECTURE.md, "Wire format"."""
+    magic, version, n, p, widths, k = (int(x) for x in np.frombuffer(data, "<u4", count=6))
+    mb_bytes, stage_bytes, dur_bytes = widths & 0xFF, widths >> 8 & 0xFF, widths >> 16 & 0xFF
+    table = np.frombuffer(data, "<f4", count=k, offset=24)
+    pos = 24 + 4 * k
     cols = {"offsets": np.frombuffer(data, "<u4", count=p + 1, offset=pos)}
     pos += 4 * (p + 1)
-    for name, dtype in (("start", "<f4"), ("dur", "<f4"), ("dep", "<i4"), ("mb", "<u4"), ("stage", "<u2"), ("flags", "u1")):
+    unsigned = {1: "u1", 2: "<u2", 4: "<u4"}
+    for name, dtype in (("start", "<f4"), ("dur", "<f4" if dur_bytes == 4 else unsigned[dur_bytes]), ("dep", "<i4"),
+                        ("mb", unsigned[mb_bytes]), ("stage", unsigned[stage_bytes]), ("flags", "u1")):
         assert pos % 4 == 0, f"column {name} starts unaligned at {pos}"
         cols[name] = np.frombuffer(data, dtype, count=n, offset=pos)
         pos += cols[name].nbytes
         pos += -pos % 4
+    if dur_bytes != 4:
+        cols["dur"] = table[cols["dur"]]
     t = int(np.frombuffer(data, "<u4", count=1, offset=pos)[0])  # the transfers section (tests/test_wire_golden.py)
     pos += 4
     for dtype in ("<f4", "<f4", "<f4", "<u4", "<u4", "<u2", "<u2", "u1"):
         pos += t * np.dtype(dtype).itemsize
         pos += -pos % 4
     assert pos == len(data)
-    return {"magic": magic, "version": version, "n": n, "p": p, "transfers": t, **cols}
+    return {"magic": magic, "version": version, "n": n, "p": p, "transfers": t, "widths": (mb_bytes, stage_bytes, dur_bytes),
+            "table": table, **cols}
 
 
 @pytest.mark.parametrize("config", [
@@ -59,7 +65,7 @@ def test_timeline_bytes_hold_every_column(config):
     res = ppviz.simulate(config)
     t = parse_timeline(encode_timeline(res))
     ops = res.ops
-    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 3, len(ops), res.devices)
+    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 4, len(ops), res.devices)
     np.testing.assert_array_equal(t["offsets"], res.program.offsets)
     np.testing.assert_allclose(t["start"], ops.start, rtol=1e-7)
     np.testing.assert_allclose(t["dur"], ops.end - ops.start, rtol=1e-7)
@@ -75,13 +81,37 @@ def test_timeline_bytes_hold_every_column(config):
         assert np.all(np.diff(t["start"][lane]) >= 0), "the front end's culling needs sorted starts per device"
 
 
-def test_timeline_costs_at_most_20_bytes_per_op():
-    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=8, microbatches=512))
+def test_a_simulated_timeline_costs_13_bytes_per_op():
+    """u16 microbatches, u8 stages and durations as u8 indices into a table of the distinct ones."""
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=8, microbatches=512, f=1.5, b=2.25))
     n, p = len(res.ops), res.devices
-    size = len(encode_timeline(res))
-    assert BYTES_PER_OP == 19
-    assert size <= 16 + 4 * (p + 1) + BYTES_PER_OP * n + 3 * 6
-    assert (size - 16 - 4 * (p + 1)) / n < 20
+    data = encode_timeline(res)
+    t = parse_timeline(data)
+    assert t["widths"] == (2, 1, 1) and t["table"].tolist() == [1.5, 2.25 + res.config.w]  # F, and B = I + W
+    assert len(data) == 24 + 4 * 2 + 4 * (p + 1) + 13 * n + 4
+    np.testing.assert_array_equal(t["dur"], (res.ops.end - res.ops.start).astype(np.float32))
+
+
+@pytest.mark.parametrize("case", ["measured", "microbatches", "stages", "distinct durations"])
+def test_columns_widen_where_their_values_need_it(case):
+    if case == "measured":  # each op its own duration: no table, f4 durations
+        res, widths = ppviz.load_trace(ppviz.example_trace()), (2, 1, 4)
+    elif case == "microbatches":  # microbatch indices past 65535 need u32
+        res, widths = ppviz.simulate(ppviz.Config(schedule="gpipe", devices=1, microbatches=70_000)), (4, 1, 1)
+    elif case == "stages":  # 512 stages need u16
+        res, widths = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=2, stages_per_device=256,
+                                                  microbatches=4)), (2, 2, 1)
+    else:  # a forward time per stage: 300 distinct durations need u16 indices
+        res, widths = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=2, stages_per_device=150,
+                                                  microbatches=4, stage_costs={s: {"f": 1 + s / 512} for s in range(300)})), \
+            (2, 2, 2)
+    t = parse_timeline(encode_timeline(res))
+    assert t["widths"] == widths
+    assert BYTES_PER_OP == 19  # the widest layout
+    np.testing.assert_array_equal(t["dur"], (res.ops.end - res.ops.start).astype(np.float32))
+    np.testing.assert_array_equal(t["mb"], res.ops.microbatch)
+    np.testing.assert_array_equal(t["stage"], res.ops.stage)
+    np.testing.assert_array_equal(t["start"], res.ops.start.astype(np.float32))
 
 
 def test_the_second_direction_of_a_bidirectional_placement_is_flagged():
@@ -94,6 +124,13 @@ def test_the_second_direction_of_a_bidirectional_placement_is_flagged():
     np.testing.assert_array_equal(res.ops.device[~up], res.ops.stage[~up])
     one_way = parse_timeline(encode_timeline(ppviz.simulate(ppviz.Config(schedule="zb-v", devices=4, microbatches=8))))
     assert not (one_way["flags"] & FLAG_REVERSE).any()
+
+
+def test_describe_gives_the_time_of_an_f_and_b_pair_where_the_program_has_pairs():
+    dualpipe = dict(schedule="dualpipe", devices=4, microbatches=8, f=1, b=1.5, w=0.5)
+    assert describe(ppviz.simulate(ppviz.Config(**dualpipe, fb=2.25)))["fb"] == 2.25
+    assert describe(ppviz.simulate(ppviz.Config(**dualpipe)))["fb"] == 3.0  # by default f + b + w
+    assert describe(ppviz.simulate(ppviz.Config(schedule="1f1b", fb=2.0)))["fb"] is None
 
 
 def test_describe_gives_the_time_unit():
@@ -115,7 +152,7 @@ def test_memory_bytes_hold_each_curve():
     res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
     data = encode_memory(res)
     magic, version, p = np.frombuffer(data, "<u4", count=3)
-    assert (magic, version, p) == (MEMORY_MAGIC, 3, 4)
+    assert (magic, version, p) == (MEMORY_MAGIC, 4, 4)
     offsets = np.frombuffer(data, "<u4", count=p + 1, offset=12)
     k = int(offsets[-1])
     times = np.frombuffer(data, "<f4", count=k, offset=12 + 4 * (p + 1))

@@ -28,17 +28,22 @@ def test_the_encoder_writes_the_golden_bytes():
 def test_the_golden_bytes_follow_the_documented_layout():
     data = (DATA / "wire_golden.timeline.bin").read_bytes()
     want = json.loads((DATA / "wire_golden.json").read_text())
-    magic, version, n, p = struct.unpack_from("<4I", data, 0)
-    assert (data[:4], version, n, p) == (b"PPVT", 3, len(want["ops"]), want["devices"])
-    at = 16
+    magic, version, n, p, widths, k = struct.unpack_from("<6I", data, 0)
+    assert (data[:4], version, n, p) == (b"PPVT", 4, len(want["ops"]), want["devices"])
+    # the golden run fits the narrowest layout: u16 microbatches, u8 stages, u8 duration indices
+    assert widths == 2 | 1 << 8 | 1 << 16
+    table = struct.unpack_from(f"<{k}f", data, 24)
+    assert list(table) == sorted({op["duration"] for op in want["ops"]})
+    at = 24 + 4 * k
     offsets = struct.unpack_from(f"<{p + 1}I", data, at)
     at += 4 * (p + 1)
     columns = {}
-    for name, fmt, size in (("start", "f", 4), ("duration", "f", 4), ("dep", "i", 4), ("microbatch", "I", 4),
-                            ("stage", "H", 2), ("flags", "B", 1)):
+    for name, fmt, size in (("start", "f", 4), ("duration", "B", 1), ("dep", "i", 4), ("microbatch", "H", 2),
+                            ("stage", "B", 1), ("flags", "B", 1)):
         columns[name] = struct.unpack_from(f"<{n}{fmt}", data, at)
         at += size * n
         at += -at % 4  # every column starts on a 4-byte boundary
+    columns["duration"] = [table[i] for i in columns["duration"]]
     (t,) = struct.unpack_from("<I", data, at)
     at += 4
     transfers = {}
@@ -67,7 +72,7 @@ def test_the_golden_bytes_follow_the_documented_layout():
                                                                                      op["stage"])
     mem = (DATA / "wire_golden.memory.bin").read_bytes()
     magic, version, p = struct.unpack_from("<3I", mem, 0)
-    assert (mem[:4], version, p) == (b"PPVM", 3, want["devices"])
+    assert (mem[:4], version, p) == (b"PPVM", 4, want["devices"])
     offsets = struct.unpack_from(f"<{p + 1}I", mem, 12)
     k = offsets[-1]
     times = np.frombuffer(mem, "<f4", k, 12 + 4 * (p + 1))
@@ -96,8 +101,10 @@ def test_the_transfers_section_is_what_the_simulation_returned():
     tr = res.transfers
     data = encode_timeline(res)
     n, p = len(res.ops), res.devices
-    at = 16 + 4 * (p + 1)
-    for size in (4, 4, 4, 4, 2, 1):
+    widths, k = struct.unpack_from("<2I", data, 16)
+    assert widths == 2 | 1 << 8 | 1 << 16
+    at = 24 + 4 * k + 4 * (p + 1)
+    for size in (4, 1, 4, 2, 1, 1):
         at += size * n
         at += -at % 4
     (t,) = struct.unpack_from("<I", data, at)
@@ -110,7 +117,7 @@ def test_the_transfers_section_is_what_the_simulation_returned():
         at += cols[name].nbytes
         at += -at % 4
     assert at == len(data)
-    assert len(data) - 16 - 4 * (p + 1) <= 19 * n + BYTES_PER_TRANSFER * t + 4 + 3 * 9
+    assert len(data) - 24 - 4 * k - 4 * (p + 1) <= 13 * n + BYTES_PER_TRANSFER * t + 4 + 3 * 9
     for name in ("ready", "start", "end"):
         assert cols[name].tolist() == getattr(tr, name).astype(np.float32).tolist()
     for name in ("producer", "consumer", "src", "dst"):

@@ -3,7 +3,7 @@
 
 export const TIMELINE_MAGIC = 0x54565050; // "PPVT"
 export const MEMORY_MAGIC = 0x4d565050; // "PPVM"
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
 
 export const KIND_F = 0;
 export const KIND_B = 1;
@@ -138,12 +138,18 @@ export function decodeTimeline(input: unknown): Timeline {
   checkHeader(r, TIMELINE_MAGIC, "timeline");
   const n = r.u32();
   const devices = r.u32();
+  const widths = r.u32();
+  const [mbBytes, stageBytes, durBytes] = [widths & 0xff, (widths >> 8) & 0xff, (widths >> 16) & 0xff];
+  if (![2, 4].includes(mbBytes) || ![1, 2].includes(stageBytes) || ![1, 2, 4].includes(durBytes)) {
+    throw new Error(`ppviz: the timeline's column widths (${widths.toString(16)}) are not in ppviz's format`);
+  }
+  const table = r.column(Float32Array, r.u32());
   const offsets = r.column(Uint32Array, devices + 1);
   const start = r.column(Float32Array, n);
-  const dur = r.column(Float32Array, n);
+  const dur = durBytes === 4 ? r.column(Float32Array, n) : lookUp(table, r.column(durBytes === 1 ? Uint8Array : Uint16Array, n));
   const dep = r.column(Int32Array, n);
-  const mb = r.column(Uint32Array, n);
-  const stage = r.column(Uint16Array, n);
+  const mb = mbBytes === 4 ? r.column(Uint32Array, n) : widened(new Uint32Array(n), r.column(Uint16Array, n));
+  const stage = stageBytes === 2 ? r.column(Uint16Array, n) : widened(new Uint16Array(n), r.column(Uint8Array, n));
   const flags = r.column(Uint8Array, n);
   const transfers = decodeTransfers(r, devices, n);
   const busy = new Float64Array(n + 1);
@@ -167,6 +173,23 @@ export function decodeTimeline(input: unknown): Timeline {
     n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, mbOffsets, mbIndex,
     stageChunk, stages, chunks, bidirectional, transfers,
   };
+}
+
+/** A narrow column copied into the wider array the rest of the front end reads. */
+function widened<T extends Uint16Array | Uint32Array>(out: T, narrow: Uint8Array | Uint16Array): T {
+  out.set(narrow);
+  return out;
+}
+
+/** Durations sent as indices into a table of the distinct ones. */
+function lookUp(table: Float32Array, index: Uint8Array | Uint16Array): Float32Array {
+  const out = new Float32Array(index.length);
+  for (let k = 0; k < index.length; k++) {
+    const i = index[k];
+    if (i >= table.length) throw new Error(`ppviz: op ${k}'s duration is not in the timeline's table`);
+    out[k] = table[i];
+  }
+  return out;
 }
 
 /** The transfers section after the ops: a count, then one column per field. */

@@ -53,7 +53,8 @@ function titleOf(title: string, o: HeaderOptions): HTMLElement {
 }
 
 /** "p=4 · m=4 · k=2 segments (bars: microbatch.segment) · f=1 b=1 w=1 · 64 ops": a forward-only
- * program has no b or w to give, a segmented one counts whole microbatches. */
+ * program has no b or w to give, a segmented one counts whole microbatches, one with F&B pairs
+ * gives their time fb. */
 export function sizesText(meta: Meta, compact: boolean): string {
   const v = meta.stages_per_device > 1 ? ` · v=${meta.stages_per_device}` : "";
   const comm = meta.comm > 0 ? ` · comm=${num(meta.comm)}` : "";
@@ -61,7 +62,8 @@ export function sizesText(meta: Meta, compact: boolean): string {
   const k = segmentsOf(meta);
   const m = k > 1 ? meta.whole_microbatches ?? Math.round(meta.microbatches / k) : meta.microbatches;
   const segments = k > 1 ? ` · k=${k} segments${compact ? "" : " (bars: microbatch.segment)"}` : "";
-  const backward = meta.forward_only ? "" : ` b=${num(meta.b)} w=${num(meta.w)}`;
+  const pairs = typeof meta.fb === "number" ? ` fb=${num(meta.fb)}` : "";
+  const backward = meta.forward_only ? "" : ` b=${num(meta.b)} w=${num(meta.w)}${pairs}`;
   const costs = compact ? "" : ` · f=${num(meta.f)}${backward}${comm}${unit}`;
   return `p=${meta.devices} · m=${m}${segments}${v}${costs} · ${meta.ops.toLocaleString("en-US")} ops`;
 }
@@ -238,7 +240,11 @@ function directionItems(devices: number, P: Palette, compact: boolean): HTMLElem
   const item = (className: string, text: string) => {
     const entry = el("span", "ppviz-legend-item ppviz-legend-direction");
     const swatch = el("span", `ppviz-swatch ${className}`);
-    swatch.style.backgroundColor = P.kinds[0];
+    // a light shade of F with its band in the ink the bars use on it: the band reads at a glance
+    // (on the full F colour the band is white, which vanishes against the page)
+    const shade = P.shades[0].length - 1;
+    swatch.style.backgroundColor = P.shades[0][shade];
+    swatch.style.setProperty("--ppviz-band", P.ink[0][shade]);
     entry.append(swatch, document.createTextNode(text));
     return entry;
   };

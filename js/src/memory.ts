@@ -19,15 +19,16 @@ import type { Palette } from "./theme";
 import { ticks } from "./scale";
 
 /** The top of the lanes' shared scale: the highest simulated or closed-form peak (on the static
- * memory when the lanes show it) or the capacity, plus 10 %. */
-export function memoryTop(mem: MemoryCurves, meta: Meta): number {
+ * memory when the lanes show it) or the capacity, plus 10 % so a line lane's peak stays clear of
+ * the lane above; a heat strip's scale ends at that top itself, so its hottest colour is the peak. */
+export function memoryTop(mem: MemoryCurves, meta: Meta, heat = false): number {
   let top = lanesWithStatic(meta) ? 0 : mem.peak;
   for (let d = 0; d < mem.devices; d++) {
     const base = laneBase(meta, d);
     top = Math.max(top, base + (meta.peak_activation[d] ?? 0), base + (closedPeak(meta, d) ?? 0));
   }
   top = Math.max(top, capacityOf(meta) ?? 0);
-  return top > 0 ? top * 1.1 : 1;
+  return top > 0 ? (heat ? top : top * 1.1) : 1;
 }
 
 /** Height in px of a line's label at a lane's right end. */
@@ -165,7 +166,7 @@ function rasteriseHeat(s: Scene, strip: Strip, top: number, width: number, lanes
 export function drawMemory(ctx: CanvasRenderingContext2D, s: Scene): void {
   const { mem, layout: L, palette: P, scale, meta, dpr, cache } = s;
   if (!mem || !L.memTop.length) return;
-  const top = memoryTop(mem, meta);
+  const top = memoryTop(mem, meta, L.heat);
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
   const height = Math.max(1, Math.round(L.memHeight * dpr));
   const lanes = Math.min(mem.devices, L.memTop.length);
@@ -324,7 +325,7 @@ function drawMemoryHover(ctx: CanvasRenderingContext2D, s: Scene, top: number): 
 export function drawMemoryLabels(ctx: CanvasRenderingContext2D, s: Scene, cut: { count: number }): void {
   const { layout: L, palette: P, meta, mem } = s;
   if (!mem || !L.memTop.length) return;
-  const top = memoryTop(mem, meta);
+  const top = memoryTop(mem, meta, L.heat);
   const y = L.memTitleTop + 4;
   ctx.textAlign = "left";
   ctx.textBaseline = "top";

@@ -25,6 +25,8 @@ export interface Meta {
   f: number;
   b: number;
   w: number;
+  /** an F&B pair's time (Config.fb, by default f + b + w: no gain from overlap); null without pairs */
+  fb?: number | null;
   comm: number;
   /** the unit of every time ("ms", "us"…), "" for unitless */
   time_unit: string;

@@ -45,8 +45,9 @@ export const CSS = `
 }
 .ppviz-legend-hint { color: var(--ppviz-muted); font-size: ${px.label}px; margin-left: auto; }
 .ppviz-legend-direction { color: var(--ppviz-fg); font-weight: 600; }
-.ppviz-dir-down { box-shadow: inset 0 3px 0 var(--ppviz-chunk-ink); }
-.ppviz-dir-up { box-shadow: inset 0 -3px 0 var(--ppviz-chunk-ink); }
+.ppviz-legend-direction .ppviz-swatch { height: 12px; }
+.ppviz-dir-down { box-shadow: inset 0 3px 0 var(--ppviz-band); }
+.ppviz-dir-up { box-shadow: inset 0 -3px 0 var(--ppviz-band); }
 .ppviz-chunk-1 { background-image: repeating-linear-gradient(135deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px); }
 .ppviz-chunk-2 { background-image: repeating-linear-gradient(45deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px); }
 .ppviz-chunk-3 {

@@ -68,6 +68,14 @@ describe("decodeTimeline", () => {
     expect(() => decodeTimeline(bytes)).toThrow(/not in ppviz's format/);
     const short = encodeTimeline(2, fillDrain(2, 4).ops).slice(0, 40);
     expect(() => decodeTimeline(short)).toThrow(/ends early/);
+    const widths = encodeTimeline(1, fillDrain(1, 1).ops);
+    widths[16] = 3; // a microbatch column 3 bytes wide
+    expect(() => decodeTimeline(widths)).toThrow(/column widths/);
+    // a duration index past the table of the two durations (1 and 2): after the header, the
+    // table, the offsets and the starts, op 0's index set to 2
+    const indexed = encodeTimeline(1, fillDrain(1, 1).ops, [], { mbBytes: 2, stageBytes: 1, durBytes: 1 });
+    indexed[24 + 2 * 4 + 2 * 4 + 2 * 4] = 2;
+    expect(() => decodeTimeline(indexed)).toThrow(/op 0's duration is not in the timeline's table/);
   });
 
   it("accepts ArrayBuffer and typed arrays as well as DataView", () => {

@@ -83,6 +83,8 @@ describe("memory in real units", () => {
     const over = gpipe70b();
     const mem2 = decodeMemory(encodeMemory(over.peak_activation.map((p) => [[0, 0], [1, p], [5, 0]] as [number, number][])));
     expect(memoryTop(mem2, over)).toBeCloseTo((over.static_memory[7] + over.peak_activation[7]) * 1.1, 5);
+    // a heat strip's colour scale ends at the highest peak itself: the peak gets the hottest colour
+    expect(memoryTop(mem2, over, true)).toBeCloseTo(over.static_memory[7] + over.peak_activation[7], 5);
   });
 
   it("names the worst device and its excess in the badge, and every device over in its detail", () => {
@@ -174,6 +176,8 @@ describe("segmented and forward-only programs", () => {
     expect(labelOf(tl, k)).toBe("7");
     expect(sizesText(meta, false)).toBe(`p=4 · m=4 · k=2 segments (bars: microbatch.segment) · f=1 b=1 w=1 · ${ops.length} ops`);
     expect(sizesText(meta, true)).toBe(`p=4 · m=4 · k=2 segments · ${ops.length} ops`);
+    // F&B pairs: their time beside f, b and w
+    expect(sizesText({ ...meta, fb: 2.4 }, false)).toContain("f=1 b=1 w=1 fb=2.4 · ");
     const tip = Object.fromEntries(describeOp(tl, meta, k).rows);
     expect(tip.microbatch).toBe("3, segment 1 of 2 (3.1)");
   });

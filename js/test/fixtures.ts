@@ -34,16 +34,31 @@ function pad4(n: number): number {
   return (n + 3) & ~3;
 }
 
+/** Column widths of a timeline: Python sends the narrowest that fits (ppviz/widgets/wire.py);
+ * the default is the widest, which every timeline fits. */
+export interface Layout {
+  mbBytes: 2 | 4;
+  stageBytes: 1 | 2;
+  /** 4: f32 durations; 1 or 2: indices into the table of distinct durations, ascending */
+  durBytes: 1 | 2 | 4;
+}
+
+const WIDEST: Layout = { mbBytes: 4, stageBytes: 2, durBytes: 4 };
+
 /** ops must be grouped by device and sorted by start within a device, as Python sends them. */
-export function encodeTimeline(devices: number, ops: OpSpec[], transfers: TransferSpec[] = []): Uint8Array {
+export function encodeTimeline(devices: number, ops: OpSpec[], transfers: TransferSpec[] = [],
+  layout: Layout = WIDEST): Uint8Array {
   const n = ops.length;
   const t = transfers.length;
-  const size = 16 + pad4((devices + 1) * 4) + 4 * n * 4 + pad4(2 * n) + pad4(n) + 4 + 5 * 4 * t + 2 * pad4(2 * t) +
-    pad4(t);
+  const { mbBytes, stageBytes, durBytes } = layout;
+  const table = durBytes === 4 ? [] : [...new Set(ops.map((o) => Math.fround(o.dur)))].sort((a, b) => a - b);
+  const size = 24 + pad4(4 * table.length) + pad4((devices + 1) * 4) + 2 * 4 * n + pad4(durBytes * n) +
+    pad4(mbBytes * n) + pad4(stageBytes * n) + pad4(n) + 4 + 5 * 4 * t + 2 * pad4(2 * t) + pad4(t);
   const buf = new ArrayBuffer(size);
   const dv = new DataView(buf);
   let p = 0;
-  for (const v of [TIMELINE_MAGIC, FORMAT_VERSION, n, devices]) {
+  for (const v of [TIMELINE_MAGIC, FORMAT_VERSION, n, devices, mbBytes | (stageBytes << 8) | (durBytes << 16),
+    table.length, ...table.map((x) => new Uint32Array(new Float32Array([x]).buffer)[0])]) {
     dv.setUint32(p, v, true);
     p += 4;
   }
@@ -59,11 +74,14 @@ export function encodeTimeline(devices: number, ops: OpSpec[], transfers: Transf
     ops.forEach((o, k) => write(o, p + k * width));
     p = pad4(p + n * width);
   };
+  const unsigned = (width: number) => (at: number, v: number) =>
+    width === 1 ? dv.setUint8(at, v) : width === 2 ? dv.setUint16(at, v, true) : dv.setUint32(at, v, true);
   column((o, at) => dv.setFloat32(at, o.start, true), 4);
-  column((o, at) => dv.setFloat32(at, o.dur, true), 4);
+  if (durBytes === 4) column((o, at) => dv.setFloat32(at, o.dur, true), 4);
+  else column((o, at) => unsigned(durBytes)(at, table.indexOf(Math.fround(o.dur))), durBytes);
   column((o, at) => dv.setInt32(at, o.dep ?? -1, true), 4);
-  column((o, at) => dv.setUint32(at, o.mb, true), 4);
-  column((o, at) => dv.setUint16(at, o.stage, true), 2);
+  column((o, at) => unsigned(mbBytes)(at, o.mb), mbBytes);
+  column((o, at) => unsigned(stageBytes)(at, o.stage), stageBytes);
   column((o, at) => {
     let f = "FBIW".indexOf(o.kind);
     if (o.pair === "F") f |= FLAG_PAIR_F;

@@ -94,9 +94,23 @@ describe("the golden wire fixture", () => {
       pair: o.pair_forward ? "F" : o.pair_backward ? "B" : undefined,
       reverse: o.reverse,
     }));
-    const mine = encodeTimeline(golden.devices, ops, golden.transfers as TransferSpec[]);
+    // Python sent the golden run in the narrowest layout: u16 microbatches, u8 stages, u8 indices
+    // into the table of its distinct durations
+    const narrow = { mbBytes: 2, stageBytes: 1, durBytes: 1 } as const;
+    const mine = encodeTimeline(golden.devices, ops, golden.transfers as TransferSpec[], narrow);
     const theirs = new Uint8Array((await bytes(timelineUrl)).buffer);
     expect(Array.from(mine)).toEqual(Array.from(theirs));
+    // every layout decodes to the same timeline
+    const reference = decodeTimeline(theirs);
+    for (const layout of [
+      { mbBytes: 4, stageBytes: 2, durBytes: 4 }, { mbBytes: 2, stageBytes: 2, durBytes: 2 },
+      { mbBytes: 4, stageBytes: 1, durBytes: 1 },
+    ] as const) {
+      const tl = decodeTimeline(encodeTimeline(golden.devices, ops, golden.transfers as TransferSpec[], layout));
+      for (const column of ["start", "dur", "dep", "mb", "stage", "flags"] as const) {
+        expect(Array.from(tl[column])).toEqual(Array.from(reference[column]));
+      }
+    }
     const curves = golden.memory.map((c) => c.times.map((t, i) => [t, c.values[i]] as [number, number]));
     const memory = new Uint8Array((await bytes(memoryUrl)).buffer);
     expect(Array.from(encodeMemory(curves))).toEqual(Array.from(memory));

@@ -38,7 +38,8 @@ def finite_or_none(x) -> float | None:
     return None if x is None else float(x)
 
 
-def _bubble(runs: Runs, metric: str, legend: bool = False, height: int | None = None) -> alt.LayerChart:
+def _bubble(runs: Runs, metric: str, legend: bool | str = False, height: int | None = None,
+            width: int = 360) -> alt.LayerChart:
     attr, label, definition = metric_of(metric, BUBBLE_METRICS)
     rows = []
     for name, r in zip(runs.names, runs.results):
@@ -82,9 +83,9 @@ def _bubble(runs: Runs, metric: str, legend: bool = False, height: int | None = 
         tooltip=tooltip)
     text = base.mark_text(align="left", dx=5, fontSize=LABEL_SIZE, color=CHART["text"]).encode(x="end:Q", text="text:N")
     return alt.layer(bars, ticks, text).properties(
-        width=360, height=alt.Step(band) if height is None else height,
+        width=width, height=alt.Step(band) if height is None else height,
         title=_title(f"{label.capitalize()} per schedule", "bars: simulated, lower is better",
-                     "black tick: published closed form (faded where its assumptions do not hold)"))
+                     "black tick: published closed form", "(faded where its assumptions do not hold)"))
 
 
 @shown_offline
@@ -153,7 +154,7 @@ def memory_chart(items) -> alt.LayerChart:
     return _memory(Runs.of(items))
 
 
-def _pareto(runs: Runs, metric: str, height: int = 260) -> alt.LayerChart:
+def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360) -> alt.LayerChart:
     attr, label, definition = metric_of(metric, BUBBLE_METRICS)
     unit = memory_unit(runs.results)
     what, _ = memory_words(runs.results)
@@ -161,7 +162,6 @@ def _pareto(runs: Runs, metric: str, height: int = 260) -> alt.LayerChart:
     memory = [float(r.peak_memory.max()) * k for r, k in zip(runs.results, unit.factors)]
     front = pareto_front(bubble, memory)
     x_end, y_end = _headroom(bubble, 1.08), _headroom(memory, 1.1)
-    width = 360
     texts, place = _place_labels([b / x_end * width for b in bubble], [height - m / y_end * height for m in memory],
                                  runs.names, [not f for f in front], width, height)
     rows = [{"name": n, "schedule": r.config.schedule, "bubble": b, "memory": m, "front": bool(f),
@@ -189,8 +189,8 @@ def _pareto(runs: Runs, metric: str, height: int = 260) -> alt.LayerChart:
         for k, (align, baseline, dx, dy) in enumerate(_LABEL_PLACES)]
     return alt.layer(line, front_points, other_points, *labels).properties(
         width=width, height=height,
-        title=_title(f"{label.capitalize()} vs peak memory", "lower left is better; filled: on the Pareto front "
-                     "(no other run is lower on both), hollow: dominated"))
+        title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
+                     "filled: on the Pareto front (no other run is lower on both)", "hollow: dominated"))
 
 
 _LABEL_FONT, _LABEL_LINE = LABEL_SIZE, LABEL_SIZE + 2
@@ -275,8 +275,11 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     metric_of(metric, BUBBLE_METRICS)
     runs = Runs.of(items)
     height = max(260, 30 * len(runs.names))
-    top = alt.hconcat(_bubble(runs, metric, legend=True, height=height), _pareto(runs, metric, height), spacing=40)
-    return alt.vconcat(top, _memory(runs).properties(width=800), spacing=30).resolve_scale(color="shared")
+    # about 860 px wide in all, so a notebook's output shows it at full size: the legend runs
+    # across the top rather than taking a column, titles wrap rather than widen their charts
+    top = alt.hconcat(_bubble(runs, metric, legend="top", height=height, width=300),
+                      _pareto(runs, metric, height, width=320), spacing=36)
+    return alt.vconcat(top, _memory(runs).properties(width=720), spacing=30).resolve_scale(color="shared")
 
 
 #: The most devices :func:`memory_curve_chart` draws (a row each): 512 rows render in about 15 s

@@ -136,8 +136,16 @@ class Runs:
         names = display_names([r.config for r in results])
         return cls(results, names, colors_for(names, [r.config.schedule for r in results]))
 
-    def color(self, legend: bool = True) -> alt.Color:
-        return alt.Color("name:N", title="schedule", legend=alt.Legend(symbolType="square") if legend else None,
+    def color(self, legend: bool | str = True) -> alt.Color:
+        """The runs' shared colour; ``legend`` False for none, True for one at the right, or
+        ``"top"`` for one across the top (rows of up to five runs), which leaves the charts' width
+        to the charts."""
+        if legend == "top":
+            legend = alt.Legend(symbolType="square", orient="bottom", direction="horizontal",
+                                columns=min(5, len(self.names)), labelLimit=240)
+        elif legend:
+            legend = alt.Legend(symbolType="square")
+        return alt.Color("name:N", title="schedule", legend=legend or None,
                          scale=alt.Scale(domain=self.names, range=[self.colors[n] for n in self.names]))
 
 

@@ -13,6 +13,8 @@ a program that cannot finish is detected (no device can move) instead of hanging
 
 from __future__ import annotations
 
+import array
+
 import numpy as np
 
 from . import comm_engine, offload
@@ -122,22 +124,12 @@ def choose_engine(program: Program) -> str:
 
 
 def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarray):
-    n = len(program)
-    dep_l = dep.tolist()
+    if not program.pair.any() and not cross.any():
+        return _events_plain(program, dep, cost)
+    dep_l, start, end, waiter, pos, stop, free, runnable = _event_state(program, dep)
     cross_l = cross.tolist()
     cost_l = cost.tolist()
     pair_l = program.pair.tolist()
-    start = [0.0] * n
-    end = [-1.0] * n
-    # validation guarantees an op is waited for by at most one other device (its
-    # same-device dependants, W after I and the last stage's B after F, never wait)
-    waiter = [-1] * n
-    offsets = program.offsets.tolist()
-    p = program.devices
-    pos = offsets[:-1]
-    stop = offsets[1:]
-    free = [0.0] * p
-    runnable = list(range(p - 1, -1, -1))
     pop = runnable.pop
     push = runnable.append
     while runnable:
@@ -146,47 +138,105 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
         e = stop[d]
         t = free[d]
         while i < e:
-            s = t
             j = dep_l[i]
-            if j >= 0:
+            r = end[j]
+            if r < 0.0:
+                waiter[j] = d
+                break
+            r += cross_l[i]
+            if r > t:
+                t = r
+            if pair_l[i]:
+                # an F&B pair: one slot that also waits for its second op's input (t may
+                # already hold the first input's time if it breaks here: harmless, the slot
+                # starts at the max of both anyway)
+                j = dep_l[i + 1]
                 r = end[j]
                 if r < 0.0:
                     waiter[j] = d
                     break
-                r += cross_l[i]
-                if r > s:
-                    s = r
-            if pair_l[i]:
-                j = dep_l[i + 1]
-                if j >= 0:
-                    r = end[j]
-                    if r < 0.0:
-                        waiter[j] = d
-                        break
-                    r += cross_l[i + 1]
-                    if r > s:
-                        s = r
-                t = s + cost_l[i]
-                start[i] = start[i + 1] = s
+                r += cross_l[i + 1]
+                if r > t:
+                    t = r
+                start[i] = start[i + 1] = t
+                t += cost_l[i]
                 end[i] = end[i + 1] = t
-                for k in (i, i + 1):
-                    w = waiter[k]
-                    if w >= 0:
-                        push(w)
-                i += 2
-            else:
-                t = s + cost_l[i]
-                start[i] = s
-                end[i] = t
                 w = waiter[i]
                 if w >= 0:
                     push(w)
                 i += 1
+            else:
+                start[i] = t
+                t += cost_l[i]
+                end[i] = t
+            w = waiter[i]
+            if w >= 0:
+                push(w)
+            i += 1
         pos[d] = i
         free[d] = t
-    if any(pos[d] < stop[d] for d in range(p)):
-        raise deadlock_error(program, pos, stop, dep_l, end)
-    return np.array(start, dtype=np.float64), np.array(end, dtype=np.float64)
+    return _event_times(program, dep, pos, stop, end, start, cost)
+
+
+def _events_plain(program: Program, dep: np.ndarray, cost: np.ndarray):
+    """The loop of :func:`_events` for the common case, no F&B pairs and no communication:
+    without their branches it runs ~25% faster (the widget's loop at 10^6 ops is mostly this)."""
+    dep_l, start, end, waiter, pos, stop, free, runnable = _event_state(program, dep)
+    cost_l = cost.tolist()
+    pop = runnable.pop
+    push = runnable.append
+    while runnable:
+        d = pop()
+        i = pos[d]
+        e = stop[d]
+        t = free[d]
+        while i < e:
+            r = end[dep_l[i]]
+            if r > t:
+                t = r
+            elif r < 0.0:  # t >= 0, so only here can the input be missing
+                waiter[dep_l[i]] = d
+                break
+            start[i] = t
+            t += cost_l[i]
+            end[i] = t
+            if waiter[i] >= 0:
+                push(waiter[i])
+            i += 1
+        pos[d] = i
+        free[d] = t
+    return _event_times(program, dep, pos, stop, end, start, cost)
+
+
+def _event_state(program: Program, dep: np.ndarray):
+    """The events engine's state: dependencies as a list, where op n is a sentinel that ended at
+    time 0 (an op without a dependency waits for it, so the loops have no branch for "none");
+    starts as raw doubles (no float objects kept alive, nothing to convert at the end); ends, -1
+    until the op has run; the device waiting for each op (validation guarantees at most one: its
+    same-device dependants, W after I and the last stage's B after F, never wait); each device's
+    position, last op and free time; the devices to visit."""
+    n = len(program)
+    dep_l = np.where(dep < 0, n, dep).tolist()
+    start = array.array("d", bytes(8 * n))
+    end = [-1.0] * (n + 1)
+    end[n] = 0.0
+    waiter = [-1] * (n + 1)
+    offsets = program.offsets.tolist()
+    free = [0.0] * program.devices
+    runnable = list(range(program.devices - 1, -1, -1))
+    return dep_l, start, end, waiter, offsets[:-1], offsets[1:], free, runnable
+
+
+def _event_times(program: Program, dep, pos, stop, end, start, cost):
+    """Start and end arrays after the loop, or the DeadlockError of devices that could not finish.
+    Ends are recomputed from the starts, bit for bit as the loops compute them."""
+    if any(pos[d] < stop[d] for d in range(program.devices)):
+        raise deadlock_error(program, pos, stop, dep.tolist(), end[:-1])
+    start = np.frombuffer(start, dtype=np.float64)
+    ends = start + cost
+    first = np.flatnonzero(program.pair)  # an F&B pair's second op ends with its slot
+    ends[first + 1] = ends[first]
+    return start, ends
 
 
 def _lockstep(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarray):

@@ -577,8 +577,7 @@ class Program:
                         f"{S}×{m} pairs needs an F{'' if self.forward_only else ' and a backward'} "
                         f"({(1 if self.forward_only else 2) * S * m} ops; the program has {n})")
         key = self.stage.astype(np.int64) * m + self.microbatch
-        counts = np.zeros((4, S * m), dtype=np.int64)
-        np.add.at(counts, (self.kind.astype(np.intp), key), 1)
+        counts = np.bincount(self.kind.astype(np.int64) * (S * m) + key, minlength=4 * S * m).reshape(4, S * m)
         for kind in range(4):
             dup = counts[kind] > 1
             if dup.any():

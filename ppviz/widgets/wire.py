@@ -13,7 +13,9 @@ from ..core.result import Result
 
 TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
 MEMORY_MAGIC = 0x4D565050  # b"PPVM"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
+#: bytes per op at the widest (measured durations, over 65535 microbatch indices or 255 stages);
+#: a run of the library's schedules at usual sizes takes 13
 BYTES_PER_OP = 19
 #: each transfer (``Result.transfers``) after the ops: ready, start, end, producer, consumer, src, dst, kind
 BYTES_PER_TRANSFER = 25
@@ -48,18 +50,49 @@ def encode_timeline(result: Result) -> bytes:
     placement = program.placement
     if placement is not None and placement.reverse_device is not None:
         flags[ops.microbatch >= placement.split] |= FLAG_REVERSE
-    header = np.array([TIMELINE_MAGIC, FORMAT_VERSION, n, program.devices], dtype="<u4")
+    # the message's size is most of the widget's loop at 10^6 ops: columns take the narrowest
+    # width their values fit, and durations that repeat go as indices into a table
+    table, durations = _durations(program, (ops.end - ops.start).astype("<f4"))
+    microbatch = ops.microbatch.astype("<u2" if program.microbatches <= 0xFFFF else "<u4")
+    stage = ops.stage.astype("u1" if program.stages <= 0xFF else "<u2")
+    widths = microbatch.itemsize | stage.itemsize << 8 | durations.itemsize << 16
+    header = np.array([TIMELINE_MAGIC, FORMAT_VERSION, n, program.devices, widths, len(table)], dtype="<u4")
     return _aligned(
         header.tobytes(),
+        table.tobytes(),
         program.offsets.astype("<u4").tobytes(),
         ops.start.astype("<f4").tobytes(),
-        (ops.end - ops.start).astype("<f4").tobytes(),
+        durations.tobytes(),
         result.dependencies.astype("<i4").tobytes(),
-        ops.microbatch.astype("<u4").tobytes(),
-        ops.stage.astype("<u2").tobytes(),
+        microbatch.tobytes(),
+        stage.tobytes(),
         flags.tobytes(),
         *_transfer_columns(result),
     )
+
+
+def _durations(program, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The duration column: (table, u1/u2 indices into it) when each (kind, stage, pair role)
+    has one duration, as in every simulated run of a config (a few distinct values); otherwise
+    (an empty table, the f4 durations), as for a measured run."""
+    n = len(durations)
+    role = program.pair.astype(np.int64)
+    role[1:] += 2 * program.pair[:-1]  # 1: a pair's first op (it carries the slot), 2: its second
+    key = (program.kind.astype(np.int64) * program.stages + program.stage) * 3 + role
+    if n == 0 or 12 * program.stages > 4 * n:  # too many keys for too few ops to gain anything
+        return np.zeros(0, "<f4"), durations
+    candidate = np.zeros(12 * program.stages, "<f4")
+    candidate[key] = durations  # one of each key's durations; exact when they are all equal
+    if not np.array_equal(candidate[key], durations):
+        return np.zeros(0, "<f4"), durations
+    used = np.zeros(len(candidate), bool)
+    used[key] = True
+    table, index = np.unique(candidate[used], return_inverse=True)  # the distinct durations, ascending
+    if len(table) > 0xFFFF:
+        return np.zeros(0, "<f4"), durations
+    lookup = np.zeros(len(candidate), np.int64)
+    lookup[used] = index
+    return table.astype("<f4"), lookup[key].astype("u1" if len(table) <= 0xFF else "<u2")
 
 
 def _transfer_columns(result: Result) -> list[bytes]:
@@ -152,6 +185,8 @@ def describe(result: Result) -> dict:
         "stages": program.stages,
         "stages_per_device": c.stages_per_device,
         "f": c.f, "b": c.b, "w": c.w, "comm": c.comm,
+        # an F&B pair's time, shown beside f, b, w: by default f + b + w, so overlap gains nothing
+        "fb": (c.fb if c.fb is not None else c.f + c.b + c.w) if program.pair.any() else None,
         "time_unit": c.time_unit or "",
         "rows": [placement.describe(d) if placement is not None else "" for d in range(program.devices)],
         "ops": len(result.ops),
