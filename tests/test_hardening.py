@@ -4,6 +4,7 @@ answer, a traceback that is not ppviz's, a hang or a runaway allocation)."""
 import io
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -380,3 +381,131 @@ def test_controls_show_every_cost_the_viewer_runs():
     viewer.update(f=1_000_001.0)
     assert viewer.controls.fields["f"].value == viewer.config.f == 1_000_001.0
     assert ppviz.show(Config(f=5e6)).controls.fields["f"].value == 5e6
+
+
+@pytest.mark.parametrize("call, start, accepted", [
+    # integers too large for a float: float() raised OverflowError
+    (lambda: ppviz.Link(10**400, 1), "latency=1000", "at most 1e200"),
+    (lambda: ppviz.Link(1, 10**400), "bandwidth=1000", "at most 1e200"),
+    (lambda: ppviz.Hardware(peak_tflops=10**400, memory_gib=80), "peak_tflops=1000", "at most 1e+200"),
+    (lambda: ppviz.Hardware(peak_tflops=1000, memory_gib=80, host_gbps=-10**400), "host_gbps=-1000",
+     "a finite number > 0"),
+    (lambda: Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"),
+                               devices=4, tensor_parallel=10**400), "tensor_parallel=1000",
+     "from 1 to 1,000,000,000"),
+    (lambda: ppviz.search(Config(devices=2, microbatches=4), max_memory=10**400), "max_memory=1000", "at most 1e+200"),
+    (lambda: ppviz.frontier(Config(devices=2, microbatches=4), memory=[2, 10**400]), "memory=1000",
+     "at most 1e+200"),
+    # were TypeErrors (unhashable, not iterable, not a path)
+    (lambda: ppviz.Topology.preset([]), "topology=[]", "use one of dgx-h100"),
+    (lambda: Program.from_torch(3), "actions=3", "a dict {rank: [action, ...]}"),
+    (lambda: simulate(Config(devices=2, microbatches=2)).to_torch_csv(None), "path=None", "give a file name"),
+    (lambda: ppviz.Layout(3), "layout=3", "a tuple of strings"),
+    # read silently wrong: a layout of one stage per character
+    (lambda: ppviz.Layout("EtL"), "layout='EtL'", "Layout.parse reads a layout string"),
+    # numpy's own ValueError
+    (lambda: ppviz.analysis.frontier.pareto_front("x", [1.0]), "bubble='x'", "a list of numbers"),
+])
+def test_hostile_arguments_are_refused_by_name(call, start, accepted):
+    with pytest.raises(ConfigError) as info:
+        call()
+    assert str(info.value).startswith(start) and accepted in info.value.accepted
+
+
+def test_memory_at_refuses_what_is_not_a_time_and_takes_any_real_one():
+    res = simulate(Config(devices=2, microbatches=2))
+    # None was a TypeError from numpy, 'x' and nan gave zero memory
+    for bad in (None, "x", math.nan, True):
+        with pytest.raises(ConfigError, match=r"^t=.* give a time, a number in the run's time unit \(the run "
+                                              r"spans 0 to 9\)$"):
+            res.memory_at(bad)
+    assert res.memory_at(np.float32(1.0)).tolist() == res.memory_at(1).tolist() == [2.0, 1.0]
+    assert res.memory_at(10**400).tolist() == res.memory_at(math.inf).tolist()
+    assert res.memory_at(-10**400).tolist() == [0.0, 0.0]
+
+
+def test_a_carriage_return_inside_a_csv_line_is_a_parse_error_naming_where():
+    # csv's own Error escaped: an open text file that does not end lines at \r hands it to csv whole
+    with pytest.raises(ParseError) as info:
+        Program.from_torch_csv(io.StringIO("0F0,0B0\n1F0,1B\r0\n"))
+    assert str(info.value).startswith("line 2, column 7: a carriage return inside the line")
+
+
+def test_a_gzip_trace_is_read_in_chunks_whatever_max_bytes_allows(tmp_path, monkeypatch):
+    import gzip
+    import tracemalloc
+
+    from ppviz.io import trace_records
+
+    # gz.read(max_bytes + 1) allocated max_bytes up front: a MemoryError for a 25 KB file
+    tracemalloc.start()
+    try:
+        measured = ppviz.load_trace(ppviz.example_trace(), max_bytes=2**40)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert measured.devices == 4 and peak < 200 * 2**20
+    data = b'{"traceEvents": []}' * 100
+    path = tmp_path / "t.json.gz"
+    path.write_bytes(gzip.compress(data))
+    monkeypatch.setattr(trace_records, "_GZIP_CHUNK", 7)  # many chunks, the last one partial
+    assert trace_records.read_bytes(str(path), max_bytes=len(data)) == data
+    with pytest.raises(ParseError, match=f"more than {len(data) - 1:,} bytes"):
+        trace_records.read_bytes(str(path), max_bytes=len(data) - 1)
+
+
+def test_search_and_frontier_bound_their_effort_and_stages_per_device():
+    config = Config(devices=2, microbatches=4)
+    # effort=10**9 ran the frontier for minutes, stages_per_device=10**5 the search for 39 s
+    efforts = []
+    for call in (lambda: ppviz.search(config, 2, effort=10**9), lambda: ppviz.frontier(config, effort=10**9)):
+        with pytest.raises(ConfigError) as info:
+            call()
+        efforts.append(str(info.value))
+    with pytest.raises(ConfigError) as info:
+        ppviz.search(config, 2, stages_per_device=257)
+    from ppviz.analysis.search import MAX_EFFORT, MAX_STAGES_PER_DEVICE
+
+    assert all(text.startswith(f"effort=1000000000 is not accepted; give a whole number from 0 to {MAX_EFFORT:,}")
+               for text in efforts)
+    assert MAX_STAGES_PER_DEVICE == 256 and "give a whole number from 1 to 256, or None" in str(info.value)
+    assert ppviz.search(config, 2, effort=MAX_EFFORT).max_memory == 2
+
+
+def test_search_and_frontier_refuse_runs_over_their_size_limit_before_any_work():
+    from ppviz.analysis.search import MAX_SEARCH_OPS
+
+    # p = 2, m = 40,000 searched for 44 s; the limit is 3 · p · m ops
+    too_big = Config(devices=2, microbatches=MAX_SEARCH_OPS // 6 + 1)
+    for call in (lambda: ppviz.search(too_big, 2), lambda: ppviz.frontier(too_big)):
+        started = time.perf_counter()
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert time.perf_counter() - started < 1.0  # refused before simulating anything
+        assert f"give devices × microbatches at most {MAX_SEARCH_OPS // 3:,}" in str(info.value)
+        assert f"2 × {MAX_SEARCH_OPS // 6 + 1:,}" in str(info.value)
+    assert ppviz.search(Config(devices=2, microbatches=MAX_SEARCH_OPS // 600), 2).max_memory == 2
+
+
+def test_search_starts_from_a_library_schedule_a_rounding_error_over_the_limit():
+    # interleaved-zb at v = 10 peaks at 2.0000000000000004: it fits within the search's slack,
+    # and the local search refused it as a start with a plain ValueError
+    found = ppviz.search(Config(devices=2, microbatches=4), 2, stages_per_device=10)
+    assert found.peak_activation.max() <= 2 + 1e-9 and found.config.stages_per_device == 10
+
+
+def test_sweep_refuses_more_jobs_than_it_allows_before_starting_any(monkeypatch):
+    import os
+
+    import joblib
+
+    def started(*args, **kwargs):
+        raise AssertionError("worker processes were started")
+
+    # n_jobs=40 started 42 processes on 2 cores, and n_jobs=10**9 had no bound
+    monkeypatch.setattr(joblib, "Parallel", started)
+    most = 4 * (os.cpu_count() or 1)
+    for n_jobs in (10**9, most + 1):
+        with pytest.raises(ConfigError, match=f"^n_jobs={n_jobs} is not accepted; give a whole number from 1 to "
+                                              f"{most} "):
+            ppviz.sweep({"devices": [2, 4]}, n_jobs=n_jobs, progress=False)

@@ -19,7 +19,7 @@ from ..core.config import Config
 from ..core.errors import ConfigError
 from ..core.metrics import metrics
 from ..core.registry import lookup
-from .search import DEFAULT_EFFORT, library_runs, search
+from .search import DEFAULT_EFFORT, checked_effort, checked_limit, checked_size, library_runs, search
 
 METRICS = {"fraction": "bubble_fraction", "rate": "bubble_rate"}
 COLUMNS = ("name", "source", "schedule", "stages_per_device", "memory_limit", "makespan", "bubble_fraction",
@@ -32,8 +32,7 @@ def pareto_front(bubble, memory) -> np.ndarray:
     A point is dominated when another is at most as high on both and lower on one; values
     within floating-point noise of each other count as equal, so rounding cannot decide.
     """
-    x = np.asarray(bubble, dtype=float)
-    y = np.asarray(memory, dtype=float)
+    x, y = _floats("bubble", bubble), _floats("memory", memory)
     if x.shape != y.shape or x.ndim != 1:
         raise ConfigError("memory", y.tolist(), f"give one memory value per bubble value ({x.size})")
     same_x = np.isclose(x[:, None], x[None, :], rtol=1e-9, atol=1e-12)
@@ -42,6 +41,13 @@ def pareto_front(bubble, memory) -> np.ndarray:
     le_y = (y[:, None] <= y[None, :]) | same_y
     lt = ((x[:, None] < x[None, :]) & ~same_x) | ((y[:, None] < y[None, :]) & ~same_y)
     return ~(le_x & le_y & lt).any(axis=0)
+
+
+def _floats(name: str, values) -> np.ndarray:
+    try:
+        return np.asarray(values, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ConfigError(name, values, "give a list of numbers, one per point") from None
 
 
 @dataclass
@@ -67,7 +73,8 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
     ``schedules``: names to include (default: every library schedule that accepts the sizes);
     ``memory``: limits to search at (default :func:`default_limits`; ``[]`` for none), each
     refused with the least reachable peak when below it; ``metric``: ``"fraction"`` or
-    ``"rate"``, the bubble the front is taken on.
+    ``"rate"``, the bubble the front is taken on; ``effort``: :func:`ppviz.search`'s, for each
+    limit (at most :data:`ppviz.analysis.search.MAX_EFFORT`).
     """
     import pandas as pd
 
@@ -85,6 +92,11 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
         limits = [limits]
     if not isinstance(limits, (list, tuple)):
         raise ConfigError("memory", memory, "give a list of activation-memory limits to search at, or None")
+    # checked before the library schedules run, which take seconds at large sizes
+    limits = [checked_limit(limit, "memory") for limit in limits]
+    effort = checked_effort(effort)
+    if limits:
+        checked_size(config)
     rows, runs = [], {}
     for name, v, cfg in library_runs(config, bool(config.stage_costs)):
         if wanted is not None and cfg.schedule not in wanted:

@@ -35,7 +35,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from ..core.config import Config
+from ..core.config import MAX_COST, Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, ScheduleConstraintError
 from ..core.metrics import metrics
@@ -51,6 +51,17 @@ from .orders import Problem, orders_of
 #: Evaluations the local search may spend, in ops evaluated (an evaluation costs about
 #: 0.7 µs per op): about half a second at p = 8, m = 32 (768 ops).
 DEFAULT_EFFORT = 400_000
+#: Largest ``effort`` accepted: at about 0.7 µs per op evaluated, some 7 s of local search
+#: (2 s measured at p = 8, m = 64 and a limit of 2, where 10^9 took 91 s).
+MAX_EFFORT = 10_000_000
+#: Largest ``stages_per_device`` accepted: the local search's moves grow faster than the ops
+#: with it (3 s measured at p = 16, m = 16, v = 256; 18 s at p = 8, m = 4, v = 1,000).
+MAX_STAGES_PER_DEVICE = 256
+#: Largest search, in ops of its program at one stage per device (3 · p · m: an F, I and W per
+#: stage and microbatch). Every library schedule and heuristic runs on the whole program first,
+#: about 0.1 ms per op on a 2-core machine: 98,304 ops (p = 32, m = 512) take 12 s, so the
+#: largest accepted search takes about 25 s.
+MAX_SEARCH_OPS = 200_000
 #: How many candidates the local search starts from: the best of each placement (one stage per
 #: device, the V, the loop), fastest first, so a looser limit never loses a shape a tighter one had.
 STARTS = 3
@@ -111,23 +122,48 @@ class SearchResult(Result):
                 f"peak activation {self.peak_activation.max():.4g} <= {self.max_memory:g}>")
 
 
+def _slack(limit: float) -> float:
+    return limit + _TOLERANCE * max(1.0, abs(limit))
+
+
 def _fits(peak: float, limit: float) -> bool:
-    return peak <= limit + _TOLERANCE * max(1.0, abs(limit))
+    return peak <= _slack(limit)
 
 
-def _checked_limit(max_memory) -> float:
-    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)) or not math.isfinite(max_memory) \
-            or max_memory <= 0:
-        raise ConfigError("max_memory", max_memory,
-                          "give a number > 0: each device's peak activation limit, in activation units "
-                          "(one microbatch through 1/p of the model), as Result.peak_activation counts it")
+def checked_limit(max_memory, name: str = "max_memory") -> float:
+    """``max_memory`` as a float, or a ConfigError naming ``name``."""
+    # compared before any conversion: an int too large for a float is refused, not an OverflowError
+    if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)) or not 0 < max_memory <= MAX_COST:
+        raise ConfigError(name, max_memory,
+                          f"give a number > 0 and at most {MAX_COST:g}: each device's peak activation limit, in "
+                          "activation units (one microbatch through 1/p of the model), as Result.peak_activation "
+                          "counts it")
     return float(max_memory)
+
+
+def checked_effort(effort) -> int:
+    """``effort`` as given, or a ConfigError naming the largest accepted."""
+    if isinstance(effort, bool) or not isinstance(effort, int) or not 0 <= effort <= MAX_EFFORT:
+        raise ConfigError("effort", effort, f"give a whole number from 0 to {MAX_EFFORT:,} (ops the local search "
+                          f"may evaluate, about 0.7 µs each; the default is {DEFAULT_EFFORT:,})")
+    return effort
 
 
 def _checked_config(config) -> Config:
     if not isinstance(config, Config):
         raise ConfigError("config", config, "give a ppviz.Config: its sizes, costs and memory parameters are searched "
                           "over (its schedule is not used)")
+    return checked_size(config)
+
+
+def checked_size(config: Config) -> Config:
+    """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_OPS`."""
+    ops = 3 * config.devices * config.microbatches * config.segments
+    if ops > MAX_SEARCH_OPS:
+        raise ConfigError("microbatches", config.microbatches,
+                          f"give devices × microbatches at most {MAX_SEARCH_OPS // 3:,} (this run has "
+                          f"{config.devices:,} × {config.microbatches * config.segments:,}); simulate larger runs "
+                          "with ppviz.simulate", reason=f"a search of {ops:,} ops is over its size limit")
     return config
 
 
@@ -204,20 +240,23 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     :attr:`ppviz.Result.peak_activation` counts them. With ``stage_costs`` the search keeps the
     config's stages per device (the overrides name its stages); otherwise it also considers
     one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
-    (1: one stage per device). ``effort`` bounds the local search, in ops evaluated.
+    (1: one stage per device; at most :data:`MAX_STAGES_PER_DEVICE`). ``effort`` bounds the
+    local search, in ops evaluated (at most :data:`MAX_EFFORT`). Runs of more than
+    :data:`MAX_SEARCH_OPS` ops (3 · p · m) are refused before any work.
 
     Returns a :class:`SearchResult` — a :class:`ppviz.Result` of a validated program, shown,
     compared and exported like any other — labelled with its limit. Raises
     :class:`ppviz.ConfigError` when no schedule fits (naming the least peak there is).
     """
     config = _checked_config(config)
-    limit = _checked_limit(max_memory)
-    if isinstance(effort, bool) or not isinstance(effort, int) or effort < 0:
-        raise ConfigError("effort", effort, "give a whole number >= 0 (ops the local search may evaluate)")
+    limit = checked_limit(max_memory)
+    effort = checked_effort(effort)
     fixed_v = bool(config.stage_costs)
     if stages_per_device is not None:
-        if isinstance(stages_per_device, bool) or not isinstance(stages_per_device, int) or stages_per_device < 1:
-            raise ConfigError("stages_per_device", stages_per_device, "give a whole number >= 1, or None for any")
+        if isinstance(stages_per_device, bool) or not isinstance(stages_per_device, int) or \
+                not 1 <= stages_per_device <= MAX_STAGES_PER_DEVICE:
+            raise ConfigError("stages_per_device", stages_per_device,
+                              f"give a whole number from 1 to {MAX_STAGES_PER_DEVICE:,}, or None for any")
         config = config.replace(schedule="custom", stages_per_device=stages_per_device, microbatch_group_size=None)
         fixed_v = True
     candidates, runs, bound = _candidates(config, limit, fixed_v)
@@ -234,7 +273,8 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     starts = _starts(fitting, limit)
     for cand, start_problem, start_orders in starts:
         budget = effort // max(1, sum(map(len, start_orders)) * len(starts))
-        new_orders, timing, spent = improve(start_problem, start_orders, limit, budget)
+        # with the slack _fits allows: a library start may peak a rounding error above the limit
+        new_orders, timing, spent = improve(start_problem, start_orders, _slack(limit), budget)
         evaluations += spent
         if timing.makespan < makespan:
             program = start_problem.program(new_orders)
@@ -314,4 +354,5 @@ def _starts(fitting, limit: float):
     return starts
 
 
-__all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "DEFAULT_EFFORT"]
+__all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "checked_effort", "checked_limit",
+           "checked_size", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_OPS"]

@@ -34,6 +34,9 @@ from ..core.metrics import metrics, metrics_many
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
 MAX_CONFIGS = 10_000_000
+#: Largest ``n_jobs`` accepted, per core: more processes than that only share the cores, each
+#: holding its own Python with ppviz, numpy and pandas imported.
+MAX_JOBS_PER_CORE = 4
 #: The columns every row has after its inputs.
 OUTPUTS = ("makespan", "bubble_fraction", "bubble_rate", "ideal", "peak_activation", "peak_memory", "refusal")
 #: Inputs shown for every row of a list of configs, whatever varies.
@@ -182,8 +185,9 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
 
     ``grid``: a list of :class:`ppviz.Config`, or a dict {Config field: list of values} swept as
     a product (``base`` gives the other fields). ``client``: a ``dask.distributed.Client`` to
-    run on; otherwise joblib's loky processes, ``n_jobs`` of them (default: every core; 1:
-    in this process). ``chunk_size``: configs per task. ``progress``: show a tqdm bar.
+    run on; otherwise joblib's loky processes, ``n_jobs`` of them (default or -1: every core; 1:
+    in this process; at most :data:`MAX_JOBS_PER_CORE` per core), never more than there are
+    chunks. ``chunk_size``: configs per task. ``progress``: show a tqdm bar.
     """
     import pandas as pd
     from tqdm.auto import tqdm
@@ -192,14 +196,18 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
     total = len(made) if made is not None else len(configs)
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
         raise ConfigError("chunk_size", chunk_size, "give a whole number >= 1, or None to choose")
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or n_jobs < -1):
-        raise ConfigError("n_jobs", n_jobs, "give a whole number >= 1, -1 for every core, or None")
+    cores = os.cpu_count() or 1
+    most = MAX_JOBS_PER_CORE * cores
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs == 0 or
+                               not -1 <= n_jobs <= most):
+        raise ConfigError("n_jobs", n_jobs, f"give a whole number from 1 to {most} ({MAX_JOBS_PER_CORE} per core "
+                          f"on these {cores}), -1 for every core, or None")
     if client is not None and not hasattr(client, "map"):
         raise ConfigError("client", client, "give a dask.distributed.Client, or None to run locally with joblib")
     if client is not None:
         workers = max(1, sum(client.nthreads().values()))
     else:
-        workers = (os.cpu_count() or 1) if n_jobs in (None, -1) else n_jobs
+        workers = cores if n_jobs in (None, -1) else n_jobs
     bounds = _chunks(total, workers, chunk_size)
     if made is not None:
         tasks = [(_run_grid, (made, lo, hi)) for lo, hi in bounds]
@@ -222,7 +230,7 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
         else:
             from joblib import Parallel, delayed
 
-            run = Parallel(n_jobs=workers, backend="loky", return_as="generator")
+            run = Parallel(n_jobs=min(workers, len(tasks)), backend="loky", return_as="generator")
             for k, rows in enumerate(run(delayed(fn)(*args) for fn, args in tasks)):
                 parts[k] = rows
                 bar.update(len(rows))
@@ -230,4 +238,4 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
     return pd.DataFrame.from_records(rows, columns=list(names) + list(OUTPUTS))
 
 
-__all__ = ["sweep", "MAX_CONFIGS", "OUTPUTS"]
+__all__ = ["sweep", "MAX_CONFIGS", "MAX_JOBS_PER_CORE", "OUTPUTS"]

@@ -34,11 +34,12 @@ from __future__ import annotations
 import csv
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ParseError, ProgramError
+from .errors import ConfigError, ParseError, ProgramError
+from .paths import checked_path
 from .placement import Placement
 
 F, B, I, W = 0, 1, 2, 3
@@ -288,6 +289,9 @@ class Program:
         ``topology``); FSDP's ``UNSHARD``, ``RESHARD`` and ``REDUCE_GRAD`` are dropped (ppviz
         models no sharding).
         """
+        if isinstance(actions, (str, bytes)) or not isinstance(actions, Iterable):
+            raise ConfigError("actions", actions, "give torch's pipeline_order: a dict {rank: [action, ...]} or a "
+                              "list of per-rank action lists (Program.from_text reads a string)")
         if isinstance(actions, Mapping):
             keys = list(actions)
             bad = [k for k in keys if not isinstance(k, (int, np.integer)) or k < 0]
@@ -345,11 +349,11 @@ class Program:
         :meth:`from_torch`), its UNSHARD/RESHARD/REDUCE_GRAD cells are dropped.
         """
         if hasattr(path, "read"):
-            rows = list(csv.reader(path))
+            rows = _csv_rows(path)
         elif isinstance(path, (str, os.PathLike)):
             try:
                 with open(os.fspath(path), newline="", encoding="utf-8") as fh:
-                    rows = list(csv.reader(fh))
+                    rows = _csv_rows(fh)
             except UnicodeDecodeError as exc:
                 raise ParseError(f"the CSV {os.fspath(path)} is not UTF-8 text ({exc.reason} at byte {exc.start})") \
                     from None
@@ -383,7 +387,7 @@ class Program:
         if hasattr(path, "write"):
             csv.writer(path).writerows(rows)
         else:
-            with open(os.fspath(path), "w", newline="") as fh:
+            with open(checked_path(path), "w", newline="") as fh:
                 csv.writer(fh).writerows(rows)
 
     def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
@@ -856,6 +860,27 @@ def _plain_actions(text: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | Non
     if (stage > MAX_STAGE).any() or (microbatch > MAX_MICROBATCH).any():
         return None
     return kind[kind >= 0], stage.astype(np.int32), microbatch.astype(np.int32)
+
+
+def _csv_rows(lines) -> list[list[str]]:
+    """The rows of a CSV; csv's own error (a carriage return inside a line of a text file that
+    does not end lines there) becomes a ParseError naming the line and column."""
+    last = ""
+
+    def remembered():
+        nonlocal last
+        for last in lines:
+            yield last
+
+    reader = csv.reader(remembered())
+    try:
+        return list(reader)
+    except csv.Error as exc:
+        column = last.find("\r") + 1
+        if 0 < column < len(last.rstrip("\r\n")) + 1:
+            raise ParseError(f"line {reader.line_num}, column {column}: a carriage return inside the line; torch's "
+                             f"CSV has one rank per line (end lines with \\n or \\r\\n)") from None
+        raise ParseError(f"line {reader.line_num}: {exc}") from None
 
 
 def _check_no_gap(keys: list[int], what: str) -> None:

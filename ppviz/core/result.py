@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from .columns import Columns
+from .errors import ConfigError
 from .memory import MemoryCurves, activation_curves, static_memory
 from .offload import HostCopies
 from .offload import curves as offload_curves
@@ -163,6 +165,13 @@ class Result:
 
     def memory_at(self, t: float) -> np.ndarray:
         """Activation + static memory of each device at time t."""
+        if isinstance(t, (bool, np.bool_)) or not isinstance(t, (int, float, np.integer, np.floating)) or t != t:
+            raise ConfigError("t", t, "give a time, a number in the run's time unit (the run spans 0 to "
+                              f"{self.makespan:g})")
+        try:
+            t = float(t)
+        except OverflowError:  # an int beyond any float is before the start or after the end
+            t = math.inf if t > 0 else -math.inf
         return self.memory.at(t) + self.static_memory
 
     def to_pandas(self):

@@ -27,13 +27,21 @@ from .errors import ConfigError
 SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
 
 
+def _float(name: str, value, accepted: str) -> float:
+    """``value`` as a float; an int too large for one is refused, not taken as infinite."""
+    try:
+        return float(value)
+    except OverflowError:
+        raise ConfigError(name, value, accepted) from None
+
+
 def _positive(name: str, value, *, allow_inf: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ConfigError(name, value, "give a number > 0" + (" (math.inf for no limit)" if allow_inf else ""))
-    x = float(value)
+    accepted = "give a finite number > 0 and at most 1e200" + (", or math.inf for no limit" if allow_inf else "")
+    x = _float(name, value, accepted)
     if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf) or (not math.isinf(x) and x > 1e200):
-        raise ConfigError(name, value, "give a finite number > 0 and at most 1e200" +
-                          (", or math.inf for no limit" if allow_inf else ""))
+        raise ConfigError(name, value, accepted)
     return x
 
 
@@ -64,9 +72,10 @@ class Link:
     unit: str | None = None
 
     def __post_init__(self):
+        accepted = "give a finite number >= 0 and at most 1e200"
         if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)) or \
-                not 0 <= float(self.latency) <= 1e200:
-            raise ConfigError("latency", self.latency, "give a finite number >= 0 and at most 1e200")
+                not 0 <= _float("latency", self.latency, accepted) <= 1e200:
+            raise ConfigError("latency", self.latency, accepted)
         object.__setattr__(self, "latency", float(self.latency))
         object.__setattr__(self, "bandwidth", _positive("bandwidth", self.bandwidth, allow_inf=True))
         if self.unit is not None and self.unit not in SECONDS:
@@ -120,7 +129,7 @@ class Topology:
     @classmethod
     def preset(cls, name: str) -> "Topology":
         """A common system by name: ``"dgx-h100"``, ``"dgx-a100"``, ``"roce-h100"`` (see :data:`PRESETS`)."""
-        key = name.strip().lower() if isinstance(name, str) else name
+        key = name.strip().lower() if isinstance(name, str) else None
         if key not in PRESETS:
             raise ConfigError("topology", name, f"use one of {', '.join(PRESETS)}",
                               reason="no topology preset has this name")

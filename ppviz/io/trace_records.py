@@ -45,6 +45,8 @@ def action_ops(action, step, span_start: float, start: float, end: float) -> lis
 
 #: The largest trace file read (decompressed), in bytes; larger files are refused before parsing.
 MAX_TRACE_BYTES = 1 << 30
+#: gzip is decompressed this much at a time: ``read(n)`` allocates n bytes before reading any
+_GZIP_CHUNK = 16 << 20
 
 
 @dataclass
@@ -80,7 +82,7 @@ def read_bytes(path: str, max_bytes: int = MAX_TRACE_BYTES) -> bytes:
             if fh.read(2) == b"\x1f\x8b":
                 fh.seek(0)
                 with gzip.GzipFile(fileobj=fh) as gz:
-                    data = gz.read(max_bytes + 1)  # a gzip bomb stops here
+                    data = _read_at_most(gz, max_bytes + 1)  # a gzip bomb stops here
             elif os.fstat(fh.fileno()).st_size > max_bytes:
                 raise too_big
             else:
@@ -92,3 +94,15 @@ def read_bytes(path: str, max_bytes: int = MAX_TRACE_BYTES) -> bytes:
     if len(data) > max_bytes:
         raise too_big
     return data
+
+
+def _read_at_most(stream, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``stream``, holding no more memory than what it has."""
+    chunks, size = [], 0
+    while size < limit:
+        chunk = stream.read(min(_GZIP_CHUNK, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)

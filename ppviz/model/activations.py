@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..core.errors import ConfigError
-from .transformer import Transformer
+from .transformer import Transformer, _count
 
 BYTES = 2  # 16-bit activations
 MASK = 1  # a dropout mask element
@@ -56,8 +56,7 @@ class Parallel:
     sequence: bool = False
 
     def __post_init__(self):
-        if isinstance(self.tensor, bool) or not isinstance(self.tensor, int) or self.tensor < 1:
-            raise ConfigError("tensor_parallel", self.tensor, "give a whole number >= 1")
+        _count("tensor_parallel", self.tensor, minimum=1)  # bounded: rates are multiplied by it as floats
         if self.sequence and self.tensor == 1:
             raise ConfigError("sequence_parallel", self.sequence, "give tensor_parallel >= 2 for sequence "
                               "parallelism (it splits over the tensor-parallel group)")

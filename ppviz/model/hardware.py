@@ -21,10 +21,9 @@ copies reach somewhat less (measure ``cudaMemcpyAsync`` on your machine and give
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 
-from ..core.config import keyword_checked
+from ..core.config import MAX_COST, keyword_checked
 from ..core.errors import ConfigError
 from .catalog import from_catalog
 
@@ -54,9 +53,10 @@ class Hardware:
             value = getattr(self, name)
             if value is None and name == "host_gbps":
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-                raise ConfigError(name, value, "give a finite number > 0" + (" (GB/s per direction) or None"
-                                                                             if name == "host_gbps" else ""))
+            # bounded so that rates and sizes derived from it (× 1e12, × 2**30) stay finite
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_COST:
+                raise ConfigError(name, value, f"give a finite number > 0 and at most {MAX_COST:g}" +
+                                  (" (GB/s per direction) or None" if name == "host_gbps" else ""))
         if self.efficiency > 1:
             raise ConfigError("efficiency", self.efficiency, "give a share of the peak, in (0, 1]")
 

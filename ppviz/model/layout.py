@@ -48,6 +48,11 @@ class Layout:
     stages: tuple[str, ...]
 
     def __post_init__(self):
+        # a string is refused, not read as one stage per character
+        if not isinstance(self.stages, (list, tuple)):
+            raise LayoutError(self.stages, "give a tuple of strings, one per stage (e.g. ('Et', 'tL')); "
+                              "Layout.parse reads a layout string, Layout.from_counts layer counts",
+                              reason=f"{type(self.stages).__name__} is not a list of stages")
         stages = tuple(self.stages)
         for s, items in enumerate(stages):
             if not isinstance(items, str) or any(c not in ITEMS for c in items):

@@ -204,11 +204,12 @@ def _peak_placed(pos: np.ndarray, w: np.ndarray) -> int:
     gives it back."""
     width = int(max(pos.max(), w.max())) + 1
     rows = np.arange(pos.shape[0])[:, None]
-    delta = np.zeros((pos.shape[0], width), np.int64)
-    delta[rows, pos[:, F_DOWN]] += 1
-    delta[rows, pos[:, F_UP]] += 1
-    delta[rows, w] -= 1
-    return max(0, int(np.cumsum(delta, axis=1).max()))
+    # a slot holds one pass, so one byte per slot; the levels in int32 (memory is most of the cost)
+    delta = np.zeros((pos.shape[0], width), np.int8)
+    delta[rows, pos[:, F_DOWN]] = 1
+    delta[rows, pos[:, F_UP]] = 1
+    delta[rows, w] = -1
+    return max(0, int(np.cumsum(delta, axis=1, dtype=np.int32).max()))
 
 
 def _peak_queued(pos: np.ndarray) -> int:
@@ -219,7 +220,7 @@ def _peak_queued(pos: np.ndarray) -> int:
     width = int(end.max()) + 1
     forward, arrival = _occupancy(pos, width)
     free = ~(forward | arrival) & (np.arange(width)[None, :] <= end[:, None])
-    level = np.cumsum(forward, axis=1) - np.cumsum(_served(arrival, free), axis=1)
+    level = np.cumsum(forward, axis=1, dtype=np.int32) - np.cumsum(_served(arrival, free), axis=1, dtype=np.int32)
     return max(0, int(level.max()))
 
 
@@ -258,26 +259,30 @@ class _NextFree:
     def __init__(self, p: int, width: int, closed: np.ndarray | None = None):
         """``closed``: (p, width + 1), the slots closed from the start (none if not given)."""
         self.size = width + 1
-        # half the memory of int64 where the flat indices fit: these arrays are the largest built
-        self.parent = np.arange(p * self.size, dtype=np.int32 if p * self.size < 2**31 else np.int64)
+        # int32 where the flat indices fit: these arrays are among the largest built, and memory
+        # new to the process costs more than the arithmetic on it; a link read is made an intp
+        # before it serves as an index, as numpy gathers by an int32 index several times slower
+        self.parent = np.arange(p * self.size, dtype=np.int32 if p * self.size < 2**31 else np.intp)
+        self.head = np.full(p, -1)  # per device, the first slot of the run ``close_frontier`` extends
         if closed is not None:
             # each closed slot links straight to the first open one after it, in its own row (the
-            # row's last slot is open)
-            linked = np.where(closed.ravel(), len(self.parent), self.parent)
-            self.parent = np.minimum.accumulate(linked[::-1])[::-1]
+            # row's last slot is open); in place, as this array is among the largest built
+            self.parent[closed.ravel()] = len(self.parent)
+            backwards = self.parent[::-1]
+            np.minimum.accumulate(backwards, out=backwards)
 
     def find(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         offset = rows * self.size
         found = offset + x
         parent = self.parent
-        up = parent[found]
+        up = parent[found].astype(np.intp)
         far = (up != found).nonzero()[0]
         at, up = found[far], up[far]
         while len(at):
-            skip = parent[up]
+            skip = parent[up].astype(np.intp)
             parent[at] = skip  # path halving
             found[far] = skip
-            ahead = parent[skip]
+            ahead = parent[skip].astype(np.intp)
             going = ahead != skip
             far, at, up = far[going], skip[going], ahead[going]
         return found - offset
@@ -286,6 +291,21 @@ class _NextFree:
         at = rows * self.size + x
         # the slot after is open or links past closed slots only: either way a valid link
         self.parent[at] = self.parent[at + 1]
+
+    def close_frontier(self, closing: np.ndarray, x: int) -> None:
+        """Close slot x on the devices where ``closing`` holds, when every slot after x is open.
+
+        Slots closed this way one after the other would make a chain one link longer at every
+        slot, walked by every later search from before them. Instead each run of them links to
+        its first slot (``head``), and only that one links on, to x + 1."""
+        rows = closing.nonzero()[0]
+        head = self.head[rows]
+        head[head < 0] = x
+        at, first = rows * self.size + x, rows * self.size + head
+        self.parent[at] = first
+        self.parent[first] = at + 1
+        self.head[:] = -1
+        self.head[rows] = head
 
 
 def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -359,13 +379,19 @@ def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.
     the passes it waits for in the authors' model: the upstream neighbour's pass of the same kind,
     its own previous kind and its own previous microbatch; ``n_cells`` (a cell holding −1) for none."""
     d, k, mb = passes.device, np.minimum(passes.kind, I_DOWN), passes.mb
-    own = d * 4 * m + k * m + mb
-    deps = np.empty((len(d), 3), np.int64)
+    # int32 where the cells fit: these are among the largest arrays built, and memory new to the
+    # process costs more than the arithmetic on it
+    dtype = np.int32 if n_cells < 2**31 else np.int64
+    own = (d * 4 * m + k * m + mb).astype(dtype)
+    deps = np.full((len(d), 3), n_cells, dtype)
     down = ((k == F_DOWN) | (k == I_UP)) & (d > 0)
     up = ((k == F_UP) | (k == I_DOWN)) & (d < p - 1)
-    deps[:, 0] = np.where(down, own - 4 * m, np.where(up, own + 4 * m, n_cells))
-    deps[:, 1] = np.where(k > F_DOWN, own - m, n_cells)
-    deps[:, 2] = np.where(mb > 0, own - 1, n_cells)
+    deps[down, 0] = own[down] - 4 * m
+    deps[up, 0] = own[up] + 4 * m
+    later = k > F_DOWN
+    deps[later, 1] = own[later] - m
+    later = mb > 0
+    deps[later, 2] = own[later] - 1
     return own, deps
 
 
@@ -422,6 +448,9 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     if len(steady):
         steady_from = int(np.searchsorted(bounds, steady[0]))
         steady_to = int(np.searchsorted(bounds, steady[-1] + 1, side="right")) - 1
+    # per slot, whether every pass there may move (then no pass needs picking out)
+    every = (np.add.reduceat(passes.phase == 1, bounds[:-1]) == 0).tolist()
+    group_slot = passes.slot[bounds[:-1]].tolist()
     g = 0
     while g < len(bounds) - 1:
         if g == steady_from and steady_to > g and bounds[g] == steady[0]:
@@ -440,13 +469,12 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
             at_level_c(devices[seg], first[devices][seg] + offset)
             g = steady_to
             continue
-        lo, hi = int(bounds[g]), int(bounds[g + 1])
-        g += 1
+        lo, hi, slot = int(bounds[g]), int(bounds[g + 1]), group_slot[g]
         rows, k = d[lo:hi], kind[lo:hi]
-        slot = int(passes.slot[lo])
         placed = np.full(hi - lo, slot, np.int64)
-        moves = (passes.phase[lo:hi] != 1).nonzero()[0]
-        if len(moves):
+        moves = slice(None) if every[g] else (passes.phase[lo:hi] != 1).nonzero()[0]
+        g += 1
+        if every[g - 1] or len(moves):
             r = rows[moves]
             earliest = state[deps[lo:hi][moves]].max(axis=1)
             ws = (k[moves] == W_UP).nonzero()[0]
@@ -505,8 +533,10 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     cur = state[:-1].reshape(pos.shape)
     own, deps = _dependency_slots(passes, p, m, len(state) - 1)
     width = int(pos.max()) + 2
-    movers = np.flatnonzero(phase == 2)
-    begin = int(passes.slot[movers[0]]) if len(movers) else width
+    first_mover = int(np.argmax(phase == 2))
+    begin = int(passes.slot[first_mover]) if phase[first_mover] == 2 else width
+    bounds = passes.slot.searchsorted(np.arange(begin, width + 1)).tolist()
+    del passes  # its other arrays are not needed below, and memory is most of the cost here
     # before the first pass that may move, the past is the schedule as it stands
     forward, arrival = _occupancy(pos, width + 1)
     forward[:, begin:] = arrival[:, begin:] = False
@@ -518,92 +548,97 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     pending = arrival.sum(axis=1) - served.sum(axis=1)
     change = np.zeros((p, width + 1), np.int32)
     open_slots, idle_slots = _NextFree(p, width, taken), _NextFree(p, width, taken | served)
-    levels = np.arange(_BOUNDS)
-    reached = base[:, :begin, None] >= c - levels
-    last = np.where(reached.any(axis=1), begin - 1 - np.argmax(reached[:, ::-1], axis=1), -1)
-    bounds = passes.slot.searchsorted(np.arange(begin, width + 1)).tolist()
+    del arrival, taken, free
+    at_or_above = c - np.arange(_BOUNDS)  # the levels c, c − 1, … that ``last`` bounds
+    # the last slot at each of those levels or above: the highest level from each slot on only
+    # falls, so the slots where it reaches a level come first, and they are counted
+    highest = np.maximum.accumulate(base[:, begin - 1::-1], axis=1)[:, ::-1] if begin else base[:, :0]
+    last = np.stack([(highest >= level).sum(axis=1) - 1 for level in at_or_above.tolist()], axis=1)
+    forward = kind < I_UP
     for slot, lo, hi in zip(range(begin, width), bounds[:-1], bounds[1:]):
-        rows, k = d[lo:hi], kind[lo:hi]
-        stays = np.ones(hi - lo, bool)
+        rows, is_f = d[lo:hi], forward[lo:hi]
         moves = (phase[lo:hi] == 2).nonzero()[0]
         if len(moves):
-            r, km = rows[moves], k[moves]
-            earliest = state[deps[lo:hi][moves]].max(axis=1)
-            at = _place_queued(slot, r, km, earliest, c, base, change, served, last, open_slots, idle_slots)
-            moved = (at[0] < slot).nonzero()[0]
-            if len(moved):
-                _move_queued(slot, r[moved], km[moved], *(a[moved] for a in at), c, change, served, pending,
-                             last, open_slots, idle_slots)
-                state[own[lo:hi][moves[moved]]] = at[0][moved]
-                stays[moves[moved]] = False
-        # the slot joins the past on every device: a pass that stayed, or a free slot
-        occupied = np.zeros(p, bool)
-        occupied[rows[stays]] = True
-        is_f = np.zeros(p, bool)
-        is_f[rows[stays & (k < I_UP)]] = True
-        departs = ~occupied & (pending > 0)
+            every = len(moves) == hi - lo  # then no pass needs picking out
+            r, f = (rows, is_f) if every else (rows[moves], is_f[moves])
+            earliest = state[deps[lo:hi] if every else deps[lo:hi][moves]].max(axis=1)
+            s, u1 = _place_queued(slot, r, f, earliest, c, base, change, served, last, open_slots, idle_slots)
+            went = (s < slot).nonzero()[0]
+            if len(went):
+                _move_queued(slot, r[went], f[went], s[went], u1[went], change, served, pending, last,
+                             open_slots, idle_slots)
+                at = went if every else moves[went]  # their places among the slot's passes
+                state[own[lo:hi][at]] = s[went]
+                stays = np.ones(hi - lo, bool)
+                stays[at] = False
+                rows, is_f = rows[stays], is_f[stays]
+        # the slot joins the past on every device: a pass that stayed, or a free slot where a W
+        # runs if one is pending
+        departs = pending > 0
+        departs[rows] = False
         served[:, slot] = departs
-        pending += (occupied & ~is_f).astype(np.int64) - departs
-        level = (base[:, slot - 1] - change[:, slot] if slot else 0) + is_f.astype(np.int64) - departs
+        pending -= departs
+        pending[rows[~is_f]] += 1
+        level = base[:, slot - 1] - change[:, slot]
+        level -= departs
+        level[rows[is_f]] += 1
         base[:, slot] = level
-        last[level[:, None] >= c - levels] = slot
-        for slots, closing in ((open_slots, occupied), (idle_slots, occupied | departs)):
-            closing = closing.nonzero()[0]
-            slots.close(closing, np.full(len(closing), slot))
+        last[level[:, None] >= at_or_above] = slot
+        occupied = np.zeros(p, bool)
+        occupied[rows] = True
+        open_slots.close_frontier(occupied, slot)
+        idle_slots.close_frontier(occupied | departs, slot)
     return cur.copy()
 
 
-
-def _place_queued(slot, rows, kinds, earliest, c, base, change, served, last, open_slots, idle_slots):
-    """For each pass leaving ``slot``: the slot it moves to (``slot`` if none fits) and u1, u2."""
+def _place_queued(slot, rows, forward, earliest, c, base, change, served, last, open_slots, idle_slots):
+    """For each pass leaving ``slot`` (``forward``: it is an F): the slot it moves to (``slot`` if
+    none fits), and u1 there."""
     placed = np.full(len(rows), slot, np.int64)
-    u1s, u2s = placed.copy(), placed.copy()
+    u1s = placed.copy()
     at = np.minimum(open_slots.find(rows, np.minimum(earliest + 1, slot)), slot)
     todo = (at < slot).nonzero()[0]
     is_served, row_start = served.ravel(), rows * served.shape[1]
     while len(todo):
-        r, s, forward = rows[todo], at[todo], kinds[todo] < I_UP
+        r, s, f = rows[todo], at[todo], forward[todo]
         busy = is_served[row_start[todo] + s]
         u1 = np.minimum(idle_slots.find(r, s + 1), slot)
-        u2 = np.full(len(todo), slot, np.int64)
-        second = (~forward & busy & (u1 < slot)).nonzero()[0]  # only an I into a busy slot needs it
-        u2[second] = np.minimum(idle_slots.find(r[second], u1[second] + 1), slot)
         # how far below c the slots must be: on [s, u1) and on [u1, slot)
-        room_first = forward + busy.astype(np.int64)
-        room_rest = forward.astype(np.int64)
+        room_rest = f.astype(np.int64)
+        room_first = room_rest + busy
         # settled by the bounds: an F into a busy slot fits if nothing from s on is at c − 1 or above
         # and nothing from u1 on at c; an F into an idle slot, or an I into a busy one, if nothing
         # from s on is at c; an I into an idle slot always fits
-        at_c = last[:, 0][r]
-        fits = np.where(forward & busy, (last[:, 1][r] < s) & (at_c < u1), (at_c < s) | (room_first == 0))
+        at_c = last[r, 0]
+        fits = np.where(f & busy, (last[r, 1] < s) & (at_c < u1), (at_c < s) | (room_first == 0))
         look = (~fits).nonzero()[0]
         if len(look):
             _scan_levels(slot, r[look], s[look], u1[look], room_first[look], room_rest[look], c, base, change,
                          last, fits, look)
         done = todo[fits]
-        placed[done], u1s[done], u2s[done] = s[fits], u1[fits], u2[fits]
+        placed[done], u1s[done] = s[fits], u1[fits]
         again = todo[~fits]
+        if not len(again):
+            break
         at[again] = np.minimum(open_slots.find(rows[again], at[again] + 1), slot)
         todo = again[at[again] < slot]
-    return placed, u1s, u2s
+    return placed, u1s
 
 
 def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last, fits, look):
     """Settle the moves the bounds could not (``fits[look]``) by the levels themselves on [s, slot),
     and tighten the bounds with what was seen (``last`` for s on, else before s)."""
-    width = base.shape[1]
-    lengths = slot - s
-    ends = lengths.cumsum()
-    starts = ends - lengths
-    # flat index of (device, j) for every j in [s, slot) of every pass, laid end to end
-    flat = np.arange(int(ends[-1])) + (rows * width + s - starts).repeat(lengths)
+    # one rectangle, rows × [earliest s, slot), rather than a ragged run per pass: the s's lie close
+    # together, and whole rows are a few large array operations where ragged runs take many
+    lo = int(s.min())
     # the level after slot j: as recorded, less the changes recorded after j (up to this slot)
-    after = change.ravel()[flat + 1][::-1].cumsum()[::-1]
-    level = base.ravel()[flat] - after + np.append(after, 0)[ends].repeat(lengths)
-    # a bound or a move can only be about the slots at c − _BOUNDS + 1 or above: few of them
-    near = (level >= c - _BOUNDS + 1).nonzero()[0]
-    seg = ends.searchsorted(near, side="right")
-    j, near_level = near - starts[seg] + s[seg], level[near]
+    after = np.cumsum(change[rows, slot:lo:-1], axis=1, dtype=change.dtype)[:, ::-1]
+    level = base[rows, lo:slot] - after
+    # a bound or a move can only be about the slots at c − _BOUNDS + 1 or above, from s on: few
+    seg, col = (level >= c - _BOUNDS + 1).nonzero()
+    j = col + lo
+    mine = (j >= s[seg]).nonzero()[0]
+    seg, j, near_level = seg[mine], j[mine], level[seg[mine], col[mine]]
     room = np.where(j < u1[seg], room_first[seg], room_rest[seg])
     over = np.zeros(len(rows), bool)
     over[seg[near_level + room > c]] = True
@@ -611,39 +646,49 @@ def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last
     # per pass and level c − b, the last slot seen at it or above: the highest slot at exactly c − b
     # (c or above for b = 0), then the highest of those at c − b, c − b + 1, …, c
     seen = np.full(len(rows) * _BOUNDS, -1)
-    np.maximum.at(seen, seg * _BOUNDS + np.clip(c - near_level, 0, _BOUNDS - 1), j)
+    np.maximum.at(seen, seg * _BOUNDS + np.maximum(c - near_level, 0), j)  # near: c − near_level < _BOUNDS
     seen = np.maximum.accumulate(seen.reshape(len(rows), _BOUNDS), axis=1)
     last[rows] = np.where(seen >= 0, seen, np.minimum(last[rows], (s - 1)[:, None]))
 
 
-def _move_queued(slot, r, kinds, s, u1, u2, c, change, served, pending, last, open_slots, idle_slots):
+def _move_queued(slot, r, forward, s, u1, change, served, pending, last, open_slots, idle_slots):
     """Record the moves of the passes leaving ``slot`` for s (see ``_reorder_queued``)."""
-    forward = kinds < I_UP
     is_served, row = served.ravel(), r * served.shape[1]  # served and change share their shape
     busy = is_served[row + s]
+    # an I into a busy slot brings its own W to the next idle slot after u1: u2
+    u2 = np.full(len(r), slot, np.int64)
+    second = (~forward & busy & (u1 < slot)).nonzero()[0]
+    if len(second):
+        u2[second] = np.minimum(idle_slots.find(r[second], u1[second] + 1), slot)
     w_at = np.where(busy, u2, u1)  # where an I's own W now runs
-    # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 on [w_at, slot) for an I
-    f, b = forward.astype(np.int64), busy.astype(np.int64)
+    # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 on [w_at, slot) for an I; in
+    # change's own dtype, as ufunc.at takes a loop many times slower when it must cast
+    f, b = forward.astype(change.dtype), busy.astype(change.dtype)
     np.add.at(change.ravel(), np.concatenate([row + s, row + u1, row + w_at, row + slot]),
               np.concatenate([f + b, -b, f - 1, 1 - 2 * f]))
     # the bounds follow the rises: 1 on [s, slot) for an F into an idle slot; for one into a busy
     # slot 2 on [s, u1) and 1 on [u1, slot); 1 on [s, u1) for an I into a busy one
-    one_from = np.where(forward & busy, u1, s)
+    f_busy = forward & busy
+    one_from = np.where(f_busy, u1, s)
     one_to = np.where(forward, slot, np.where(busy, u1, s))
-    two_to = np.where(forward & busy, u1, s)
+    two_to = np.where(f_busy, u1, s)
     old = last[r]
     rose = np.maximum(_lifted(old, one_from, one_to, 1), _lifted(old, s, two_to, 2))
     # and the fall: from w_at on, what is at a level now was one level higher (never above c)
     fall_from = np.where(forward, slot, w_at)[:, None]
-    fell = np.concatenate([np.full((len(r), 1), -1), old[:, :-1]], axis=1)
-    kept = np.maximum(np.minimum(old, fall_from - 1), np.where(fell >= fall_from, fell, -1))
+    kept = np.minimum(old, fall_from - 1)
+    fell = old[:, :-1]
+    np.maximum(kept[:, 1:], np.where(fell >= fall_from, fell, -1), out=kept[:, 1:])
     last[r] = np.maximum(kept, rose)
-    pending[r] += np.where(forward, busy & (u1 == slot), 1 + busy - (u1 < slot) - (busy & (u2 < slot)))
     is_served[(row + s)[busy]] = False
     open_slots.close(r, s)
     # W's now run at u1 (an F into an idle slot moves none) and, for an I into a busy slot, at u2
     to_u1 = ((u1 < slot) & (busy | ~forward)).nonzero()[0]
-    to_u2 = (~forward & busy & (u2 < slot)).nonzero()[0]
+    to_u2 = second[u2[second] < slot]
+    # pending: an I's own W and the W pushed out of a busy slot, less those that found a slot
+    pending[r] += busy.astype(np.int64) + ~forward
+    pending[r[to_u1]] -= 1
+    pending[r[to_u2]] -= 1
     is_served[np.concatenate([(row + u1)[to_u1], (row + u2)[to_u2]])] = True
     idle_slots.close(np.concatenate([r, r[to_u1], r[to_u2]]), np.concatenate([s, u1[to_u1], u2[to_u2]]))
 
@@ -653,7 +698,9 @@ def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndar
     the levels there rise by ``rise``: where the bound for c − k − rise was, if that is in [a, b);
     anywhere in [a, b) for a level whose source has no bound; −1 when none."""
     top = b[:, None] - 1
-    below = np.minimum(np.concatenate([old[:, rise:], np.broadcast_to(top, (len(a), rise))], axis=1), top)
+    below = np.empty_like(old)
+    np.minimum(old[:, rise:], top, out=below[:, :-rise])
+    below[:, -rise:] = top
     return np.where(below >= a[:, None], below, -1)
 
 
