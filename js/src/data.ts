@@ -146,7 +146,8 @@ export function decodeTimeline(input: unknown): Timeline {
   const table = r.column(Float32Array, r.u32());
   const offsets = r.column(Uint32Array, devices + 1);
   const start = r.column(Float32Array, n);
-  const dur = durBytes === 4 ? r.column(Float32Array, n) : lookUp(table, r.column(durBytes === 1 ? Uint8Array : Uint16Array, n));
+  const dur = durBytes === 4 ? r.column(Float32Array, n)
+    : lookUp(table, durBytes === 1 ? r.column(Uint8Array, n) : r.column(Uint16Array, n));
   const dep = r.column(Int32Array, n);
   const mb = mbBytes === 4 ? r.column(Uint32Array, n) : widened(new Uint32Array(n), r.column(Uint16Array, n));
   const stage = stageBytes === 2 ? r.column(Uint16Array, n) : widened(new Uint16Array(n), r.column(Uint8Array, n));
