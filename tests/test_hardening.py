@@ -477,7 +477,10 @@ def test_search_and_frontier_refuse_runs_over_their_size_limit_before_any_work()
 
     # p = 2, m = 40,000 searched for 44 s; the limit is 3 · p · m ops
     too_big = Config(devices=2, microbatches=MAX_SEARCH_OPS // 6 + 1)
-    for call in (lambda: ppviz.search(too_big, 2), lambda: ppviz.frontier(too_big)):
+    import pandas  # noqa: F401  (imports, which take seconds on a loaded machine, are not the work timed)
+
+    search, frontier = ppviz.search, ppviz.frontier
+    for call in (lambda: search(too_big, 2), lambda: frontier(too_big)):
         started = time.perf_counter()
         with pytest.raises(ConfigError) as info:
             call()
@@ -509,3 +512,18 @@ def test_sweep_refuses_more_jobs_than_it_allows_before_starting_any(monkeypatch)
         with pytest.raises(ConfigError, match=f"^n_jobs={n_jobs} is not accepted; give a whole number from 1 to "
                                               f"{most} "):
             ppviz.sweep({"devices": [2, 4]}, n_jobs=n_jobs, progress=False)
+
+
+def test_a_long_search_says_what_it_is_doing(capsys):
+    from ppviz.analysis.search import PROGRESS_FROM_OPS
+
+    small = Config(devices=4, microbatches=8)
+    ppviz.search(small, 3)
+    assert "ppviz.search" not in capsys.readouterr().err  # a fraction of a second: no bar
+    found = ppviz.search(small, 3, progress=True)
+    bar = capsys.readouterr().err
+    # library schedules, placements and local searches, counted to the end
+    assert "ppviz.search" in bar and "100%" in bar and found.peak_activation.max() <= 3
+    assert 3 * 8 * 1024 >= PROGRESS_FROM_OPS > 3 * 4 * 8  # the default shows it from seconds of work on
+    with pytest.raises(ConfigError, match="progress='yes'"):
+        ppviz.search(small, 3, progress="yes")

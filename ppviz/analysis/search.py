@@ -62,6 +62,8 @@ MAX_STAGES_PER_DEVICE = 256
 #: about 0.1 ms per op on a 2-core machine: 98,304 ops (p = 32, m = 512) take 12 s, so the
 #: largest accepted search takes about 25 s.
 MAX_SEARCH_OPS = 200_000
+#: Searches of this many ops or more (about 2 s) show a progress bar unless told otherwise.
+PROGRESS_FROM_OPS = 20_000
 #: How many candidates the local search starts from: the best of each placement (one stage per
 #: device, the V, the loop), fastest first, so a looser limit never loses a shape a tighter one had.
 STARTS = 3
@@ -231,7 +233,7 @@ def lower_bound(problem: Problem, limit: float) -> float | None:
 
 
 def search(config: Config, max_memory: float, *, stages_per_device: int | None = None,
-           effort: int = DEFAULT_EFFORT) -> SearchResult:
+           effort: int = DEFAULT_EFFORT, progress: bool | None = None) -> SearchResult:
     """The fastest schedule found whose peak activation stays within ``max_memory`` on every device.
 
     ``config`` gives the sizes (p, m), costs (``f``, ``b``, ``w``, ``comm``, ``fb``,
@@ -242,7 +244,9 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
     (1: one stage per device; at most :data:`MAX_STAGES_PER_DEVICE`). ``effort`` bounds the
     local search, in ops evaluated (at most :data:`MAX_EFFORT`). Runs of more than
-    :data:`MAX_SEARCH_OPS` ops (3 · p · m) are refused before any work.
+    :data:`MAX_SEARCH_OPS` ops (3 · p · m) are refused before any work. ``progress``: a tqdm
+    bar over the candidates and the local searches (a widget in notebooks); by default shown
+    for searches of :data:`PROGRESS_FROM_OPS` ops or more, which take seconds.
 
     Returns a :class:`SearchResult` — a :class:`ppviz.Result` of a validated program, shown,
     compared and exported like any other — labelled with its limit. Raises
@@ -259,7 +263,21 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
                               f"give a whole number from 1 to {MAX_STAGES_PER_DEVICE:,}, or None for any")
         config = config.replace(schedule="custom", stages_per_device=stages_per_device, microbatch_group_size=None)
         fixed_v = True
-    candidates, runs, bound = _candidates(config, limit, fixed_v)
+    if progress is not None and not isinstance(progress, bool):
+        raise ConfigError("progress", progress, "give True, False or None (shown for long searches)")
+    from tqdm.auto import tqdm
+
+    library = list(library_runs(config, fixed_v))
+    placements = _placements(config, fixed_v)
+    show = progress if progress is not None else 3 * config.devices * config.microbatches >= PROGRESS_FROM_OPS
+    with tqdm(total=len(library) + len(placements) + STARTS, desc="ppviz.search", unit="step",
+              disable=not show) as bar:
+        result = _search(config, limit, max_memory, effort, library, placements, bar)
+    return result
+
+
+def _search(config, limit, max_memory, effort, library, placements, bar) -> SearchResult:
+    candidates, runs, bound = _candidates(config, limit, library, placements, bar)
     fitting = sorted((r for r in runs if r[0].fits), key=lambda r: (r[0].makespan, r[0].peak_activation, r[0].name))
     if not fitting:
         least = min(candidates, key=lambda c: (c.peak_activation, c.makespan))
@@ -271,11 +289,14 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     run_config, v, makespan = fitting[0][1], best.stages_per_device, best.makespan
     evaluations = 0
     starts = _starts(fitting, limit)
+    bar.total = bar.n + len(starts)
+    bar.refresh()
     for cand, start_problem, start_orders in starts:
         budget = effort // max(1, sum(map(len, start_orders)) * len(starts))
         # with the slack _fits allows: a library start may peak a rounding error above the limit
         new_orders, timing, spent = improve(start_problem, start_orders, _slack(limit), budget)
         evaluations += spent
+        bar.update()
         if timing.makespan < makespan:
             program = start_problem.program(new_orders)
             run_config, v, makespan = start_problem.config, cand.stages_per_device, timing.makespan
@@ -291,20 +312,21 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
                            lower_bound=bound if one_stage else None, evaluations=evaluations)
 
 
-def _candidates(config: Config, limit: float, fixed_v: bool):
+def _candidates(config: Config, limit: float, library, placements, bar):
     """Every candidate (library runs, and orders built for each placement), the runs behind
     them as (candidate, config, problem or None, orders or None), and the lower bound for one
     stage per device (None when that placement is not searched)."""
     candidates: list[Candidate] = []
     runs = []
-    for name, v, cfg in library_runs(config, fixed_v):
+    for name, v, cfg in library:
         got = metrics(cfg)
         peak = float(got.peak_activation.max())
         cand = Candidate(name, got.makespan, peak, _fits(peak, limit), v)
         candidates.append(cand)
         runs.append((cand, cfg, None, None))
+        bar.update()
     bound = None
-    for placement in _placements(config, fixed_v):
+    for placement in placements:
         v = placement.stages // placement.devices
         cfg = config.replace(schedule="custom", stages_per_device=v, microbatch_group_size=None, label=None)
         problem = Problem(cfg, placement)
@@ -328,6 +350,7 @@ def _candidates(config: Config, limit: float, fixed_v: bool):
             cand = Candidate(name, timing.makespan, timing.peak, _fits(timing.peak, limit), v)
             candidates.append(cand)
             runs.append((cand, cfg, problem, orders))
+        bar.update()
     return candidates, runs, bound
 
 
@@ -355,4 +378,5 @@ def _starts(fitting, limit: float):
 
 
 __all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "checked_effort", "checked_limit",
-           "checked_size", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_OPS"]
+           "checked_size", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_OPS",
+           "PROGRESS_FROM_OPS"]
