@@ -158,9 +158,14 @@ def _checked_config(config) -> Config:
     return checked_size(config)
 
 
+def _search_ops(config: Config) -> int:
+    """The ops of a search's program at one stage per device: an F, I and W per stage and microbatch."""
+    return 3 * config.devices * config.microbatches * config.segments
+
+
 def checked_size(config: Config) -> Config:
     """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_OPS`."""
-    ops = 3 * config.devices * config.microbatches * config.segments
+    ops = _search_ops(config)
     if ops > MAX_SEARCH_OPS:
         raise ConfigError("microbatches", config.microbatches,
                           f"give devices × microbatches at most {MAX_SEARCH_OPS // 3:,} (this run has "
@@ -269,7 +274,7 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
 
     library = list(library_runs(config, fixed_v))
     placements = _placements(config, fixed_v)
-    show = progress if progress is not None else 3 * config.devices * config.microbatches >= PROGRESS_FROM_OPS
+    show = progress if progress is not None else _search_ops(config) >= PROGRESS_FROM_OPS
     with tqdm(total=len(library) + len(placements) + STARTS, desc="ppviz.search", unit="step",
               disable=not show) as bar:
         result = _search(config, limit, max_memory, effort, library, placements, bar)

@@ -275,9 +275,9 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     metric_of(metric, BUBBLE_METRICS)
     runs = Runs.of(items)
     height = max(260, 30 * len(runs.names))
-    # about 860 px wide in all, so a notebook's output shows it at full size: the legend runs
-    # across the top rather than taking a column, titles wrap rather than widen their charts
-    top = alt.hconcat(_bubble(runs, metric, legend="top", height=height, width=300),
+    # about 830 px wide in all, so a notebook's output shows it at full size: the legend runs
+    # across the bottom rather than taking a column, titles wrap rather than widen their charts
+    top = alt.hconcat(_bubble(runs, metric, legend="bottom", height=height, width=300),
                       _pareto(runs, metric, height, width=320), spacing=36)
     return alt.vconcat(top, _memory(runs).properties(width=720), spacing=30).resolve_scale(color="shared")
 

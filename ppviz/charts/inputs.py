@@ -138,9 +138,9 @@ class Runs:
 
     def color(self, legend: bool | str = True) -> alt.Color:
         """The runs' shared colour; ``legend`` False for none, True for one at the right, or
-        ``"top"`` for one across the top (rows of up to five runs), which leaves the charts' width
-        to the charts."""
-        if legend == "top":
+        ``"bottom"`` for one across the bottom (rows of up to five runs), which leaves the charts'
+        width to the charts."""
+        if legend == "bottom":
             legend = alt.Legend(symbolType="square", orient="bottom", direction="horizontal",
                                 columns=min(5, len(self.names)), labelLimit=240)
         elif legend:

@@ -73,10 +73,12 @@ class Link:
 
     def __post_init__(self):
         accepted = "give a finite number >= 0 and at most 1e200"
-        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)) or \
-                not 0 <= _float("latency", self.latency, accepted) <= 1e200:
+        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)):
             raise ConfigError("latency", self.latency, accepted)
-        object.__setattr__(self, "latency", float(self.latency))
+        latency = _float("latency", self.latency, accepted)
+        if not 0 <= latency <= 1e200:
+            raise ConfigError("latency", self.latency, accepted)
+        object.__setattr__(self, "latency", latency)
         object.__setattr__(self, "bandwidth", _positive("bandwidth", self.bandwidth, allow_inf=True))
         if self.unit is not None and self.unit not in SECONDS:
             raise ConfigError("unit", self.unit, f"give None (the config's time unit) or one of {', '.join(SECONDS)}")

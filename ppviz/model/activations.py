@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from ..core.errors import ConfigError
-from .transformer import Transformer, _count
+from .transformer import Transformer, checked_count
 
 BYTES = 2  # 16-bit activations
 MASK = 1  # a dropout mask element
@@ -56,7 +56,7 @@ class Parallel:
     sequence: bool = False
 
     def __post_init__(self):
-        _count("tensor_parallel", self.tensor, minimum=1)  # bounded: rates are multiplied by it as floats
+        checked_count("tensor_parallel", self.tensor, minimum=1)  # bounded: rates are multiplied by it as floats
         if self.sequence and self.tensor == 1:
             raise ConfigError("sequence_parallel", self.sequence, "give tensor_parallel >= 2 for sequence "
                               "parallelism (it splits over the tensor-parallel group)")

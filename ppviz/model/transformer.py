@@ -90,16 +90,16 @@ class Transformer:
     source: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
-        _count("layers", self.layers, minimum=1, maximum=MAX_LAYERS)
+        checked_count("layers", self.layers, minimum=1, maximum=MAX_LAYERS)
         for name in ("hidden", "heads", "vocab", "seq_len", "micro_batch_size"):
-            _count(name, getattr(self, name), minimum=1)
+            checked_count(name, getattr(self, name), minimum=1)
         for name in ("ffn_hidden", "kv_heads", "head_dim", "expert_hidden"):
             if getattr(self, name) is not None:
-                _count(name, getattr(self, name), minimum=1)
+                checked_count(name, getattr(self, name), minimum=1)
         for name in ("experts", "shared_experts"):
-            _count(name, getattr(self, name), minimum=0)
-        _count("mtp_layers", self.mtp_layers, minimum=0, maximum=MAX_LAYERS)
-        _count("top_k", self.top_k, minimum=1)
+            checked_count(name, getattr(self, name), minimum=0)
+        checked_count("mtp_layers", self.mtp_layers, minimum=0, maximum=MAX_LAYERS)
+        checked_count("top_k", self.top_k, minimum=1)
         if self.head_dim is None and self.hidden % self.heads:
             raise ConfigError("heads", self.heads, f"give a number of heads that divides hidden={self.hidden} "
                               "(or give head_dim)", reason="the heads do not divide the hidden size")
@@ -232,7 +232,8 @@ def _mlp(h: int, ffn: int, matrices: int, bias: bool) -> int:
     return weights + ((matrices - 1) * ffn + h if bias else 0)
 
 
-def _count(name: str, value, *, minimum: int, maximum: int = MAX_SIZE) -> int:
+def checked_count(name: str, value, *, minimum: int, maximum: int = MAX_SIZE) -> int:
+    """``value``, a whole number from ``minimum`` to ``maximum``, or a ConfigError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
         raise ConfigError(name, value, f"give a whole number from {minimum} to {maximum:,}")
     return value
