@@ -173,7 +173,7 @@ def _columns(mask: np.ndarray, count: int, end: np.ndarray, after) -> tuple[np.n
     ``count`` of them; and how many came from the mask."""
     n = mask.sum(axis=1)
     out = np.empty((mask.shape[0], count), np.int64)
-    rows, cols = np.nonzero(mask)
+    rows, cols = np.divmod(mask.ravel().nonzero()[0], mask.shape[1])  # faster than a 2-D nonzero
     out[rows, np.arange(len(rows)) - (np.cumsum(n) - n)[rows]] = cols
     k = np.arange(count)[None, :]
     return np.where(k >= n[:, None], (end + 1 + after - n)[:, None] + k, out), n
@@ -224,12 +224,22 @@ def _peak_queued(pos: np.ndarray) -> int:
     return max(0, int(level.max()))
 
 
+# the class of each pass kind, by which the loops below group a slot's passes: F, I, W
+_CLASS = np.array([0, 0, 1, 1, 2, 2], np.int8)
+
+
 class _Slots:
     """All passes of a schedule, one row per pass, sorted by (slot, device): the order the
     authors visit them in. ``phase`` is 0 before device 0's first down-leg I, 1 from it to the
-    next last-microbatch down-leg F (both included), 2 after."""
+    next last-microbatch down-leg F (both included), 2 after.
 
-    def __init__(self, lists: list[tuple[int, np.ndarray]], m: int):
+    ``by_class``: within each slot the F's come first, then the I's, then the W's (devices
+    ascending in each), and ``classes`` says where each slot's I's and W's begin. A slot's passes
+    are on distinct devices and wait only for passes in earlier slots, so the authors' results do
+    not depend on the order within a slot, and a loop over slots then finds each class in one
+    stretch."""
+
+    def __init__(self, lists: list[tuple[int, np.ndarray]], m: int, by_class: bool = False):
         p = lists[0][1].shape[0]
         per_kind = max(arr.shape[1] for _, arr in lists)
         # each pass has a (slot, device) of its own: a table indexed by both, holding the pass's kind
@@ -238,17 +248,31 @@ class _Slots:
         for kind, arr in lists:
             table[arr * p + np.arange(p)[:, None]] = kind * per_kind + np.arange(arr.shape[1])
         at = (table >= 0).nonzero()[0]
+        held = table[at]
+        if by_class:
+            key = (at // p * 3).astype(np.int64 if len(table) * 3 >= 2**31 else np.int32)
+            key += _CLASS[held // per_kind]
+            order = np.argsort(key, kind="stable")  # the passes are in slot order: this sorts within slots
+            at, held, key = at[order], held[order], key[order]
         self.slot, self.device = np.divmod(at, p)
-        self.kind, self.mb = np.divmod(table[at], per_kind)
+        self.kind, self.mb = np.divmod(held, per_kind)
+        self.starts = np.r_[0, np.flatnonzero(np.diff(self.slot)) + 1, len(at)]
+        if by_class:
+            first = key[self.starts[:-1]] - key[self.starts[:-1]] % 3
+            self.classes = key.searchsorted(first + 1), key.searchsorted(first + 2)
+        # the phases, by (slot, device) whatever the order within slots
         self.phase = np.zeros(len(at), np.int8)
         first = np.flatnonzero((self.kind == I_DOWN) & (self.device == 0))
         if len(first):
-            last = np.flatnonzero((self.kind == F_DOWN) & (self.mb == m - 1))
-            last = last[last > first[0]]
-            end = last[0] if len(last) else len(at) - 1
-            self.phase[first[0]:end + 1] = 1
-            self.phase[end + 1:] = 2
-        self.starts = np.r_[0, np.flatnonzero(np.diff(self.slot)) + 1, len(at)]
+            begin = int(self.slot[first[0]])
+            after = self.slot >= begin
+            last = np.flatnonzero((self.kind == F_DOWN) & (self.mb == m - 1) & after)
+            if len(last):
+                end = int(at[last].min())  # the first one, by (slot, device)
+                self.phase[after] = 1
+                self.phase[at > end] = 2
+            else:
+                self.phase[after] = 1
 
 
 class _NextFree:
@@ -262,7 +286,7 @@ class _NextFree:
         # int32 where the flat indices fit: these arrays are among the largest built, and memory
         # new to the process costs more than the arithmetic on it; a link read is made an intp
         # before it serves as an index, as numpy gathers by an int32 index several times slower
-        self.parent = np.arange(p * self.size, dtype=np.int32 if p * self.size < 2**31 else np.intp)
+        self.parent = np.arange(p * self.size, dtype=np.intp)
         self.head = np.full(p, -1)  # per device, the first slot of the run ``close_frontier`` extends
         if closed is not None:
             # each closed slot links straight to the first open one after it, in its own row (the
@@ -273,24 +297,29 @@ class _NextFree:
 
     def find(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
         offset = rows * self.size
-        found = offset + x
+        return self.find_flat(offset + x) - offset
+
+    def find_flat(self, found: np.ndarray) -> np.ndarray:
+        """``find`` on flat indices (device × (width + 1) + slot), which it overwrites."""
         parent = self.parent
-        up = parent[found].astype(np.intp)
+        up = parent[found]
         far = (up != found).nonzero()[0]
         at, up = found[far], up[far]
         while len(at):
-            skip = parent[up].astype(np.intp)
+            skip = parent[up]
             parent[at] = skip  # path halving
             found[far] = skip
-            ahead = parent[skip].astype(np.intp)
+            ahead = parent[skip]
             going = ahead != skip
             far, at, up = far[going], skip[going], ahead[going]
-        return found - offset
+        return found
 
     def close(self, rows: np.ndarray, x: np.ndarray) -> None:
-        at = rows * self.size + x
+        self.close_flat(rows * self.size + x)
+
+    def close_flat(self, at: np.ndarray) -> None:
         # the slot after is open or links past closed slots only: either way a valid link
-        self.parent[at] = self.parent[at + 1]
+        self.parent[at] = self.parent[self.parent[at + 1]]
 
     def close_frontier(self, closing: np.ndarray, x: int) -> None:
         """Close slot x on the devices where ``closing`` holds, when every slot after x is open.
@@ -316,20 +345,23 @@ def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
     d, k, mb = passes.device, passes.kind, passes.mb
     size = p * 4 * m
-    at = np.where(k < W_UP, d * 4 * m + np.minimum(k, I_DOWN) * m + mb, size + d * n_w + mb)
-    upstream = np.full(len(d), size + p * n_w)  # a slot holding −1: no upstream pass
-    down = ((k == F_DOWN) | (k == I_UP)) & (d > 0)
-    up = ((k == F_UP) | (k == I_DOWN)) & (d < p - 1)
-    upstream[down] = at[down] - 4 * m
-    upstream[up] = at[up] + 4 * m
+    is_w = k == W_UP
+    # each pass's cell: the F/I slots as (p, 4, m), then the W slots as (p, n_w), then −1 (none)
+    at = np.where(is_w, size + d * n_w + mb, d * 4 * m + np.minimum(k, I_DOWN) * m + mb)
+    step = _UPSTREAM[np.minimum(k, I_DOWN)]
+    source = d - step
+    upstream = np.where(is_w | (source < 0) | (source >= p), size + p * n_w, at - step * (4 * m))
     out = np.zeros(size + p * n_w + 1, np.int64)
     out[-1] = -1
     free = np.zeros(p, np.int64)
     for lo, hi in zip(passes.starts[:-1].tolist(), passes.starts[1:].tolist()):
         rows = d[lo:hi]
-        ready = np.maximum(free[rows], out[upstream[lo:hi]] + 1)
+        ready = out.take(upstream[lo:hi])
+        ready += 1
+        np.maximum(ready, free.take(rows), out=ready)
         out[at[lo:hi]] = ready
-        free[rows] = ready + 1
+        ready += 1
+        free[rows] = ready
     return out[:size].reshape(p, 4, m), out[size:-1].reshape(p, n_w)
 
 
@@ -338,25 +370,27 @@ class _Sorted:
     Each device's slots are kept offset by device × 2^32, and unused places hold that offset's
     top, so that all rows read as one sorted array: one ``searchsorted`` places every value."""
 
-    _SPAN = 1 << 32
+    SPAN = np.int64(1 << 32)  # a numpy integer, so that int32 rows times it are int64
 
     def __init__(self, p: int, capacity: int):
-        self.offset = np.arange(p, dtype=np.int64)[:, None] * self._SPAN
-        self.keys = np.repeat(self.offset + self._SPAN - 1, capacity, axis=1)
+        self.offset = np.arange(p, dtype=np.int64)[:, None] * self.SPAN
+        self.keys = np.repeat(self.offset + self.SPAN - 1, capacity, axis=1)
         self.count = np.zeros(p, np.int64)
 
     def __getitem__(self, index) -> np.ndarray:
         rows, at = index
-        return self.keys.ravel()[rows * self.keys.shape[1] + at] - rows * self._SPAN
+        return self.keys.ravel()[rows * self.keys.shape[1] + at] - rows * self.SPAN
 
     def insert(self, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Insert values[i] into row rows[i] (rows distinct); returns where each landed."""
         flat = self.keys.ravel()
         row_start = rows * self.keys.shape[1]
-        keys = values + rows * self._SPAN
-        at = self.count[rows].copy()
-        # most values go after all of their row's: only the others are searched for
-        inside = (flat[row_start + np.maximum(at - 1, 0)] > keys).nonzero()[0]
+        keys = values + rows * self.SPAN
+        at = self.count[rows]
+        # most values go after all of their row's: only the others are searched for (an empty row
+        # reads the row before it, whose keys are all smaller, or for row 0 the last row's top,
+        # which sends the value to the search: either way it lands at 0)
+        inside = (flat[row_start + at - 1] > keys).nonzero()[0]
         if len(inside):
             at[inside] = flat.searchsorted(keys[inside]) - row_start[inside]
             # the values they go before move up one place
@@ -367,11 +401,24 @@ class _Sorted:
         self.count[rows] += 1
         return at
 
+    def append(self, rows: np.ndarray, values: np.ndarray) -> None:
+        """Append values after all of their rows' (rows in any order, values ascending per row)."""
+        order = np.argsort(rows, kind="stable")
+        rows, values = rows[order], values[order]
+        added = np.bincount(rows, minlength=len(self.count))
+        rank = np.arange(len(rows)) - (np.cumsum(added) - added)[rows]
+        self.keys[rows, self.count[rows] + rank] = values + self.offset[rows, 0]
+        self.count += added
+
 
 def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For segments of these lengths laid end to end: each element's segment and its offset in it."""
     starts = lengths.cumsum() - lengths
     return np.arange(len(lengths)).repeat(lengths), np.arange(int(lengths.sum())) - starts.repeat(lengths)
+
+
+# per pass kind (F down, F up, I up, I down), which way its upstream neighbour lies: d − 1 or d + 1
+_UPSTREAM = np.array([1, -1, 1, -1])
 
 
 def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
@@ -383,15 +430,14 @@ def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.
     # process costs more than the arithmetic on it
     dtype = np.int32 if n_cells < 2**31 else np.int64
     own = (d * 4 * m + k * m + mb).astype(dtype)
-    deps = np.full((len(d), 3), n_cells, dtype)
-    down = ((k == F_DOWN) | (k == I_UP)) & (d > 0)
-    up = ((k == F_UP) | (k == I_DOWN)) & (d < p - 1)
-    deps[down, 0] = own[down] - 4 * m
-    deps[up, 0] = own[up] + 4 * m
-    later = k > F_DOWN
-    deps[later, 1] = own[later] - m
-    later = mb > 0
-    deps[later, 2] = own[later] - 1
+    deps = np.empty((3, len(d)), dtype)
+    # the upstream neighbour: device d − 1 on the way down (F down, I up), d + 1 on the way up
+    step = _UPSTREAM[k]
+    source = d - step
+    np.copyto(deps[0], own - step * (4 * m))
+    deps[0][(source < 0) | (source >= p)] = n_cells
+    np.copyto(deps[1], np.where(k > F_DOWN, own - m, n_cells))
+    np.copyto(deps[2], np.where(mb > 0, own - 1, n_cells))
     return own, deps
 
 
@@ -402,108 +448,109 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
 
     The last slot at level c is found without levels: between W's a device's level only rises,
     so a stretch at c ends just before a W, and the n-th F (by slot) is at c exactly when the
-    (n−c+1)-th W comes after it. Those ranks only rise as passes move earlier, so the highest
-    such n, and its W, is the stretch an F may not start before."""
+    (n−c+1)-th W comes after it. Those ranks only rise as passes move earlier, so the latest such
+    W (``bound``) is where the last stretch at c ends: an F may not start before it."""
     p = pos.shape[0]
     c = _peak_placed(pos, w)
     n_fi, n_w = p * 4 * m, p * 2 * m
-    # one flat array holds every F/I slot and every W slot, for gathers by index; −1 at the end
-    state = np.concatenate([pos.ravel(), w.ravel(), [-1]])
-    w_slots = state[n_fi:n_fi + n_w]  # device d's W of rank k (by slot) at d × 2m + k
-    cur, cur_w = state[:n_fi].reshape(p, 4, m), w_slots.reshape(p, 2 * m)
-    passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
+    passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m, by_class=True)
     d, kind, mb = passes.device, passes.kind, passes.mb
-    is_f, is_i, is_w = kind < I_UP, (kind == I_UP) | (kind == I_DOWN), kind == W_UP
-    own, deps = _dependency_slots(passes, p, m, len(state) - 1)
+    is_w = kind == W_UP
+    # each pass's cell in the output: the F/I slots as (p, 4, m), then the W slots as (p, 2m)
+    own, deps = _dependency_slots(passes, p, m, n_fi + n_w)
     own[is_w] = n_fi + d[is_w] * 2 * m + mb[is_w]
     # a W waits for the W before it, and for the I of the same rank (by slot): looked up below
-    deps[is_w] = len(state) - 1
-    deps[is_w & (mb > 0), 0] = own[is_w & (mb > 0)] - 1
-    open_slots = _NextFree(p, int(state.max()) + 1)
-    f_sorted, i_sorted = _Sorted(p, 2 * m), _Sorted(p, 2 * m)
+    deps[:, is_w] = n_fi + n_w
+    deps[0, is_w & (mb > 0)] = own[is_w & (mb > 0)] - 1
+    # ``state`` holds every pass's slot at its cell, then −1 (for "waits for nothing") and, for the
+    # passes that stay (the steady phase), a slot later than any
+    stay = passes.phase == 1
+    deps[0, stay] = n_fi + n_w + 1
+    group_lo, group_hi = passes.starts[:-1].tolist(), passes.starts[1:].tolist()
+    group_i, group_w = (x.tolist() for x in passes.classes)
+    group_slot = passes.slot[passes.starts[:-1]].tolist()
+    state = np.empty(n_fi + n_w + 2, np.int64)
+    state[-2], state[-1] = -1, np.iinfo(np.int64).max // 2
+    # per device, the F's slots (row 2d) and the I's (row 2d + 1), each sorted
+    width = int(max(pos.max(), w.max())) + 1
+    ranked = _Sorted(2 * p, 2 * m)
+    cap = ranked.keys.shape[1]
+    # int32 where they fit: per-pass arrays are the largest built, and memory new to the process
+    # costs more than the arithmetic on it
+    small = np.int32 if 2 * p * cap < 2**31 and p * (width + 1) < 2**31 else np.int64
+    sorted_row = (2 * d + (_CLASS[kind] == 1)).astype(small)
+    i_at = ((2 * d + 1) * cap + mb).astype(small)  # a W's I of the same rank, among its device's I's
+    w_cell = (d * 2 * m + mb).astype(small)  # a W's place in ``w_slots``: its rank on its device
+    w_slots = np.zeros(n_w, np.int64)
+    open_slots = _NextFree(p, width)
+    flat_row = (d * open_slots.size).astype(small)
     n_placed_w = np.zeros(p, np.int64)
-    top = np.zeros(p, np.int64)  # highest rank (from 1) of an F at level c with its W placed; 0: none
+    bound = np.zeros(p, np.int64)  # per device, the W that ends its last stretch at c (0: none)
+    f_count = ranked.count[0::2]
 
     def at_level_c(rows, ranks):
-        """Raise ``top`` where the F of that rank is at level c against a placed W."""
-        w_rank = ranks - c
-        has = (w_rank >= 0) & (w_rank < n_placed_w[rows])
-        rows, ranks = rows[has], ranks[has]
-        has = w_slots[rows * 2 * m + ranks - c] > f_sorted[rows, ranks - 1]
-        np.maximum.at(top, rows[has], ranks[has])
-
-    def append(sorted_slots, rows, values):
-        """Passes that stay, after every pass before them: appended in (slot, device) order."""
-        order = np.argsort(rows, kind="stable")
-        rows, values = rows[order], values[order]
-        added = np.bincount(rows, minlength=p)
-        rank = np.arange(len(rows)) - (np.cumsum(added) - added)[rows]
-        sorted_slots.keys[rows, sorted_slots.count[rows] + rank] = values + sorted_slots.offset[rows, 0]
-        sorted_slots.count += added
+        """Move ``bound`` to the W that ends a stretch at c where the F of that rank is at c."""
+        ws = w_slots[rows * 2 * m + ranks - c]
+        at = ws > ranked.keys.ravel()[2 * rows * cap + ranks - 1] - 2 * rows * _Sorted.SPAN
+        np.maximum.at(bound, rows[at], ws[at])
 
     # the steady phase stays as built: the slots wholly inside it are taken in one go
-    steady = np.flatnonzero(passes.phase == 1)
-    bounds = passes.starts
-    steady_from = steady_to = -1
-    if len(steady):
-        steady_from = int(np.searchsorted(bounds, steady[0]))
-        steady_to = int(np.searchsorted(bounds, steady[-1] + 1, side="right")) - 1
-    # per slot, whether every pass there may move (then no pass needs picking out)
-    every = (np.add.reduceat(passes.phase == 1, bounds[:-1]) == 0).tolist()
-    group_slot = passes.slot[bounds[:-1]].tolist()
-    g = 0
-    while g < len(bounds) - 1:
-        if g == steady_from and steady_to > g and bounds[g] == steady[0]:
-            lo, hi = int(bounds[g]), int(bounds[steady_to])
-            rows, k, slot = d[lo:hi], kind[lo:hi], passes.slot[lo:hi]
-            open_slots.close(rows, slot)
-            before_f, before_w = f_sorted.count.copy(), n_placed_w.copy()
-            append(i_sorted, rows[(k == I_UP) | (k == I_DOWN)], slot[(k == I_UP) | (k == I_DOWN)])
-            append(f_sorted, rows[k < I_UP], slot[k < I_UP])
-            n_placed_w += np.bincount(rows[k == W_UP], minlength=p)
+    whole = [bool(stay[lo:hi].all()) for lo, hi in zip(group_lo, group_hi)] if stay.any() else None
+    g, n_groups = 0, len(group_lo)
+    while g < n_groups:
+        lo, i_lo, w_lo, hi = group_lo[g], group_i[g], group_w[g], group_hi[g]
+        if whole is not None and whole[g]:
+            while g + 1 < n_groups and whole[g + 1]:
+                g += 1
+            hi = group_hi[g]
+            g += 1
+            rows, slots = d[lo:hi], passes.slot[lo:hi]
+            state[own[lo:hi]] = slots
+            open_slots.close(rows, slots)
+            before_f, before_w = f_count.copy(), n_placed_w.copy()
+            fi = (~is_w[lo:hi]).nonzero()[0]
+            ranked.append(sorted_row[lo:hi][fi], slots[fi])
+            ws = is_w[lo:hi].nonzero()[0]
+            w_slots[w_cell[lo:hi][ws]] = slots[ws]
+            n_placed_w += np.bincount(rows[ws], minlength=p)
             # every (F rank, W rank) pair with one of the two new, as one by one they would be
             first = np.maximum(c, np.minimum(before_f + 1, before_w + c))
-            last = np.minimum(f_sorted.count, n_placed_w + c - 1)
+            last = np.minimum(f_count, n_placed_w + c - 1)
             devices = np.flatnonzero(last >= first)
             seg, offset = _segments(last[devices] - first[devices] + 1)
             at_level_c(devices[seg], first[devices][seg] + offset)
-            g = steady_to
             continue
-        lo, hi, slot = int(bounds[g]), int(bounds[g + 1]), group_slot[g]
-        rows, k = d[lo:hi], kind[lo:hi]
-        placed = np.full(hi - lo, slot, np.int64)
-        moves = slice(None) if every[g] else (passes.phase[lo:hi] != 1).nonzero()[0]
         g += 1
-        if every[g - 1] or len(moves):
-            r = rows[moves]
-            earliest = state[deps[lo:hi][moves]].max(axis=1)
-            ws = (k[moves] == W_UP).nonzero()[0]
-            earliest[ws] = np.maximum(earliest[ws], i_sorted[r[ws], mb[lo:hi][moves][ws]])
-            start = earliest + 1
-            f = ((k[moves] < I_UP) & (top[r] > 0)).nonzero()[0]
-            start[f] = np.maximum(start[f], w_slots[r[f] * 2 * m + top[r[f]] - c])
-            placed[moves] = np.minimum(open_slots.find(r, np.minimum(start, slot)), slot)
-        open_slots.close(rows, placed)
+        rows = d[lo:hi]
+        start = state.take(deps[:, lo:hi]).max(axis=0)
+        if w_lo < hi:
+            np.maximum(start[w_lo - lo:], ranked.keys.ravel()[i_at[w_lo:hi]] - (2 * rows[w_lo - lo:] + 1) * _Sorted.SPAN,
+                       out=start[w_lo - lo:])
+        start += 1
+        f = start[:i_lo - lo]
+        np.maximum(f, bound[rows[:i_lo - lo]], out=f)
+        # the pass's own slot is still open, so the search ends there at the latest
+        np.minimum(start, group_slot[g - 1], out=start)
+        found = open_slots.find_flat(flat_row[lo:hi] + start)
+        open_slots.close_flat(found)
+        placed = found - flat_row[lo:hi]
         state[own[lo:hi]] = placed
-        sel = is_i[lo:hi].nonzero()[0]
-        if len(sel):
-            i_sorted.insert(rows[sel], placed[sel])
-        sel = is_f[lo:hi].nonzero()[0]
-        if len(sel):
-            fr = rows[sel]
-            landed = f_sorted.insert(fr, placed[sel])
-            # the new F and those it went before have new ranks; only those whose W is placed count
-            low = np.maximum(landed + 1, c)
-            seg, offset = _segments(np.maximum(np.minimum(f_sorted.count[fr], n_placed_w[fr] + c - 1) - low + 1, 0))
-            at_level_c(fr[seg], low[seg] + offset)
-        sel = is_w[lo:hi].nonzero()[0]
-        if len(sel):
-            wr = rows[sel]
+        landed = ranked.insert(sorted_row[lo:w_lo], placed[:w_lo - lo]) if w_lo > lo else placed[:0]
+        # the F's whose rank rose (the new one and those after it) and, for a new W, the F of the
+        # rank it now pairs with: each may be at c against a placed W
+        fr, wr = rows[:i_lo - lo], rows[w_lo - lo:]
+        low = np.maximum(landed[:i_lo - lo] + 1, c)
+        high = np.minimum(f_count[fr], n_placed_w[fr] + c - 1)
+        if w_lo < hi:
+            w_slots[w_cell[w_lo:hi]] = placed[w_lo - lo:]
             n_placed_w[wr] += 1
-            ranks = n_placed_w[wr] + c - 1
-            has = ranks <= f_sorted.count[wr]
-            at_level_c(wr[has], ranks[has])
-    return cur.copy(), cur_w.copy()
+            paired = n_placed_w[wr] + c - 1
+            fr, low, high = (np.concatenate([fr, wr]), np.concatenate([low, paired]),
+                             np.concatenate([high, np.minimum(paired, f_count[wr])]))
+        seg, offset = _segments(np.maximum(high - low + 1, 0))
+        if len(seg):
+            at_level_c(fr[seg], low[seg] + offset)
+    return state[:n_fi].reshape(p, 4, m).copy(), state[n_fi:-2].reshape(p, 2 * m).copy()
 
 
 #: levels c, c−1, … whose last slot is bounded per device (six leave about one move in ten to be
@@ -529,48 +576,52 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     c = _peak_queued(pos)
     passes = _Slots([(k, pos[:, k]) for k in range(4)], m)
     d, kind, phase = passes.device, passes.kind, passes.phase
-    state = np.concatenate([pos.ravel(), [-1]])
-    cur = state[:-1].reshape(pos.shape)
-    own, deps = _dependency_slots(passes, p, m, len(state) - 1)
+    n_cells = pos.size
+    # every pass's slot at its cell, then −1 (for "waits for nothing") and, for the passes before
+    # the cool-down, which stay, a slot later than any
+    state = np.concatenate([pos.ravel(), [-1, np.iinfo(np.int64).max // 2]])
+    cur = state[:n_cells].reshape(pos.shape)
+    own, deps = _dependency_slots(passes, p, m, n_cells)
+    deps[0, phase != 2] = n_cells + 1
     width = int(pos.max()) + 2
     first_mover = int(np.argmax(phase == 2))
     begin = int(passes.slot[first_mover]) if phase[first_mover] == 2 else width
     bounds = passes.slot.searchsorted(np.arange(begin, width + 1)).tolist()
     del passes  # its other arrays are not needed below, and memory is most of the cost here
+    forward = kind < I_UP
+    # the (device, slot) arrays below are read through their flat cells, device × (width + 1) +
+    # slot: a pass's device starts at ``row0``
+    row0 = d * (width + 1)
     # before the first pass that may move, the past is the schedule as it stands
-    forward, arrival = _occupancy(pos, width + 1)
-    forward[:, begin:] = arrival[:, begin:] = False
-    taken = forward | arrival
+    at_f, at_i = _occupancy(pos, width + 1)
+    at_f[:, begin:] = at_i[:, begin:] = False
+    taken = at_f | at_i
     free = ~taken
     free[:, begin:] = False
-    served = _served(arrival, free)
-    base = np.cumsum(forward, axis=1, dtype=np.int32) - np.cumsum(served, axis=1, dtype=np.int32)
-    pending = arrival.sum(axis=1) - served.sum(axis=1)
+    served = _served(at_i, free)
+    base = np.cumsum(at_f, axis=1, dtype=np.int32) - np.cumsum(served, axis=1, dtype=np.int32)
+    pending = at_i.sum(axis=1) - served.sum(axis=1)
     change = np.zeros((p, width + 1), np.int32)
     open_slots, idle_slots = _NextFree(p, width, taken), _NextFree(p, width, taken | served)
-    del arrival, taken, free
+    del at_f, at_i, taken, free
     at_or_above = c - np.arange(_BOUNDS)  # the levels c, c − 1, … that ``last`` bounds
     # the last slot at each of those levels or above: the highest level from each slot on only
     # falls, so the slots where it reaches a level come first, and they are counted
     highest = np.maximum.accumulate(base[:, begin - 1::-1], axis=1)[:, ::-1] if begin else base[:, :0]
     last = np.stack([(highest >= level).sum(axis=1) - 1 for level in at_or_above.tolist()], axis=1)
-    forward = kind < I_UP
     for slot, lo, hi in zip(range(begin, width), bounds[:-1], bounds[1:]):
         rows, is_f = d[lo:hi], forward[lo:hi]
-        moves = (phase[lo:hi] == 2).nonzero()[0]
-        if len(moves):
-            every = len(moves) == hi - lo  # then no pass needs picking out
-            r, f = (rows, is_f) if every else (rows[moves], is_f[moves])
-            earliest = state[deps[lo:hi] if every else deps[lo:hi][moves]].max(axis=1)
-            s, u1 = _place_queued(slot, r, f, earliest, c, base, change, served, last, open_slots, idle_slots)
+        if lo < hi:
+            earliest = state.take(deps[:, lo:hi]).max(axis=0)
+            s, u1, busy = _place_queued(slot, rows, row0[lo:hi], is_f, earliest, c, base, change, served, last,
+                                        open_slots, idle_slots)
             went = (s < slot).nonzero()[0]
             if len(went):
-                _move_queued(slot, r[went], f[went], s[went], u1[went], change, served, pending, last,
-                             open_slots, idle_slots)
-                at = went if every else moves[went]  # their places among the slot's passes
-                state[own[lo:hi][at]] = s[went]
+                _move_queued(slot, rows[went], row0[lo:hi][went], is_f[went], s[went], u1[went], busy[went],
+                             change, served, pending, last, open_slots, idle_slots)
+                state[own[lo:hi][went]] = s[went]
                 stays = np.ones(hi - lo, bool)
-                stays[at] = False
+                stays[went] = False
                 rows, is_f = rows[stays], is_f[stays]
         # the slot joins the past on every device: a pass that stayed, or a free slot where a W
         # runs if one is pending
@@ -583,7 +634,9 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
         level -= departs
         level[rows[is_f]] += 1
         base[:, slot] = level
-        last[level[:, None] >= at_or_above] = slot
+        near = (level >= at_or_above[-1]).nonzero()[0]  # the devices some bound is about
+        if len(near):
+            last[near] = np.where(level[near, None] >= at_or_above, slot, last[near])
         occupied = np.zeros(p, bool)
         occupied[rows] = True
         open_slots.close_frontier(occupied, slot)
@@ -591,38 +644,43 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     return cur.copy()
 
 
-def _place_queued(slot, rows, forward, earliest, c, base, change, served, last, open_slots, idle_slots):
-    """For each pass leaving ``slot`` (``forward``: it is an F): the slot it moves to (``slot`` if
-    none fits), and u1 there."""
+def _place_queued(slot, rows, row0, forward, earliest, c, base, change, served, last, open_slots, idle_slots):
+    """For each pass leaving ``slot`` (``forward``: it is an F; ``row0``: its device's first
+    cell): the slot it moves to (``slot`` if none fits), u1 there, and whether a W ran there."""
     placed = np.full(len(rows), slot, np.int64)
     u1s = placed.copy()
-    at = np.minimum(open_slots.find(rows, np.minimum(earliest + 1, slot)), slot)
-    todo = (at < slot).nonzero()[0]
-    is_served, row_start = served.ravel(), rows * served.shape[1]
+    busys = np.zeros(len(rows), bool)
+    # the pass's own slot is open (in both searches) until the slot is done, so every search from
+    # before it ends there at the latest; the searches run on cells
+    at = open_slots.find_flat(row0 + np.minimum(earliest + 1, slot))
+    limit = row0 + slot
+    todo = (at < limit).nonzero()[0]
+    is_served = served.ravel()
     while len(todo):
-        r, s, f = rows[todo], at[todo], forward[todo]
-        busy = is_served[row_start[todo] + s]
-        u1 = np.minimum(idle_slots.find(r, s + 1), slot)
+        r, r0, f, cell = rows[todo], row0[todo], forward[todo], at[todo]
+        busy = is_served[cell]
+        s, u1 = cell - r0, idle_slots.find_flat(cell + 1) - r0
         # how far below c the slots must be: on [s, u1) and on [u1, slot)
         room_rest = f.astype(np.int64)
         room_first = room_rest + busy
         # settled by the bounds: an F into a busy slot fits if nothing from s on is at c − 1 or above
         # and nothing from u1 on at c; an F into an idle slot, or an I into a busy one, if nothing
         # from s on is at c; an I into an idle slot always fits
-        at_c = last[r, 0]
-        fits = np.where(f & busy, (last[r, 1] < s) & (at_c < u1), (at_c < s) | (room_first == 0))
+        bound = last[r, :2]
+        at_c = bound[:, 0]
+        fits = np.where(f & busy, (bound[:, 1] < s) & (at_c < u1), (at_c < s) | (room_first == 0))
         look = (~fits).nonzero()[0]
         if len(look):
             _scan_levels(slot, r[look], s[look], u1[look], room_first[look], room_rest[look], c, base, change,
                          last, fits, look)
         done = todo[fits]
-        placed[done], u1s[done] = s[fits], u1[fits]
+        placed[done], u1s[done], busys[done] = s[fits], u1[fits], busy[fits]
         again = todo[~fits]
         if not len(again):
             break
-        at[again] = np.minimum(open_slots.find(rows[again], at[again] + 1), slot)
-        todo = again[at[again] < slot]
-    return placed, u1s
+        at[again] = open_slots.find_flat(at[again] + 1)
+        todo = again[at[again] < limit[again]]
+    return placed, u1s, busys
 
 
 def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last, fits, look):
@@ -632,10 +690,11 @@ def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last
     # together, and whole rows are a few large array operations where ragged runs take many
     lo = int(s.min())
     # the level after slot j: as recorded, less the changes recorded after j (up to this slot)
-    after = np.cumsum(change[rows, slot:lo:-1], axis=1, dtype=change.dtype)[:, ::-1]
+    after = change[rows, slot:lo:-1].cumsum(axis=1, dtype=change.dtype)[:, ::-1]
     level = base[rows, lo:slot] - after
     # a bound or a move can only be about the slots at c − _BOUNDS + 1 or above, from s on: few
-    seg, col = (level >= c - _BOUNDS + 1).nonzero()
+    # (a flat search: numpy's nonzero of a 2-D mask takes several times longer)
+    seg, col = np.divmod((level >= c - _BOUNDS + 1).ravel().nonzero()[0], slot - lo)
     j = col + lo
     mine = (j >= s[seg]).nonzero()[0]
     seg, j, near_level = seg[mine], j[mine], level[seg[mine], col[mine]]
@@ -651,20 +710,22 @@ def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last
     last[rows] = np.where(seen >= 0, seen, np.minimum(last[rows], (s - 1)[:, None]))
 
 
-def _move_queued(slot, r, forward, s, u1, change, served, pending, last, open_slots, idle_slots):
-    """Record the moves of the passes leaving ``slot`` for s (see ``_reorder_queued``)."""
-    is_served, row = served.ravel(), r * served.shape[1]  # served and change share their shape
-    busy = is_served[row + s]
+def _move_queued(slot, r, row0, forward, s, u1, busy, change, served, pending, last, open_slots, idle_slots):
+    """Record the moves of the passes leaving ``slot`` for s (see ``_reorder_queued``); ``busy``:
+    a W ran at s."""
+    is_served = served.ravel()  # served and change share their shape, and their cells
+    s_cell, u1_cell, end_cell = row0 + s, row0 + u1, row0 + slot
     # an I into a busy slot brings its own W to the next idle slot after u1: u2
-    u2 = np.full(len(r), slot, np.int64)
+    u2_cell = end_cell.copy()
     second = (~forward & busy & (u1 < slot)).nonzero()[0]
     if len(second):
-        u2[second] = np.minimum(idle_slots.find(r[second], u1[second] + 1), slot)
+        u2_cell[second] = idle_slots.find_flat(u1_cell[second] + 1)
+    u2 = u2_cell - row0
     w_at = np.where(busy, u2, u1)  # where an I's own W now runs
     # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 on [w_at, slot) for an I; in
     # change's own dtype, as ufunc.at takes a loop many times slower when it must cast
     f, b = forward.astype(change.dtype), busy.astype(change.dtype)
-    np.add.at(change.ravel(), np.concatenate([row + s, row + u1, row + w_at, row + slot]),
+    np.add.at(change.ravel(), np.concatenate([s_cell, u1_cell, row0 + w_at, end_cell]),
               np.concatenate([f + b, -b, f - 1, 1 - 2 * f]))
     # the bounds follow the rises: 1 on [s, slot) for an F into an idle slot; for one into a busy
     # slot 2 on [s, u1) and 1 on [u1, slot); 1 on [s, u1) for an I into a busy one
@@ -680,8 +741,8 @@ def _move_queued(slot, r, forward, s, u1, change, served, pending, last, open_sl
     fell = old[:, :-1]
     np.maximum(kept[:, 1:], np.where(fell >= fall_from, fell, -1), out=kept[:, 1:])
     last[r] = np.maximum(kept, rose)
-    is_served[(row + s)[busy]] = False
-    open_slots.close(r, s)
+    is_served[s_cell[busy]] = False
+    open_slots.close_flat(s_cell)
     # W's now run at u1 (an F into an idle slot moves none) and, for an I into a busy slot, at u2
     to_u1 = ((u1 < slot) & (busy | ~forward)).nonzero()[0]
     to_u2 = second[u2[second] < slot]
@@ -689,8 +750,9 @@ def _move_queued(slot, r, forward, s, u1, change, served, pending, last, open_sl
     pending[r] += busy.astype(np.int64) + ~forward
     pending[r[to_u1]] -= 1
     pending[r[to_u2]] -= 1
-    is_served[np.concatenate([(row + u1)[to_u1], (row + u2)[to_u2]])] = True
-    idle_slots.close(np.concatenate([r, r[to_u1], r[to_u2]]), np.concatenate([s, u1[to_u1], u2[to_u2]]))
+    filled = np.concatenate([u1_cell[to_u1], u2_cell[to_u2]])
+    is_served[filled] = True
+    idle_slots.close_flat(np.concatenate([s_cell, filled]))
 
 
 def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndarray:
