@@ -249,14 +249,21 @@ class _Slots:
             table[arr * p + np.arange(p)[:, None]] = kind * per_kind + np.arange(arr.shape[1])
         at = (table >= 0).nonzero()[0]
         held = table[at]
+        # int32 where the table fits (the arrays here have one entry per pass, and int32 arithmetic
+        # on them is several times faster)
+        at = at.astype(np.int32 if len(table) < 2**31 // 3 else np.int64)
+        slot = at // p
         if by_class:
-            key = (at // p * 3).astype(np.int64 if len(table) * 3 >= 2**31 else np.int32)
+            key = slot * 3
             key += _CLASS[held // per_kind]
             order = np.argsort(key, kind="stable")  # the passes are in slot order: this sorts within slots
-            at, held, key = at[order], held[order], key[order]
-        self.slot, self.device = np.divmod(at, p)
-        self.kind, self.mb = np.divmod(held, per_kind)
-        self.starts = np.r_[0, np.flatnonzero(np.diff(self.slot)) + 1, len(at)]
+            at, held, key, slot = at[order], held[order], key[order], slot[order]
+        self.slot, self.device = slot, (at - slot * p).astype(np.intp)
+        self.kind = held // per_kind
+        self.mb = held - self.kind * per_kind
+        # where each slot's passes begin, for the slots that have any
+        bounds = slot.searchsorted(np.arange(int(slot[-1]) + 2))
+        self.starts = np.r_[bounds[:-1][bounds[1:] > bounds[:-1]], len(at)]
         if by_class:
             first = key[self.starts[:-1]] - key[self.starts[:-1]] % 3
             self.classes = key.searchsorted(first + 1), key.searchsorted(first + 2)
@@ -287,7 +294,7 @@ class _NextFree:
         # new to the process costs more than the arithmetic on it; a link read is made an intp
         # before it serves as an index, as numpy gathers by an int32 index several times slower
         self.parent = np.arange(p * self.size, dtype=np.intp)
-        self.head = np.full(p, -1)  # per device, the first slot of the run ``close_frontier`` extends
+        self.head = np.full(p, -1)  # per device, the first cell of the run ``close_frontier`` extends
         if closed is not None:
             # each closed slot links straight to the first open one after it, in its own row (the
             # row's last slot is open); in place, as this array is among the largest built
@@ -319,7 +326,7 @@ class _NextFree:
 
     def close_flat(self, at: np.ndarray) -> None:
         # the slot after is open or links past closed slots only: either way a valid link
-        self.parent[at] = self.parent[self.parent[at + 1]]
+        self.parent[at] = self.parent[at + 1]
 
     def close_frontier(self, closing: np.ndarray, x: int) -> None:
         """Close slot x on the devices where ``closing`` holds, when every slot after x is open.
@@ -328,13 +335,13 @@ class _NextFree:
         slot, walked by every later search from before them. Instead each run of them links to
         its first slot (``head``), and only that one links on, to x + 1."""
         rows = closing.nonzero()[0]
-        head = self.head[rows]
-        head[head < 0] = x
-        at, first = rows * self.size + x, rows * self.size + head
+        at = rows * self.size + x
+        first = self.head[rows]
+        np.copyto(first, at, where=first < 0)
         self.parent[at] = first
         self.parent[first] = at + 1
-        self.head[:] = -1
-        self.head[rows] = head
+        self.head.fill(-1)
+        self.head[rows] = first
 
 
 def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -343,14 +350,18 @@ def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     p, _, m = pos.shape
     n_w = w.shape[1]
     passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
-    d, k, mb = passes.device, passes.kind, passes.mb
+    d = passes.device
     size = p * 4 * m
+    # the cells in int32 where they fit (one per pass: the arithmetic on them is most of the set-up)
+    dtype = np.int32 if size + p * n_w < 2**31 else np.int64
+    d32, k, mb = d.astype(dtype), passes.kind.astype(dtype), passes.mb.astype(dtype)
     is_w = k == W_UP
+    np.minimum(k, I_DOWN, out=k)
     # each pass's cell: the F/I slots as (p, 4, m), then the W slots as (p, n_w), then −1 (none)
-    at = np.where(is_w, size + d * n_w + mb, d * 4 * m + np.minimum(k, I_DOWN) * m + mb)
-    step = _UPSTREAM[np.minimum(k, I_DOWN)]
-    source = d - step
-    upstream = np.where(is_w | (source < 0) | (source >= p), size + p * n_w, at - step * (4 * m))
+    at = np.where(is_w, d32 * n_w + (size + mb), d32 * (4 * m) + k * m + mb)
+    step = _UPSTREAM.astype(dtype)[k]
+    d32 -= step
+    upstream = np.where(is_w | (d32 < 0) | (d32 >= p), size + p * n_w, at - step * (4 * m))
     out = np.zeros(size + p * n_w + 1, np.int64)
     out[-1] = -1
     free = np.zeros(p, np.int64)
@@ -425,17 +436,19 @@ def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.
     """Where each F/I pass's slot lives in a flat (p, 4, m) array, and (three columns) those of
     the passes it waits for in the authors' model: the upstream neighbour's pass of the same kind,
     its own previous kind and its own previous microbatch; ``n_cells`` (a cell holding −1) for none."""
-    d, k, mb = passes.device, np.minimum(passes.kind, I_DOWN), passes.mb
-    # int32 where the cells fit: these are among the largest arrays built, and memory new to the
-    # process costs more than the arithmetic on it
+    # int32 where the cells fit: these are among the largest arrays built, and both their memory
+    # and their arithmetic cost less so
     dtype = np.int32 if n_cells < 2**31 else np.int64
-    own = (d * 4 * m + k * m + mb).astype(dtype)
+    d, k, mb = passes.device.astype(dtype), np.minimum(passes.kind, I_DOWN).astype(dtype), passes.mb.astype(dtype)
+    own = d * (4 * m)
+    own += k * m
+    own += mb
     deps = np.empty((3, len(d)), dtype)
     # the upstream neighbour: device d − 1 on the way down (F down, I up), d + 1 on the way up
-    step = _UPSTREAM[k]
-    source = d - step
-    np.copyto(deps[0], own - step * (4 * m))
-    deps[0][(source < 0) | (source >= p)] = n_cells
+    step = _UPSTREAM.astype(dtype)[k]
+    np.subtract(own, step * (4 * m), out=deps[0])
+    d -= step
+    deps[0][(d < 0) | (d >= p)] = n_cells
     np.copyto(deps[1], np.where(k > F_DOWN, own - m, n_cells))
     np.copyto(deps[2], np.where(mb > 0, own - 1, n_cells))
     return own, deps
@@ -602,7 +615,10 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     base = np.cumsum(at_f, axis=1, dtype=np.int32) - np.cumsum(served, axis=1, dtype=np.int32)
     pending = at_i.sum(axis=1) - served.sum(axis=1)
     change = np.zeros((p, width + 1), np.int32)
-    open_slots, idle_slots = _NextFree(p, width, taken), _NextFree(p, width, taken | served)
+    # the open slots (no pass) and the idle ones (no pass, no W) as one search structure: the idle
+    # slots' rows follow the open slots', ``idle`` cells on
+    slots = _NextFree(2 * p, width, np.concatenate([taken, taken | served]))
+    idle = p * slots.size
     del at_f, at_i, taken, free
     at_or_above = c - np.arange(_BOUNDS)  # the levels c, c − 1, … that ``last`` bounds
     # the last slot at each of those levels or above: the highest level from each slot on only
@@ -614,52 +630,51 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
         if lo < hi:
             earliest = state.take(deps[:, lo:hi]).max(axis=0)
             s, u1, busy = _place_queued(slot, rows, row0[lo:hi], is_f, earliest, c, base, change, served, last,
-                                        open_slots, idle_slots)
+                                        slots, idle)
             went = (s < slot).nonzero()[0]
             if len(went):
                 _move_queued(slot, rows[went], row0[lo:hi][went], is_f[went], s[went], u1[went], busy[went],
-                             change, served, pending, last, open_slots, idle_slots)
+                             change, served, pending, last, slots, idle)
                 state[own[lo:hi][went]] = s[went]
-                stays = np.ones(hi - lo, bool)
-                stays[went] = False
-                rows, is_f = rows[stays], is_f[stays]
+                kept = (s == slot).nonzero()[0]
+                rows, is_f = rows[kept], is_f[kept]
         # the slot joins the past on every device: a pass that stayed, or a free slot where a W
         # runs if one is pending
         departs = pending > 0
         departs[rows] = False
         served[:, slot] = departs
         pending -= departs
-        pending[rows[~is_f]] += 1
+        pending[rows] += ~is_f  # an I that stayed waits for its W
         level = base[:, slot - 1] - change[:, slot]
         level -= departs
-        level[rows[is_f]] += 1
+        level[rows] += is_f
         base[:, slot] = level
         near = (level >= at_or_above[-1]).nonzero()[0]  # the devices some bound is about
         if len(near):
             last[near] = np.where(level[near, None] >= at_or_above, slot, last[near])
         occupied = np.zeros(p, bool)
         occupied[rows] = True
-        open_slots.close_frontier(occupied, slot)
-        idle_slots.close_frontier(occupied | departs, slot)
+        slots.close_frontier(np.concatenate([occupied, occupied | departs]), slot)
     return cur.copy()
 
 
-def _place_queued(slot, rows, row0, forward, earliest, c, base, change, served, last, open_slots, idle_slots):
+def _place_queued(slot, rows, row0, forward, earliest, c, base, change, served, last, slots, idle):
     """For each pass leaving ``slot`` (``forward``: it is an F; ``row0``: its device's first
-    cell): the slot it moves to (``slot`` if none fits), u1 there, and whether a W ran there."""
+    cell): the slot it moves to (``slot`` if none fits), u1 there, and whether a W ran there.
+    ``slots`` searches the open slots, and ``idle`` cells on the idle ones."""
     placed = np.full(len(rows), slot, np.int64)
     u1s = placed.copy()
     busys = np.zeros(len(rows), bool)
     # the pass's own slot is open (in both searches) until the slot is done, so every search from
     # before it ends there at the latest; the searches run on cells
-    at = open_slots.find_flat(row0 + np.minimum(earliest + 1, slot))
+    at = slots.find_flat(row0 + np.minimum(earliest + 1, slot))
     limit = row0 + slot
     todo = (at < limit).nonzero()[0]
     is_served = served.ravel()
     while len(todo):
         r, r0, f, cell = rows[todo], row0[todo], forward[todo], at[todo]
         busy = is_served[cell]
-        s, u1 = cell - r0, idle_slots.find_flat(cell + 1) - r0
+        s, u1 = cell - r0, slots.find_flat(cell + (idle + 1)) - (r0 + idle)
         # how far below c the slots must be: on [s, u1) and on [u1, slot)
         room_rest = f.astype(np.int64)
         room_first = room_rest + busy
@@ -678,7 +693,7 @@ def _place_queued(slot, rows, row0, forward, earliest, c, base, change, served, 
         again = todo[~fits]
         if not len(again):
             break
-        at[again] = open_slots.find_flat(at[again] + 1)
+        at[again] = slots.find_flat(at[again] + 1)
         todo = again[at[again] < limit[again]]
     return placed, u1s, busys
 
@@ -710,7 +725,7 @@ def _scan_levels(slot, rows, s, u1, room_first, room_rest, c, base, change, last
     last[rows] = np.where(seen >= 0, seen, np.minimum(last[rows], (s - 1)[:, None]))
 
 
-def _move_queued(slot, r, row0, forward, s, u1, busy, change, served, pending, last, open_slots, idle_slots):
+def _move_queued(slot, r, row0, forward, s, u1, busy, change, served, pending, last, slots, idle):
     """Record the moves of the passes leaving ``slot`` for s (see ``_reorder_queued``); ``busy``:
     a W ran at s."""
     is_served = served.ravel()  # served and change share their shape, and their cells
@@ -719,40 +734,30 @@ def _move_queued(slot, r, row0, forward, s, u1, busy, change, served, pending, l
     u2_cell = end_cell.copy()
     second = (~forward & busy & (u1 < slot)).nonzero()[0]
     if len(second):
-        u2_cell[second] = idle_slots.find_flat(u1_cell[second] + 1)
-    u2 = u2_cell - row0
-    w_at = np.where(busy, u2, u1)  # where an I's own W now runs
+        u2_cell[second] = slots.find_flat(u1_cell[second] + (idle + 1)) - idle
+    w_cell = np.where(busy, u2_cell, u1_cell)  # where an I's own W now runs
     # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 on [w_at, slot) for an I; in
     # change's own dtype, as ufunc.at takes a loop many times slower when it must cast
     f, b = forward.astype(change.dtype), busy.astype(change.dtype)
-    np.add.at(change.ravel(), np.concatenate([s_cell, u1_cell, row0 + w_at, end_cell]),
+    np.add.at(change.ravel(), np.concatenate([s_cell, u1_cell, w_cell, end_cell]),
               np.concatenate([f + b, -b, f - 1, 1 - 2 * f]))
     # the bounds follow the rises: 1 on [s, slot) for an F into an idle slot; for one into a busy
     # slot 2 on [s, u1) and 1 on [u1, slot); 1 on [s, u1) for an I into a busy one
-    f_busy = forward & busy
-    one_from = np.where(f_busy, u1, s)
+    two_to = np.where(forward & busy, u1, s)  # also where the rise by 1 begins
     one_to = np.where(forward, slot, np.where(busy, u1, s))
-    two_to = np.where(f_busy, u1, s)
+    # (an I's own W lowers the levels from where it runs, which the bounds, being bounds, ignore:
+    # the scans tighten them instead, and they cost less than following every fall)
     old = last[r]
-    rose = np.maximum(_lifted(old, one_from, one_to, 1), _lifted(old, s, two_to, 2))
-    # and the fall: from w_at on, what is at a level now was one level higher (never above c)
-    fall_from = np.where(forward, slot, w_at)[:, None]
-    kept = np.minimum(old, fall_from - 1)
-    fell = old[:, :-1]
-    np.maximum(kept[:, 1:], np.where(fell >= fall_from, fell, -1), out=kept[:, 1:])
-    last[r] = np.maximum(kept, rose)
+    last[r] = np.maximum(old, np.maximum(_lifted(old, two_to, one_to, 1), _lifted(old, s, two_to, 2)))
     is_served[s_cell[busy]] = False
-    open_slots.close_flat(s_cell)
     # W's now run at u1 (an F into an idle slot moves none) and, for an I into a busy slot, at u2
-    to_u1 = ((u1 < slot) & (busy | ~forward)).nonzero()[0]
-    to_u2 = second[u2[second] < slot]
+    to_u1 = (u1 < slot) & (busy | ~forward)
+    to_u2 = u2_cell < end_cell  # (only where an I went into a busy slot can u2 come before the slot)
     # pending: an I's own W and the W pushed out of a busy slot, less those that found a slot
-    pending[r] += busy.astype(np.int64) + ~forward
-    pending[r[to_u1]] -= 1
-    pending[r[to_u2]] -= 1
+    pending[r] += busy.astype(np.int64) + ~forward - to_u1 - to_u2
     filled = np.concatenate([u1_cell[to_u1], u2_cell[to_u2]])
     is_served[filled] = True
-    idle_slots.close_flat(np.concatenate([s_cell, filled]))
+    slots.close_flat(np.concatenate([s_cell, s_cell + idle, filled + idle]))
 
 
 def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndarray:
