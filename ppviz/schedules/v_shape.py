@@ -283,18 +283,18 @@ class _Slots:
 
 
 class _NextFree:
-    """Per device, the first slot at or after x that is still open; slots close one by one. A
-    union-find with path halving over all devices at once, on flat indices (device × (width + 1)
-    + slot) so that each step is one gather; slot ``width`` stays open."""
+    """Per row (a device), the first slot at or after x that is still open; slots close one by
+    one. A union-find with path halving over all rows at once, on cells (row × (width + 1) +
+    slot) so that each step is one gather; slot ``width`` stays open."""
 
     def __init__(self, p: int, width: int, closed: np.ndarray | None = None):
-        """``closed``: (p, width + 1), the slots closed from the start (none if not given)."""
+        """``p`` rows; ``closed``: (p, width + 1), the slots closed from the start (none if not
+        given)."""
         self.size = width + 1
-        # int32 where the flat indices fit: these arrays are among the largest built, and memory
-        # new to the process costs more than the arithmetic on it; a link read is made an intp
-        # before it serves as an index, as numpy gathers by an int32 index several times slower
+        # intp, though int32 would do: every step reads links as indices, and numpy gathers by an
+        # int32 index several times slower (the extra memory costs less, measured)
         self.parent = np.arange(p * self.size, dtype=np.intp)
-        self.head = np.full(p, -1)  # per device, the first cell of the run ``close_frontier`` extends
+        self.head = np.full(p, -1)  # per row, the first cell of the run ``close_frontier`` extends
         if closed is not None:
             # each closed slot links straight to the first open one after it, in its own row (the
             # row's last slot is open); in place, as this array is among the largest built
@@ -302,12 +302,8 @@ class _NextFree:
             backwards = self.parent[::-1]
             np.minimum.accumulate(backwards, out=backwards)
 
-    def find(self, rows: np.ndarray, x: np.ndarray) -> np.ndarray:
-        offset = rows * self.size
-        return self.find_flat(offset + x) - offset
-
     def find_flat(self, found: np.ndarray) -> np.ndarray:
-        """``find`` on flat indices (device × (width + 1) + slot), which it overwrites."""
+        """The first open cell at or after each of these cells, in its row (overwrites them)."""
         parent = self.parent
         up = parent[found]
         far = (up != found).nonzero()[0]
@@ -329,7 +325,7 @@ class _NextFree:
         self.parent[at] = self.parent[at + 1]
 
     def close_frontier(self, closing: np.ndarray, x: int) -> None:
-        """Close slot x on the devices where ``closing`` holds, when every slot after x is open.
+        """Close slot x in the rows where ``closing`` holds, when every slot after x is open.
 
         Slots closed this way one after the other would make a chain one link longer at every
         slot, walked by every later search from before them. Instead each run of them links to
@@ -387,10 +383,6 @@ class _Sorted:
         self.offset = np.arange(p, dtype=np.int64)[:, None] * self.SPAN
         self.keys = np.repeat(self.offset + self.SPAN - 1, capacity, axis=1)
         self.count = np.zeros(p, np.int64)
-
-    def __getitem__(self, index) -> np.ndarray:
-        rows, at = index
-        return self.keys.ravel()[rows * self.keys.shape[1] + at] - rows * self.SPAN
 
     def insert(self, rows: np.ndarray, values: np.ndarray) -> np.ndarray:
         """Insert values[i] into row rows[i] (rows distinct); returns where each landed."""
@@ -492,11 +484,8 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     # costs more than the arithmetic on it
     small = np.int32 if 2 * p * cap < 2**31 and p * (width + 1) < 2**31 else np.int64
     sorted_row = (2 * d + (_CLASS[kind] == 1)).astype(small)
-    i_at = ((2 * d + 1) * cap + mb).astype(small)  # a W's I of the same rank, among its device's I's
-    w_cell = (d * 2 * m + mb).astype(small)  # a W's place in ``w_slots``: its rank on its device
     w_slots = np.zeros(n_w, np.int64)
     open_slots = _NextFree(p, width)
-    flat_row = (d * open_slots.size).astype(small)
     n_placed_w = np.zeros(p, np.int64)
     bound = np.zeros(p, np.int64)  # per device, the W that ends its last stretch at c (0: none)
     f_count = ranked.count[0::2]
@@ -508,7 +497,7 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
         np.maximum.at(bound, rows[at], ws[at])
 
     # the steady phase stays as built: the slots wholly inside it are taken in one go
-    whole = [bool(stay[lo:hi].all()) for lo, hi in zip(group_lo, group_hi)] if stay.any() else None
+    whole = np.logical_and.reduceat(stay, passes.starts[:-1]).tolist() if stay.any() else None
     g, n_groups = 0, len(group_lo)
     while g < n_groups:
         lo, i_lo, w_lo, hi = group_lo[g], group_i[g], group_w[g], group_hi[g]
@@ -524,7 +513,7 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
             fi = (~is_w[lo:hi]).nonzero()[0]
             ranked.append(sorted_row[lo:hi][fi], slots[fi])
             ws = is_w[lo:hi].nonzero()[0]
-            w_slots[w_cell[lo:hi][ws]] = slots[ws]
+            w_slots[rows[ws] * (2 * m) + mb[lo:hi][ws]] = slots[ws]
             n_placed_w += np.bincount(rows[ws], minlength=p)
             # every (F rank, W rank) pair with one of the two new, as one by one they would be
             first = np.maximum(c, np.minimum(before_f + 1, before_w + c))
@@ -537,16 +526,18 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
         rows = d[lo:hi]
         start = state.take(deps[:, lo:hi]).max(axis=0)
         if w_lo < hi:
-            np.maximum(start[w_lo - lo:], ranked.keys.ravel()[i_at[w_lo:hi]] - (2 * rows[w_lo - lo:] + 1) * _Sorted.SPAN,
+            i_row = 2 * rows[w_lo - lo:] + 1  # a W's I of the same rank, among its device's I's
+            np.maximum(start[w_lo - lo:], ranked.keys.ravel()[i_row * cap + mb[w_lo:hi]] - i_row * _Sorted.SPAN,
                        out=start[w_lo - lo:])
         start += 1
         f = start[:i_lo - lo]
         np.maximum(f, bound[rows[:i_lo - lo]], out=f)
         # the pass's own slot is still open, so the search ends there at the latest
         np.minimum(start, group_slot[g - 1], out=start)
-        found = open_slots.find_flat(flat_row[lo:hi] + start)
+        row0 = rows * open_slots.size
+        found = open_slots.find_flat(row0 + start)
         open_slots.close_flat(found)
-        placed = found - flat_row[lo:hi]
+        placed = found - row0
         state[own[lo:hi]] = placed
         landed = ranked.insert(sorted_row[lo:w_lo], placed[:w_lo - lo]) if w_lo > lo else placed[:0]
         # the F's whose rank rose (the new one and those after it) and, for a new W, the F of the
@@ -555,7 +546,7 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
         low = np.maximum(landed[:i_lo - lo] + 1, c)
         high = np.minimum(f_count[fr], n_placed_w[fr] + c - 1)
         if w_lo < hi:
-            w_slots[w_cell[w_lo:hi]] = placed[w_lo - lo:]
+            w_slots[wr * (2 * m) + mb[w_lo:hi]] = placed[w_lo - lo:]
             n_placed_w[wr] += 1
             paired = n_placed_w[wr] + c - 1
             fr, low, high = (np.concatenate([fr, wr]), np.concatenate([low, paired]),
