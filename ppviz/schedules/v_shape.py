@@ -212,18 +212,6 @@ def _peak_placed(pos: np.ndarray, w: np.ndarray) -> int:
     return max(0, int(np.cumsum(delta, axis=1, dtype=np.int32).max()))
 
 
-def _peak_queued(pos: np.ndarray) -> int:
-    """Highest level of any device when its W's are not placed: a W runs in every free slot
-    while one is pending (up to the device's last pass)."""
-    p = pos.shape[0]
-    end = pos.reshape(p, -1).max(axis=1)
-    width = int(end.max()) + 1
-    forward, arrival = _occupancy(pos, width)
-    free = ~(forward | arrival) & (np.arange(width)[None, :] <= end[:, None])
-    level = np.cumsum(forward, axis=1, dtype=np.int32) - np.cumsum(_served(arrival, free), axis=1, dtype=np.int32)
-    return max(0, int(level.max()))
-
-
 # the class of each pass kind, by which the loops below group a slot's passes: F, I, W
 _CLASS = np.array([0, 0, 1, 1, 2, 2], np.int8)
 
@@ -577,7 +565,6 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     allowed when no slot it raises goes above c. Per device an upper bound on the last slot at
     each level c, c−1, … (``last``) settles most moves without looking at the levels."""
     p = pos.shape[0]
-    c = _peak_queued(pos)
     passes = _Slots([(k, pos[:, k]) for k in range(4)], m)
     d, kind, phase = passes.device, passes.kind, passes.phase
     n_cells = pos.size
@@ -596,21 +583,23 @@ def _reorder_queued(pos: np.ndarray, m: int) -> np.ndarray:
     # the (device, slot) arrays below are read through their flat cells, device × (width + 1) +
     # slot: a pass's device starts at ``row0``
     row0 = d * (width + 1)
-    # before the first pass that may move, the past is the schedule as it stands
+    # the levels as the schedule stands (W's run in every free slot up to the device's last pass):
+    # their peak is c, and before the first pass that may move they are the past (every device's
+    # last pass comes after it, and the W's depend only on what came before them)
     at_f, at_i = _occupancy(pos, width + 1)
-    at_f[:, begin:] = at_i[:, begin:] = False
     taken = at_f | at_i
-    free = ~taken
-    free[:, begin:] = False
-    served = _served(at_i, free)
-    base = np.cumsum(at_f, axis=1, dtype=np.int32) - np.cumsum(served, axis=1, dtype=np.int32)
-    pending = at_i.sum(axis=1) - served.sum(axis=1)
+    served = _served(at_i, ~taken & (np.arange(width + 1) <= pos.reshape(p, -1).max(axis=1)[:, None]))
+    base = np.cumsum(at_f, axis=1, dtype=np.int32)
+    base -= np.cumsum(served, axis=1, dtype=np.int32)
+    c = max(0, int(base.max()))
+    taken[:, begin:] = served[:, begin:] = False
+    pending = at_i[:, :begin].sum(axis=1) - served.sum(axis=1)
     change = np.zeros((p, width + 1), np.int32)
     # the open slots (no pass) and the idle ones (no pass, no W) as one search structure: the idle
     # slots' rows follow the open slots', ``idle`` cells on
     slots = _NextFree(2 * p, width, np.concatenate([taken, taken | served]))
     idle = p * slots.size
-    del at_f, at_i, taken, free
+    del at_f, at_i, taken
     at_or_above = c - np.arange(_BOUNDS)  # the levels c, c − 1, … that ``last`` bounds
     # the last slot at each of those levels or above: the highest level from each slot on only
     # falls, so the slots where it reaches a level come first, and they are counted
