@@ -385,8 +385,8 @@ class _Sorted:
         if len(inside):
             at[inside] = flat.searchsorted(keys[inside]) - row_start[inside]
             # the values they go before move up one place
-            seg, offset = _segments(self.count[rows[inside]] - at[inside])
-            moving = (row_start + at)[inside][seg] + offset
+            inside_at = at[inside]
+            moving = _ranges((row_start[inside] + inside_at), self.count[rows[inside]] - inside_at)
             flat[moving + 1] = flat[moving]
         flat[row_start + at] = keys
         self.count[rows] += 1
@@ -402,10 +402,10 @@ class _Sorted:
         self.count += added
 
 
-def _segments(lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For segments of these lengths laid end to end: each element's segment and its offset in it."""
-    starts = lengths.cumsum() - lengths
-    return np.arange(len(lengths)).repeat(lengths), np.arange(int(lengths.sum())) - starts.repeat(lengths)
+def _ranges(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """first[i], first[i] + 1, … (lengths[i] of them) for each i, laid end to end."""
+    ends = lengths.cumsum()
+    return np.arange(int(ends[-1]) if len(ends) else 0) + (first + lengths - ends).repeat(lengths)
 
 
 # per pass kind (F down, F up, I up, I down), which way its upstream neighbour lies: d − 1 or d + 1
@@ -468,10 +468,6 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     width = int(max(pos.max(), w.max())) + 1
     ranked = _Sorted(2 * p, 2 * m)
     cap = ranked.keys.shape[1]
-    # int32 where they fit: per-pass arrays are the largest built, and memory new to the process
-    # costs more than the arithmetic on it
-    small = np.int32 if 2 * p * cap < 2**31 and p * (width + 1) < 2**31 else np.int64
-    sorted_row = (2 * d + (_CLASS[kind] == 1)).astype(small)
     w_slots = np.zeros(n_w, np.int64)
     open_slots = _NextFree(p, width)
     n_placed_w = np.zeros(p, np.int64)
@@ -499,7 +495,7 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
             open_slots.close(rows, slots)
             before_f, before_w = f_count.copy(), n_placed_w.copy()
             fi = (~is_w[lo:hi]).nonzero()[0]
-            ranked.append(sorted_row[lo:hi][fi], slots[fi])
+            ranked.append(2 * rows[fi] + (kind[lo:hi][fi] >= I_UP), slots[fi])
             ws = is_w[lo:hi].nonzero()[0]
             w_slots[rows[ws] * (2 * m) + mb[lo:hi][ws]] = slots[ws]
             n_placed_w += np.bincount(rows[ws], minlength=p)
@@ -507,8 +503,8 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
             first = np.maximum(c, np.minimum(before_f + 1, before_w + c))
             last = np.minimum(f_count, n_placed_w + c - 1)
             devices = np.flatnonzero(last >= first)
-            seg, offset = _segments(last[devices] - first[devices] + 1)
-            at_level_c(devices[seg], first[devices][seg] + offset)
+            lengths = last[devices] - first[devices] + 1
+            at_level_c(devices.repeat(lengths), _ranges(first[devices], lengths))
             continue
         g += 1
         rows = d[lo:hi]
@@ -527,7 +523,12 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
         open_slots.close_flat(found)
         placed = found - row0
         state[own[lo:hi]] = placed
-        landed = ranked.insert(sorted_row[lo:w_lo], placed[:w_lo - lo]) if w_lo > lo else placed[:0]
+        if w_lo > lo:
+            ranked_row = 2 * rows[:w_lo - lo]
+            ranked_row[i_lo - lo:] += 1
+            landed = ranked.insert(ranked_row, placed[:w_lo - lo])
+        else:
+            landed = placed[:0]
         # the F's whose rank rose (the new one and those after it) and, for a new W, the F of the
         # rank it now pairs with: each may be at c against a placed W
         fr, wr = rows[:i_lo - lo], rows[w_lo - lo:]
@@ -539,9 +540,9 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
             paired = n_placed_w[wr] + c - 1
             fr, low, high = (np.concatenate([fr, wr]), np.concatenate([low, paired]),
                              np.concatenate([high, np.minimum(paired, f_count[wr])]))
-        seg, offset = _segments(np.maximum(high - low + 1, 0))
-        if len(seg):
-            at_level_c(fr[seg], low[seg] + offset)
+        lengths = np.maximum(high - low + 1, 0)
+        if lengths.any():
+            at_level_c(fr.repeat(lengths), _ranges(low, lengths))
     return state[:n_fi].reshape(p, 4, m).copy(), state[n_fi:-2].reshape(p, 2 * m).copy()
 
 
