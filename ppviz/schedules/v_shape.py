@@ -468,7 +468,7 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     width = int(max(pos.max(), w.max())) + 1
     ranked = _Sorted(2 * p, 2 * m)
     cap = ranked.keys.shape[1]
-    w_slots = np.zeros(n_w, np.int64)
+    w_slots = np.zeros(n_w, np.int64)  # device d's W of rank k (by slot) at d × 2m + k, once placed
     open_slots = _NextFree(p, width)
     n_placed_w = np.zeros(p, np.int64)
     bound = np.zeros(p, np.int64)  # per device, the W that ends its last stretch at c (0: none)
