@@ -8,9 +8,9 @@ high-water mark is its own) and prints wall and CPU seconds; CPU time is the fig
 a shared, loaded machine (the load average is printed). Each runs ``--repeat`` times (5 by
 default): the run printed is the median one, with the range of all of them beside it, and the
 target is checked against the median (a virtual machine's speed drifts by tens of per cent from
-one run to the next: the pace printed first, a fixed load of small numpy calls, tells how fast the
-machine is running). ``--before PATH`` runs the same measurements on another checkout of ppviz
-(e.g. one of main from before these changes) and prints before → after.
+one run to the next, and not alike for every kind of work). ``--before PATH`` runs the same
+measurements on another checkout of ppviz (e.g. one of main from before these changes), taking
+turns with this one run by run, and prints before → after.
 """
 
 from __future__ import annotations
@@ -48,23 +48,6 @@ def _timed(fn):
     value = fn()
     return {"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu,
             "memory_mb": _high_water_mb() - before, "value": value}
-
-
-def measure_pace():
-    """A fixed load like the builders' (many numpy calls on arrays of a few hundred): how fast the
-    machine runs right now, to read the other figures by."""
-    import numpy as np
-
-    values, at, out = np.arange(300), np.arange(0, 300, 2), np.zeros(300, np.int64)
-
-    def calls():
-        for _ in range(50_000):
-            picked = values[at] + 1
-            np.maximum(picked, 7, out=picked)
-            out[at] = picked
-        return 200_000
-
-    return _timed(calls)
 
 
 def measure_v_half():
@@ -135,7 +118,6 @@ def measure_static_memory():
 
 # name: (what, measurement, target in seconds of wall time on an idle 2-core machine, or ops/s)
 CASES = {
-    "pace": ("200,000 small numpy calls (the machine's pace)", measure_pace, ("wall", None)),
     "v-half": ("V-Half build, p = m = 512 (1.57M ops)", measure_v_half, ("wall", 2.0)),
     "v-min": ("V-Min build, p = m = 512 (1.57M ops)", measure_v_min, ("wall", 2.0)),
     "engine": ("engine='auto', looped-bfs p = 1024, m = 1, v = 200 (409,600 ops)", measure_engine, ("wall", 0.5)),
@@ -163,19 +145,32 @@ def run(name: str, checkout: str, timeout: float) -> dict | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def median_run(name: str, checkout: str, timeout: float, repeat: int) -> dict | None:
-    """The median of ``repeat`` runs (by CPU time, or by rate), with the range of all of them."""
-    runs = []
+def median_runs(name: str, checkouts: list[str], timeout: float, repeat: int) -> list[dict | None]:
+    """Per checkout, the median of ``repeat`` runs (by CPU time, or by rate), with the range of all
+    of them. The checkouts take turns, run by run, so that a drift of the machine's pace falls on
+    all of them alike."""
+    runs: list[list[dict]] = [[] for _ in checkouts]
+    failed: list[dict | None] = [None for _ in checkouts]
     for _ in range(repeat):
-        result = run(name, checkout, timeout)
-        if result is None or "wall" not in result:
-            return result  # a failure or a timeout is the answer; repeating it would only take longer
-        runs.append(result)
-    key = "rate" if "rate" in runs[0] else "cpu"
-    runs.sort(key=lambda r: r[key])
-    middle = dict(runs[len(runs) // 2])
-    middle["range"] = (key, runs[0][key], runs[-1][key], len(runs))
-    return middle
+        for i, checkout in enumerate(checkouts):
+            if failed[i] is not None:
+                continue  # a failure or a timeout is the answer; repeating it would only take longer
+            result = run(name, checkout, timeout)
+            if result is None or "wall" not in result:
+                failed[i] = result or {"error": "no result"}
+            else:
+                runs[i].append(result)
+    out: list[dict | None] = []
+    for done, failure in zip(runs, failed):
+        if failure is not None:
+            out.append(failure)
+            continue
+        key = "rate" if "rate" in done[0] else "cpu"
+        done.sort(key=lambda r: r[key])
+        middle = dict(done[len(done) // 2])
+        middle["range"] = (key, done[0][key], done[-1][key], len(done))
+        out.append(middle)
+    return out
 
 
 def show(result: dict | None) -> str:
@@ -206,14 +201,12 @@ def main() -> None:
         parser.error(f"--repeat must be 1 or more, not {args.repeat}")
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores "
           f"(figures are wall and CPU seconds; under load trust CPU)")
-    pace = median_run("pace", ROOT, args.timeout, args.repeat)
-    if pace and "cpu" in pace:
-        print(f"pace: 200,000 small numpy calls take {pace['cpu'] * 1000:.0f} ms of CPU now (a virtual machine's "
-              f"pace drifts: compare figures taken at different times by it)")
-    for name in args.only or [name for name in CASES if name != "pace"]:
+    for name in args.only or CASES:
         what, _, (unit, target) = CASES[name]
-        before = median_run(name, os.path.abspath(args.before), args.timeout, args.repeat) if args.before else None
-        after = median_run(name, ROOT, args.timeout, args.repeat)
+        if args.before:
+            before, after = median_runs(name, [os.path.abspath(args.before), ROOT], args.timeout, args.repeat)
+        else:
+            before, after = None, median_runs(name, [ROOT], args.timeout, args.repeat)[0]
         print(f"\n{what}")
         if args.before:
             print(f"  before  {show(before)}")
