@@ -332,21 +332,11 @@ def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start every pass as early as its device and its upstream neighbour allow, in unit time,
     keeping each device's order (the W's have no upstream neighbour)."""
     p, _, m = pos.shape
-    n_w = w.shape[1]
     passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m)
     d = passes.device
-    size = p * 4 * m
-    # the cells in int32 where they fit (one per pass: the arithmetic on them is most of the set-up)
-    dtype = np.int32 if size + p * n_w < 2**31 else np.int64
-    d32, k, mb = d.astype(dtype), passes.kind.astype(dtype), passes.mb.astype(dtype)
-    is_w = k == W_UP
-    np.minimum(k, I_DOWN, out=k)
-    # each pass's cell: the F/I slots as (p, 4, m), then the W slots as (p, n_w), then −1 (none)
-    at = np.where(is_w, d32 * n_w + (size + mb), d32 * (4 * m) + k * m + mb)
-    step = _UPSTREAM.astype(dtype)[k]
-    d32 -= step
-    upstream = np.where(is_w | (d32 < 0) | (d32 >= p), size + p * n_w, at - step * (4 * m))
-    out = np.zeros(size + p * n_w + 1, np.int64)
+    size, n_w = p * 4 * m, p * 2 * m
+    at, upstream = _cells(passes, p, m, size + n_w)
+    out = np.zeros(size + n_w + 1, np.int64)
     out[-1] = -1
     free = np.zeros(p, np.int64)
     for lo, hi in zip(passes.starts[:-1].tolist(), passes.starts[1:].tolist()):
@@ -357,7 +347,7 @@ def _squeeze(pos: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         out[at[lo:hi]] = ready
         ready += 1
         free[rows] = ready
-    return out[:size].reshape(p, 4, m), out[size:-1].reshape(p, n_w)
+    return out[:size].reshape(p, 4, m), out[size:-1].reshape(p, 2 * m)
 
 
 class _Sorted:
@@ -412,25 +402,32 @@ def _ranges(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 _UPSTREAM = np.array([1, -1, 1, -1])
 
 
-def _dependency_slots(passes: _Slots, p: int, m: int, n_cells: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each F/I pass's slot lives in a flat (p, 4, m) array, and (three columns) those of
-    the passes it waits for in the authors' model: the upstream neighbour's pass of the same kind,
-    its own previous kind and its own previous microbatch; ``n_cells`` (a cell holding −1) for none."""
-    # int32 where the cells fit: these are among the largest arrays built, and both their memory
-    # and their arithmetic cost less so
-    dtype = np.int32 if n_cells < 2**31 else np.int64
-    d, k, mb = passes.device.astype(dtype), np.minimum(passes.kind, I_DOWN).astype(dtype), passes.mb.astype(dtype)
-    own = d * (4 * m)
-    own += k * m
-    own += mb
-    deps = np.empty((3, len(d)), dtype)
+def _cells(passes: _Slots, p: int, m: int, none: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pass's cell in one flat array of the F/I slots as (p, 4, m) and then the W slots as
+    (p, 2m), and the cell of its upstream neighbour's pass of the same kind (``none``, a cell
+    holding −1, for a W or where there is no neighbour). int32 where the cells fit: these are
+    among the largest arrays built, and both their memory and their arithmetic cost less so."""
+    dtype = np.int32 if none < 2**31 else np.int64
+    d, kind, mb = passes.device.astype(dtype), passes.kind.astype(dtype), passes.mb.astype(dtype)
+    is_w = kind >= W_UP
+    k = np.minimum(kind, I_DOWN)
+    own = np.where(is_w, d * (2 * m) + (p * 4 * m + mb), d * (4 * m) + k * m + mb)
     # the upstream neighbour: device d − 1 on the way down (F down, I up), d + 1 on the way up
     step = _UPSTREAM.astype(dtype)[k]
-    np.subtract(own, step * (4 * m), out=deps[0])
     d -= step
-    deps[0][(d < 0) | (d >= p)] = n_cells
-    np.copyto(deps[1], np.where(k > F_DOWN, own - m, n_cells))
-    np.copyto(deps[2], np.where(mb > 0, own - 1, n_cells))
+    return own, np.where(is_w | (d < 0) | (d >= p), none, own - step * (4 * m))
+
+
+def _dependency_slots(passes: _Slots, p: int, m: int, none: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each pass's cell (see :func:`_cells`) and (three rows) those of the passes it waits for
+    in the authors' model: the upstream neighbour's pass of the same kind, its own previous kind
+    and its own previous microbatch (for a W, the W before it; the W's own I is looked up where
+    it is needed); ``none`` for none."""
+    own, upstream = _cells(passes, p, m, none)
+    deps = np.empty((3, len(own)), own.dtype)
+    deps[0] = upstream
+    np.copyto(deps[1], np.where((passes.kind > F_DOWN) & (passes.kind < W_UP), own - m, none))
+    np.copyto(deps[2], np.where(passes.mb > 0, own - 1, none))
     return own, deps
 
 
@@ -449,12 +446,9 @@ def _reorder_placed(pos: np.ndarray, w: np.ndarray, m: int) -> tuple[np.ndarray,
     passes = _Slots([(k, pos[:, k]) for k in range(4)] + [(W_UP, w)], m, by_class=True)
     d, kind, mb = passes.device, passes.kind, passes.mb
     is_w = kind == W_UP
-    # each pass's cell in the output: the F/I slots as (p, 4, m), then the W slots as (p, 2m)
+    # each pass's cell in the output: the F/I slots as (p, 4, m), then the W slots as (p, 2m); a W
+    # waits for the W before it, and for the I of the same rank (by slot): looked up below
     own, deps = _dependency_slots(passes, p, m, n_fi + n_w)
-    own[is_w] = n_fi + d[is_w] * 2 * m + mb[is_w]
-    # a W waits for the W before it, and for the I of the same rank (by slot): looked up below
-    deps[:, is_w] = n_fi + n_w
-    deps[0, is_w & (mb > 0)] = own[is_w & (mb > 0)] - 1
     # ``state`` holds every pass's slot at its cell, then −1 (for "waits for nothing") and, for the
     # passes that stay (the steady phase), a slot later than any
     stay = passes.phase == 1
@@ -717,8 +711,9 @@ def _move_queued(slot, r, row0, forward, s, u1, busy, change, served, pending, l
     if len(second):
         u2_cell[second] = slots.find_flat(u1_cell[second] + (idle + 1)) - idle
     w_cell = np.where(busy, u2_cell, u1_cell)  # where an I's own W now runs
-    # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 on [w_at, slot) for an I; in
-    # change's own dtype, as ufunc.at takes a loop many times slower when it must cast
+    # +1 on [s, slot) for an F, +1 on [s, u1) into a busy slot, −1 for an I from where its own W
+    # now runs to the slot; in change's own dtype, as ufunc.at takes a loop many times slower
+    # when it must cast
     f, b = forward.astype(change.dtype), busy.astype(change.dtype)
     np.add.at(change.ravel(), np.concatenate([s_cell, u1_cell, w_cell, end_cell]),
               np.concatenate([f + b, -b, f - 1, 1 - 2 * f]))
