@@ -192,7 +192,7 @@ def show(result: dict | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--before", metavar="PATH", help="another ppviz checkout to measure first (before)")
+    parser.add_argument("--before", metavar="PATH", help="another ppviz checkout to measure too (before), taking turns run by run")
     parser.add_argument("--only", nargs="*", choices=list(CASES), help="run only these")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per measurement")
     parser.add_argument("--repeat", type=int, default=5, help="fresh processes per measurement (the median is shown)")
@@ -215,7 +215,7 @@ def main() -> None:
             value = after["rate"] if unit == "rate" else after["cpu"]
             met = value >= target if unit == "rate" else value <= target
             goal = f">= {target:,.0f} ops/s" if unit == "rate" else f"<= {target} s"
-            print(f"  target  {goal} on an idle machine: {'met' if met else 'NOT met'} by the median CPU time here")
+            print(f"  target  {goal} on an idle machine: {'met' if met else 'NOT met'} by the median run here")
 
 
 if __name__ == "__main__":
