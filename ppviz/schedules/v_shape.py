@@ -230,23 +230,26 @@ class _Slots:
     def __init__(self, lists: list[tuple[int, np.ndarray]], m: int, by_class: bool = False):
         p = lists[0][1].shape[0]
         per_kind = max(arr.shape[1] for _, arr in lists)
-        # each pass has a (slot, device) of its own: a table indexed by both, holding the pass's kind
-        # and microbatch, lists them in that order (no sort needed)
-        table = np.full((max(int(arr.max()) for _, arr in lists) + 1) * p, -1, np.int32)
+        # each pass has a (slot, device) of its own: a table indexed by both (and by class, between
+        # them, for ``by_class``), holding the pass's kind and microbatch, lists them in that order
+        # (no sort needed)
+        classes = 3 if by_class else 1
+        rows = classes * p
+        # (int16 where kinds × microbatches fit: this is the largest array here, and fresh memory is
+        # much of what it costs)
+        held_type = np.int16 if len(_CLASS) * per_kind < 2**15 else np.int32
+        table = np.full((max(int(arr.max()) for _, arr in lists) + 1) * rows, -1, held_type)
         for kind, arr in lists:
-            table[arr * p + np.arange(p)[:, None]] = kind * per_kind + np.arange(arr.shape[1])
+            column = int(_CLASS[kind]) * p if by_class else 0
+            table[arr * rows + (np.arange(column, column + p))[:, None]] = kind * per_kind + np.arange(arr.shape[1])
         at = (table >= 0).nonzero()[0]
         held = table[at]
         # int32 where the table fits (the arrays here have one entry per pass, and int32 arithmetic
         # on them is several times faster)
         at = at.astype(np.int32 if len(table) < 2**31 // 3 else np.int64)
-        slot = at // p
-        if by_class:
-            key = slot * 3
-            key += _CLASS[held // per_kind]
-            order = np.argsort(key, kind="stable")  # the passes are in slot order: this sorts within slots
-            at, held, key, slot = at[order], held[order], key[order], slot[order]
-        self.slot, self.device = slot, (at - slot * p).astype(np.intp)
+        key = at // p  # slot × classes + class
+        slot = key // classes if by_class else key
+        self.slot, self.device = slot, (at - key * p).astype(np.intp)
         self.kind = held // per_kind
         self.mb = held - self.kind * per_kind
         # where each slot's passes begin, for the slots that have any
@@ -255,6 +258,7 @@ class _Slots:
         if by_class:
             first = key[self.starts[:-1]] - key[self.starts[:-1]] % 3
             self.classes = key.searchsorted(first + 1), key.searchsorted(first + 2)
+            at = slot * p + self.device  # by (slot, device), for the phases
         # the phases, by (slot, device) whatever the order within slots
         self.phase = np.zeros(len(at), np.int8)
         first = np.flatnonzero((self.kind == I_DOWN) & (self.device == 0))
@@ -649,7 +653,12 @@ def _place_queued(slot, rows, row0, forward, earliest, c, base, change, served, 
     while len(todo):
         r, r0, f, cell = rows[todo], row0[todo], forward[todo], at[todo]
         busy = is_served[cell]
-        s, u1 = cell - r0, slots.find_flat(cell + (idle + 1)) - (r0 + idle)
+        # u1, the next idle slot, for the passes that move a W there (an F into an idle slot moves
+        # none, and its u1 is not read)
+        s = cell - r0
+        u1 = s.copy()
+        moving_w = (busy | ~f).nonzero()[0]
+        u1[moving_w] = slots.find_flat(cell[moving_w] + (idle + 1)) - (r0[moving_w] + idle)
         # how far below c the slots must be: on [s, u1) and on [u1, slot)
         room_rest = f.astype(np.int64)
         room_first = room_rest + busy
