@@ -235,6 +235,32 @@ def test_comparison_embeds_the_three_charts_with_result_numbers(trio):
         assert pareto[name]["memory"] == r.peak_memory.max()
 
 
+
+def title_tops(svg: str, titles: list[str]) -> dict[str, float]:
+    """The rendered y (px from the top) of each chart title, by adding up its groups' translations."""
+    found = {}
+
+    def walk(node, y):
+        move = re.match(r"translate\(([-\d.e]+),\s*([-\d.e]+)\)", node.get("transform", ""))
+        y += float(move.group(2)) if move else 0.0
+        if (node.text or "").strip() in titles:
+            found[node.text.strip()] = y
+        for child in node:
+            walk(child, y)
+
+    walk(ET.fromstring(svg), 0.0)
+    return found
+
+
+def test_comparison_top_row_titles_line_up():
+    # the scatter's memory axis title, rotated, once overhung its plot and lifted its chart title
+    # about 25 px above the bar chart's
+    runs = [cfg(s, p=8, m=32) for s in ("1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v")]
+    titles = ["Bubble fraction per schedule", "Bubble fraction vs peak memory"]
+    tops = title_tops(charts.to_svg(charts.comparison_charts(runs)), titles)
+    assert set(tops) == set(titles)
+    assert abs(tops[titles[0]] - tops[titles[1]]) <= 1
+
 def test_equal_display_names_are_told_apart():
     runs = [cfg("1f1b", m=8), cfg("1f1b", m=16), cfg("zb-h1"), cfg("zb-h1")]
     colors = charts.schedule_colors(runs)
