@@ -143,6 +143,14 @@ def test_op_rows_are_the_timeline(name):
     assert sorted((g["device"], g["start"], g["end"]) for g in gap_rows(spec)) == sorted(true_gaps(res))
 
 
+def test_segments_of_one_microbatch_share_its_shade():
+    # Seq1F1B numbers its bars by segment (microbatch·k + segment); the shade follows the microbatch
+    rows = op_rows(charts.gantt_chart(simulate(cfg("seq1f1b", m=4, segments=2))).to_dict())
+    shade = {(r["kind"], r["microbatch"]): r["paint"] for r in rows if r["device"] == 0}
+    assert shade["F", 0] == shade["F", 1] != shade["F", 2] == shade["F", 3]
+    assert shade["F", 1] == f"{SLOT['F']}{SHADE_ORDER[0]}" and shade["F", 6] == f"{SLOT['F']}{SHADE_ORDER[3]}"
+
+
 def test_pairs_name_both_ops():
     res = simulate(cfg("dualpipe", p=4, m=8))
     o = res.ops

@@ -80,8 +80,9 @@ export function colourSlot(flags: number): number {
   return kind === KIND_F ? 0 : kind === KIND_W ? 2 : 1;
 }
 
-export function shadeOf(mb: number): number {
-  return SHADE_ORDER[mb % SHADE_LEVELS];
+/** An op's shade, by its whole microbatch: the segments of one (Seq1F1B) share it, as the legend says. */
+export function shadeOf(mb: number, segments = 1): number {
+  return SHADE_ORDER[Math.floor(mb / segments) % SHADE_LEVELS];
 }
 
 /** Bars at least this wide (CSS px) are vector round rects; narrower ones, and runs of
@@ -383,7 +384,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
         k++;
         if (xr <= xl) continue;
         const slot = colourSlot(f);
-        const shade = shadeOf(mb[k - 1]);
+        const shade = shadeOf(mb[k - 1], segments);
         const visible = xr - xl;
         const drawn = visible >= GAP_MIN_PX ? visible - 1 : visible;
         rects++;
@@ -498,7 +499,7 @@ function drawSlot(ctx: CanvasRenderingContext2D, s: Scene, k: number, outline: n
   const slot = slotOf(tl, k);
   const b = slotBox(s, slot);
   const c = colourSlot(tl.flags[slot]);
-  const shade = shadeOf(tl.mb[slot]);
+  const shade = shadeOf(tl.mb[slot], segmentsOf(s.meta));
   ctx.fillStyle = P.shades[c][shade];
   ctx.beginPath();
   ctx.roundRect(b.x, b.y, b.w, b.h, b.w >= ROUND_MIN_PX ? 2.5 : 0);

@@ -83,6 +83,18 @@ describe("draw", () => {
     expect(stats.labels).toBe(spec.ops.length);
   });
 
+  it("shades the segments of one microbatch alike (Seq1F1B), as the legend's 'shade: microbatch' says", () => {
+    const spec = fillDrain(2, 6);
+    const s = scene(2, spec.ops, spec.makespan);
+    s.meta = { ...s.meta, segments: 2 };
+    draw(ctx, s);
+    const forward = (mb: number) => spec.ops.findIndex((o) => o.device === 0 && o.mb === mb && o.kind === "F");
+    const painted = (k: number) => pixel(...centre(s, spec.ops[k]));
+    // indices 0 and 1 are segments 0 and 1 of microbatch 0; index 2 starts microbatch 1
+    expect(close(painted(forward(0)), painted(forward(1)), 1)).toBe(true);
+    expect(close(painted(forward(1)), painted(forward(2)), 12)).toBe(false);
+  });
+
   it("culls to the view: only ops overlapping it are visited", () => {
     const spec = fillDrain(4, 40);
     const view = { t0: 20.5, t1: 31.2 };

@@ -156,7 +156,7 @@ def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
         mb = int(o.microbatch[k])
         row = {"device": int(dev[i]), "stage": int(o.stage[k]), "microbatch": mb, "kind": kind[i],
                "start": float(s[i]), "end": float(e[i]), "op": program.action_at(k),
-               "paint": f"{_SLOT_OF[kind[i]]}{_SHADE_ORDER[mb % 4]}"}
+               "paint": f"{_SLOT_OF[kind[i]]}{_SHADE_ORDER[mb // program.segments % 4]}"}
         if kind[i] == "F&B":
             row["op"] = f"{o.stage[k]}F{mb} & {program.action_at(k + 1)}"
             row["backward_microbatch"] = int(o.microbatch[k + 1])
