@@ -17,6 +17,7 @@ import pytest
 
 import ppviz
 from ppviz import Config, ConfigError, Program, charts, simulate
+from ppviz.charts.style import THEMES
 
 from .helpers import png_size
 
@@ -151,6 +152,29 @@ def test_segments_of_one_microbatch_share_its_shade():
     assert shade["F", 1] == f"{SLOT['F']}{SHADE_ORDER[0]}" and shade["F", 6] == f"{SLOT['F']}{SHADE_ORDER[3]}"
 
 
+def test_memory_lanes_show_the_capacity_as_the_widget_does():
+    # 1F1B at p = 4 peaks at 4, 3, 2, 1 activation units; with 1 unit of static memory each, a
+    # capacity of 4.5 leaves device 0 half a unit over
+    res = simulate(cfg("1f1b", m=8, params=1, memory_capacity=4.5))
+    marks = layers(charts.gantt_chart(res).to_dict())
+    curve = next(x["rows"] for x in marks if x["rows"] and set(x["rows"][0]) == {"device", "time", "memory", "static"})
+    for d in range(P := 4):
+        values = [row["memory"] for row in curve if row["device"] == d]
+        assert min(values) == 1 and max(values) == res.peak_memory[d] == 5 - d  # stacked on the static unit
+    capacity = next(x for x in marks if x["rows"] and set(x["rows"][0]) == {"device", "cap", "colour", "alpha"})
+    over_colour = THEMES["light"]["oom"]
+    assert [(row["cap"], row["colour"] == over_colour) for row in capacity["rows"]] == [(4.5, d == 0) for d in range(P)]
+    red = next(x for x in marks if x["rows"] and "cap" in x["rows"][0] and "memory" in x["rows"][0])
+    assert {row["device"] for row in red["rows"]} == {0}
+    heads = [row["text"] for x in marks if x["rows"] and "text" in x["rows"][0] for row in x["rows"]
+             if str(row["text"]).startswith("device ")]
+    assert heads == ["device 0  peak 5  +0.5 over", "device 1  peak 4", "device 2  peak 3", "device 3  peak 2"]
+    # without a capacity the lanes keep activations alone, and nothing is red
+    plain = layers(charts.gantt_chart(simulate(cfg("1f1b", m=8, params=1))).to_dict())
+    assert not [x for x in plain if x["rows"] and "cap" in x["rows"][0]]
+    assert max(row["memory"] for x in plain if x["rows"] and "static" in x["rows"][0] for row in x["rows"]) == 4
+
+
 def test_pairs_name_both_ops():
     res = simulate(cfg("dualpipe", p=4, m=8))
     o = res.ops
@@ -224,8 +248,6 @@ def test_legend_lists_the_kinds_present(schedule, entries):
     assert [names[v] for v in legend["values"]] == entries
     fills = dict(zip(color["scale"]["domain"], color["scale"]["range"]))
     # the widget's light palette, unshaded for the first microbatch shade
-    from ppviz.charts.style import THEMES
-
     assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == list(THEMES["light"]["kinds"])
     assert len({fills[f"F{s}"] for s in range(4)}) == 4  # four microbatch shades
 

@@ -38,12 +38,15 @@ class _GanttTheme:
     memory: str
     memory_opacity: float
     closed: str
+    over: str  # a device over its memory capacity
+    over_fill: str
+    static: str  # the static memory (parameters, gradients, optimizer state) under the activations
 
 
 def _gantt_theme(t) -> _GanttTheme:
     return _GanttTheme(t["background"], t["foreground"], t["muted"], t["axis"], t["foreground"], t["muted"],
                        t["hatchOpacity"], t["laneIdle"], t["surface"], tuple(t["kinds"]), tuple(t["shadeSteps"]),
-                       t["memoryLine"], t["memoryOpacity"], t["closedForm"])
+                       t["memoryLine"], t["memoryOpacity"], t["closedForm"], t["oom"], t["oomFill"], t["memoryStatic"])
 
 
 GANTT_THEMES = {name: _gantt_theme(t) for name, t in THEMES.items()}
@@ -408,6 +411,9 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt
 
 
 def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt.Scale) -> alt.LayerChart:
+    """Each device's activation memory over time, one lane each on one scale. With a memory
+    capacity, as the widget draws it: the activations stacked on the static memory, the capacity
+    dashed, and a device over it red above the line, its excess in its label."""
     p = r.devices
     unit = memory_unit([r])
     k = unit.factors[0]
@@ -415,19 +421,25 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
     per_device = max(4, min(2 * width, MAX_ROWS // p - 1))
     cf = r.closed_form
     closed = list(cf.peak_activation) if cf is not None and cf.peak_activation else []
+    capacity = r.config.memory_capacity
+    base = r.static_memory * k if capacity is not None else np.zeros(p)
+    peaks = (r.peak_memory if capacity is not None else r.peak_activation) * k
     curves, heads, rules = [], [], []
-    top = 0.0
+    top = 0.0 if capacity is None else capacity * k
     for d in range(p):
         times, values = r.memory.curve(d)
         st, sv = summarize_steps(times, values, per_device)
         if st[-1] < r.makespan:
             st, sv = np.r_[st, r.makespan], np.r_[sv, sv[-1]]
-        curves += [{"device": d, "time": float(t), "memory": float(v) * k} for t, v in zip(st, sv)]
-        peak = float(r.peak_activation[d]) * k
-        heads.append({"device": d, "peak": peak, "text": f"device {d}  peak {format_number(peak)}"})
+        b = float(base[d])
+        curves += [{"device": d, "time": float(t), "memory": float(v) * k + b, "static": b} for t, v in zip(st, sv)]
+        over = capacity is not None and not r.fits[d]
+        excess = f"  +{format_number(float(r.excess[d]) * k)} over" if over else ""
+        heads.append({"device": d, "peak": float(peaks[d]), "text": f"device {d}  peak {format_number(float(peaks[d]))}{excess}",
+                      "colour": th.over if over else th.muted})
         if d < len(closed):
-            rules.append({"device": d, "closed": float(closed[d]) * k})
-        top = max(top, float(values.max()) * k, float(closed[d]) * k if d < len(closed) else 0.0)
+            rules.append({"device": d, "closed": float(closed[d]) * k + b})
+        top = max(top, float(values.max()) * k + b, float(closed[d]) * k + b if d < len(closed) else 0.0)
     top = top or 1.0
     # lane d spans [d, d + 1]: memory rises from its bottom to 0.8 of its height at the top value
     level = f"datum.device + 1 - 0.8 * datum.{{}} / {top}"
@@ -436,15 +448,43 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         lane_top="datum.device + 0.1", lane_bottom="datum.device + 1").mark_rect(color=th.lane, aria=False).encode(
         x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
         y=alt.Y("lane_top:Q", scale=y_scale, axis=None), y2="lane_bottom:Q")
+    memory_tooltip = [alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
+                      alt.Tooltip("memory:Q", title=f"{'memory' if capacity is not None else 'activation memory'} "
+                                                    f"({unit.label})", format=".4~g")]
     area = alt.Chart({"values": curves}).transform_calculate(
-        level=level.format("memory"), base="datum.device + 1").mark_area(
+        level=level.format("memory"), base=level.format("static")).mark_area(
         interpolate="step-after", color=th.memory, opacity=th.memory_opacity,
         line={"color": th.memory, "strokeWidth": 1.2, "opacity": 1}).encode(
         x=alt.X("time:Q", scale=x_scale, axis=None), y=alt.Y("level:Q", scale=y_scale, axis=None), y2="base:Q",
-        detail="device:N",
-        tooltip=[alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
-                 alt.Tooltip("memory:Q", title=f"activation memory ({unit.label})", format=".4~g")])
-    layers = [lanes, area]
+        detail="device:N", tooltip=memory_tooltip)
+    layers = [lanes]
+    if capacity is not None:
+        statics = [{"device": d, "static": float(base[d])} for d in range(p) if base[d] > 0]
+        if statics:
+            layers.append(alt.Chart({"values": statics}).transform_calculate(
+                level=level.format("static"), bottom="datum.device + 1").mark_rect(color=th.static, aria=False).encode(
+                x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+                y=alt.Y("level:Q", scale=y_scale, axis=None), y2="bottom:Q",
+                tooltip=[alt.Tooltip("device:O"), alt.Tooltip("static:Q", title=f"static memory ({unit.label})",
+                                                               format=".4~g")]))
+    layers.append(area)
+    if capacity is not None:
+        cap = capacity * k
+        overs = [dict(row, cap=cap) for row in curves if not r.fits[row["device"]]]
+        if overs:  # the part above the capacity, red, as the widget paints it
+            layers.append(alt.Chart({"values": overs}).transform_calculate(
+                over=f"max(datum.memory, {cap})", level=level.format("over"), line=level.format("cap")).mark_area(
+                interpolate="step-after", color=th.over_fill, line={"color": th.over, "strokeWidth": 1.2}).encode(
+                x=alt.X("time:Q", scale=x_scale, axis=None), y=alt.Y("level:Q", scale=y_scale, axis=None),
+                y2="line:Q", detail="device:N", tooltip=memory_tooltip))
+        caps = [{"device": d, "cap": cap, "colour": th.foreground if r.fits[d] else th.over,
+                 "alpha": 0.6 if r.fits[d] else 1.0} for d in range(p)]
+        layers.append(alt.Chart({"values": caps}).transform_calculate(level=level.format("cap")).mark_rule(
+            strokeDash=[7, 3], strokeWidth=1.25).encode(
+            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+            y=alt.Y("level:Q", scale=y_scale, axis=None),
+            color=alt.Color("colour:N", scale=None), opacity=alt.Opacity("alpha:Q", scale=None),
+            tooltip=[alt.Tooltip("device:O"), alt.Tooltip("cap:Q", title=f"capacity ({unit.label})", format=".4~g")]))
     if rules:
         layers.append(alt.Chart({"values": rules}).transform_calculate(level=level.format("closed")).mark_rule(
             color=th.closed, strokeDash=[4, 3], strokeWidth=1, opacity=0.55).encode(
@@ -452,12 +492,17 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
             y=alt.Y("level:Q", scale=y_scale, axis=None),
             tooltip=[alt.Tooltip("device:O"), alt.Tooltip("closed:Q", title="closed-form peak", format=".4~g")]))
     layers.append(alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.55").mark_text(
-        align="right", baseline="middle", dx=-10, fontSize=LABEL_SIZE if lane >= 16 else SMALL_SIZE, color=th.muted).encode(
+        align="right", baseline="middle", dx=-10, fontSize=LABEL_SIZE if lane >= 16 else SMALL_SIZE).encode(
         x=alt.XDatum(0, type="quantitative", scale=x_scale), y=alt.Y("y:Q", scale=y_scale, axis=None),
-        text="text:N"))
-    what = "activation memory" + (f" ({unit.label})" if unit.label != ACTIVATION_UNIT else "")
+        text="text:N", color=alt.Color("colour:N", scale=None)))
+    what = ("memory" if capacity is not None else "activation memory") + \
+        (f" ({unit.label})" if unit.label != ACTIVATION_UNIT else "")
     subtitle = f"per device, same scale on every lane; {UNIT_NOTE if k == 1 else unit.note}" + \
         ("; dashed: closed-form peak" if rules else "")
+    if capacity is not None:
+        over = int(np.count_nonzero(~r.fits))
+        subtitle += (f"; activations on the static memory (grey); long dashes: capacity {format_number(capacity * k)}"
+                     + (f", {over} of {p} devices over it (red)" if over else ", every device fits"))
     return alt.layer(*layers).properties(
         width=width, height=p * lane, view=alt.ViewBackground(stroke=None),
         title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=TEXT_SIZE,

@@ -169,7 +169,8 @@ def memory_unit(results: Sequence[Result]) -> MemoryUnit:
     if any(s is None for s in sizes):
         mixed = " (not every config gives activation_bytes, so bytes are not shown)" if any(sizes) else ""
         return MemoryUnit(ACTIVATION_UNIT, [1.0] * len(results), UNIT_NOTE + mixed)
-    largest = max(float(r.peak_memory.max()) * s for r, s in zip(results, sizes))
+    # the capacity counts, as the widget's unit does: the lanes show it beside the peaks
+    largest = max(max(float(r.peak_memory.max()), r.config.memory_capacity or 0.0) * s for r, s in zip(results, sizes))
     prefixes = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
     k = next((k for k in range(len(prefixes)) if largest < 1024 ** (k + 1)), len(prefixes) - 1)
     return MemoryUnit(prefixes[k], [s / 1024 ** k for s in sizes], "memory in bytes from activation_bytes")
