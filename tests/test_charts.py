@@ -626,3 +626,17 @@ def test_altairs_methods_and_operators_keep_the_offline_display(trio):
         assert isinstance(derived, base) and type(derived).__module__ == "ppviz.charts.offline"
         assert "application/vnd.jupyter.widget-view+json" in derived._repr_mimebundle_()[0]
     assert (bubble | memory).to_dict() == alt.hconcat(bubble, memory).to_dict()
+
+
+def test_the_comparison_adds_communication_when_a_run_models_its_links(trio):
+    link = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.2, 8.0), inter=ppviz.Link(1.0, 2.0))
+    runs = [simulate(cfg("1f1b", topology=link, comm_bytes=4.0)), simulate(cfg("zb-h1", comm=0.5))]
+    spec = charts.comparison_charts(runs).to_dict()
+    assert len(spec["vconcat"]) == 3
+    exposed, volume = sub_specs(spec)[3:]
+    assert by_name(rows_of(volume, spec["datasets"]))["1f1b"]["transfers"] == 48  # as communication_chart's
+    assert len(charts.comparison_charts(trio).to_dict()["vconcat"]) == 2  # no run with links: no such row
+    # the row's two titles line up, as the top row's do
+    titles = ["Exposed communication per schedule", "Communication volume per schedule"]
+    tops = title_tops(charts.to_svg(charts.comparison_charts(runs)), titles)
+    assert set(tops) == set(titles) and abs(tops[titles[0]] - tops[titles[1]]) <= 1

@@ -272,8 +272,10 @@ def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
 
 @shown_offline
 def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
-    """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below,
-    with one shared colour per run. Every run is simulated once."""
+    """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below
+    and, when some run models its links (``Config.topology``), its exposed communication and
+    volume (:func:`communication_chart`) at the bottom; one shared colour per run. Every run is
+    simulated once."""
     metric_of(metric, BUBBLE_METRICS)
     runs = Runs.of(items)
     height = max(260, 30 * len(runs.names))
@@ -281,7 +283,10 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     # across the bottom rather than taking a column, titles wrap rather than widen their charts
     top = alt.hconcat(_bubble(runs, metric, legend="bottom", height=height, width=300),
                       _pareto(runs, metric, height, width=320), spacing=36)
-    return alt.vconcat(top, _memory(runs).properties(width=720), spacing=30).resolve_scale(color="shared")
+    rows = [top, _memory(runs).properties(width=720)]
+    if any(r.config.topology is not None for r in runs.results):
+        rows.append(_communication(runs))
+    return alt.vconcat(*rows, spacing=30).resolve_scale(color="shared")
 
 
 #: The most devices :func:`memory_curve_chart` draws (a row each): 512 rows render in about 15 s
@@ -514,7 +519,8 @@ def _communication(runs: Runs) -> alt.HConcatChart:
             color=runs.color(legend=False), tooltip=volume_tip),
         base.mark_text(align="left", dx=5, fontSize=LABEL_SIZE, color=CHART["text"]).encode(x="volume:Q", text="label:N"),
     ).properties(width=320, height=alt.Step(band),
-                 title=_title("Communication volume per schedule", "activations and gradients sent between devices"))
+                 title=_title("Communication volume per schedule", "activations and gradients sent between devices",
+                              "label: how many transfers carried them"))
     parts = [{**row, "part": part, "share": row[key], "time": row[key + "_time"]}
              for row in rows for part, key in (("waiting for communication", "comm"), ("waiting for compute", "compute"))]
     idle_tip = [alt.Tooltip("name:N", title="schedule"), alt.Tooltip("part:N", title="idle"),
