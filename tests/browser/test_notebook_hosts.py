@@ -231,13 +231,13 @@ def gantt_states(page):
             e.querySelector('canvas').getBoundingClientRect())}))""")
 
 
-def open_compare(page, url):
-    """Run the COMPARE cell and wait for its five Gantt charts and the Altair charts; hides
-    JupyterLab's side bar so the output is wide."""
+def open_compare(page, url, runs=5):
+    """Run the compare cell and wait for its Gantt charts (``runs`` of them) and the Altair
+    charts; hides JupyterLab's side bar so the output is wide."""
     page.goto(url)
     run_cell(page, page.locator(".jp-OutputArea-output .ppviz-compare"), timeout=30_000)
     page.wait_for_function("[...document.querySelectorAll('.ppviz-gantt')].filter(e => Number(e.dataset.draws) >= 1)"
-                           ".length === 5", timeout=60_000)
+                           f".length === {runs}", timeout=60_000)
     # the chart's marks, from vega bundled by vl-convert (a CDN import would have been refused)
     page.locator(".ppviz-compare-charts svg path[aria-label]").first.wait_for(timeout=60_000)
     page.keyboard.press("Control+b")
@@ -366,6 +366,46 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
         except Exception:
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / "failed-light.png"))
+            raise
+        finally:
+            context.close()
+
+
+COMPARE_LINKS = """\
+import pathlib
+import ppviz
+cfg = ppviz.Config(devices=8, microbatches=16, f=2e-3, b=2e-3, w=2e-3, time_unit="s", topology="dgx-h100",
+                   comm_bytes=64e6)
+cmp = ppviz.compare(cfg, schedules=["1f1b", "zb-h1", "interleaved-1f1b"])
+cmp.observe(lambda change: pathlib.Path(change["name"] + ".txt").write_text(str(change["new"])),
+            names=["selected_schedule"])
+cmp
+"""
+
+
+def test_compare_over_real_links_shows_and_links_communication(browser, tmp_path):
+    context, page, external, errors = offline_page(browser, {"width": 1600, "height": 2600})
+    with jupyter("lab", tmp_path, COMPARE_LINKS) as server:
+        try:
+            output = open_compare(page, server["url"], runs=3)
+            volume = page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]')
+            assert volume.count() == 3
+            exposed = mark_opacity(page, "idle / (p × makespan), split by what it waits for")
+            assert len(exposed) == 2 * 3  # waiting for communication, waiting for compute, per run
+            assert_charts_unclipped(page)
+            # a run's volume bar emphasises its Gantt chart, as the other charts' marks do
+            page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]'
+                         '[aria-label*="name: zb-h1;"]').first.click()
+            wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] == ["dimmed", "selected", "dimmed"],
+                     "zb-h1 emphasised")
+            wait_for_file(server["root"] / "selected_schedule.txt", "zb-h1")
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            output.screenshot(path=str(SHOTS / "compare-links.png"))
+            assert external == [], f"the page tried to reach the network: {external}"
+            assert errors == []
+        except Exception:
+            SHOTS.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(SHOTS / "failed-links.png"))
             raise
         finally:
             context.close()
