@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 import ppviz
@@ -105,3 +106,18 @@ def test_a_single_malformed_pair_is_refused(flag_at, message):
     with pytest.raises(ProgramError) as info:
         program.validate()
     assert str(info.value).startswith(message)
+
+
+def test_actions_count_an_overlapped_pair_once():
+    prog = ppviz.Config(schedule="dualpipe", devices=4, microbatches=8).build()
+    actions = prog.actions
+    assert prog.pair.any() and len(actions) == len(prog) - int(prog.pair.sum())
+    np.testing.assert_array_equal(actions.of_op[actions.first], np.arange(len(actions)))
+    # a pair's second op belongs to its first op's action; every action starts on its own device
+    second = np.flatnonzero(prog.pair) + 1
+    np.testing.assert_array_equal(actions.of_op[second], actions.of_op[second - 1])
+    for d in range(prog.devices):
+        mine = actions.first[actions.offsets[d]:actions.offsets[d + 1]]
+        on_d = prog.device == d
+        assert (prog.device[mine] == d).all() and len(mine) == on_d.sum() - prog.pair[on_d].sum()
+    assert prog.actions is actions and not actions.first.flags.writeable

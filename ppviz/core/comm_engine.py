@@ -50,12 +50,10 @@ class Graph:
     def __init__(self, program: Program, cost: np.ndarray, plan: Plan, duration: np.ndarray, dep: np.ndarray,
                  blocking: bool):
         n, p = len(program), program.devices
-        second = np.zeros(n, bool)
-        second[1:] = program.pair[:-1]
-        first = np.flatnonzero(~second)
+        actions = program.actions
+        first, of_op = actions.first, actions.of_op
         A = len(first)
-        of_op = np.cumsum(~second) - 1
-        row = np.searchsorted(first, program.offsets)  # device d's actions: row[d]:row[d+1]
+        row = actions.offsets  # device d's actions: row[d]:row[d+1]
         self.program = program
         self.plan = plan
         self.dep = dep

@@ -45,13 +45,12 @@ class Actions:
 
     def __init__(self, program: Program, dep: np.ndarray):
         n = len(program)
-        second = np.zeros(n, bool)
-        second[1:] = program.pair[:-1]
-        self.first = np.flatnonzero(~second)  # flat index of each action's first op
-        self.count = len(self.first)
-        self.of_op = np.cumsum(~second) - 1
+        actions = program.actions
+        self.first = actions.first  # flat index of each action's first op
+        self.count = len(actions)
+        self.of_op = actions.of_op
         self.device = program.device[self.first]
-        self.offsets = np.searchsorted(self.first, program.offsets)  # device d's actions: offsets[d]:offsets[d+1]
+        self.offsets = actions.offsets  # device d's actions: offsets[d]:offsets[d+1]
         self.dep = dep
         has = dep >= 0
         cross = np.flatnonzero(has & (program.device[np.where(has, dep, 0)] != program.device))

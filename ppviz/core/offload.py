@@ -110,10 +110,7 @@ def plan(program: Program, config) -> Offloads:
     n = len(program)
     act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
     kind = program.kind
-    # an action's index along its device (an F&B pair is one action)
-    second = np.zeros(n, bool)
-    second[1:] = program.pair[:-1]
-    action = np.cumsum(~second) - 1
+    action = program.actions.of_op  # an F&B pair is one action
     key, of_f = forwards(program)
     back = np.flatnonzero((kind == B) | (kind == I))
     fwd = of_f[key[back]]

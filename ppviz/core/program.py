@@ -202,6 +202,22 @@ def _decode(codes: list[int]) -> tuple[np.ndarray, ...]:
     return kind, stage, microbatch, pair
 
 
+class Actions:
+    """A program's actions (see :attr:`Program.actions`): ``first``, each action's first op;
+    ``of_op``, each op's action; ``offsets``, device d's actions are ``offsets[d]:offsets[d + 1]``.
+    Read-only, as they are shared by everything that reads the program."""
+
+    __slots__ = ("first", "of_op", "offsets")
+
+    def __init__(self, first: np.ndarray, of_op: np.ndarray, offsets: np.ndarray):
+        for array in (first, of_op, offsets):
+            array.flags.writeable = False
+        self.first, self.of_op, self.offsets = first, of_op, offsets
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+
 class Program:
     """Per-device op orders plus the placement they assume.
 
@@ -210,7 +226,7 @@ class Program:
     """
 
     __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
-                 "forward_only", "segments", "_device", "comms")
+                 "forward_only", "segments", "_device", "_actions", "comms")
 
     def __init__(self, kind, stage, microbatch, pair, offsets, *, stages: int, microbatches: int,
                  placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
@@ -227,6 +243,7 @@ class Program:
         self.forward_only = bool(forward_only)
         self.segments = int(segments)
         self._device = None
+        self._actions = None
         #: the communication ops (torch's SEND/RECV actions), or None for a compute-only program
         self.comms = comms
 
@@ -459,6 +476,18 @@ class Program:
         if self._device is None:
             self._device = np.repeat(np.arange(self.devices, dtype=np.int32), np.diff(self.offsets))
         return self._device
+
+    @property
+    def actions(self) -> "Actions":
+        """The program's actions, what a device runs one at a time: an F&B pair is one, any other
+        op is one (computed once; the engines, the lowering and offload all read them)."""
+        if self._actions is None:
+            second = np.zeros(len(self.kind), bool)
+            second[1:] = self.pair[:-1]
+            first = np.flatnonzero(~second)
+            of_op = np.cumsum(~second) - 1
+            self._actions = Actions(first, of_op, np.searchsorted(first, self.offsets))
+        return self._actions
 
     @property
     def whole_microbatches(self) -> int:

@@ -388,9 +388,7 @@ def _exposed_comm(program, start, end, dep, makespan, device_end) -> np.ndarray:
     after a device's last action, the time its last blocking batch held it."""
     p = program.devices
     n = len(start)
-    second = np.zeros(n, bool)
-    second[1:] = program.pair[:-1]
-    first = np.flatnonzero(~second)
+    first = program.actions.first
     has = dep >= 0
     computed = np.where(has, end[np.where(has, dep, 0)], 0.0)
     # an action's inputs are computed when the later of its ops' inputs is
