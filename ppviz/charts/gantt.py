@@ -501,8 +501,10 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         ("; dashed: closed-form peak" if rules else "")
     if capacity is not None:
         over = int(np.count_nonzero(~r.fits))
-        subtitle += (f"; activations on the static memory (grey); long dashes: capacity {format_number(capacity * k)}"
-                     + (f", {over} of {p} devices over it (red)" if over else ", every device fits"))
+        amount = format_number(capacity * k) + (f" {unit.label}" if unit.label != ACTIVATION_UNIT else "")
+        subtitle = [subtitle, f"activations over the grey static memory (weights, gradients, optimizer); long dashes: "
+                              f"device capacity {amount}" +
+                    (f", {over} of {p} devices over it (red)" if over else ", every device fits")]
     return alt.layer(*layers).properties(
         width=width, height=p * lane, view=alt.ViewBackground(stroke=None),
         title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=TEXT_SIZE,
