@@ -435,7 +435,8 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         curves += [{"device": d, "time": float(t), "memory": float(v) * k + b, "static": b} for t, v in zip(st, sv)]
         over = capacity is not None and not r.fits[d]
         excess = f"  +{format_number(float(r.excess[d]) * k)} over" if over else ""
-        heads.append({"device": d, "peak": float(peaks[d]), "text": f"device {d}  peak {format_number(float(peaks[d]))}{excess}",
+        heads.append({"device": d, "peak": float(peaks[d]),
+                      "text": f"device {d}  peak {format_number(float(peaks[d]))}{excess}",
                       "colour": th.over if over else th.muted})
         if d < len(closed):
             rules.append({"device": d, "closed": float(closed[d]) * k + b})
