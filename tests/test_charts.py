@@ -640,3 +640,19 @@ def test_the_comparison_adds_communication_when_a_run_models_its_links(trio):
     titles = ["Exposed communication per schedule", "Communication volume per schedule"]
     tops = title_tops(charts.to_svg(charts.comparison_charts(runs)), titles)
     assert set(tops) == set(titles) and abs(tops[titles[0]] - tops[titles[1]]) <= 1
+
+
+def test_runs_beyond_the_palette_differ_in_shape_on_the_pareto(trio):
+    from ppviz.charts.style import SERIES
+
+    runs = [cfg("1f1b", m=m) for m in range(4, 4 + len(SERIES) + 3)]  # more runs than colours
+    spec = charts.pareto_chart(runs).to_dict()
+    points = [layer for layer in spec["layer"] if layer["mark"]["type"] == "point"]
+    assert len(points) == 2
+    for layer in points:
+        color, shape = layer["encoding"]["color"]["scale"], layer["encoding"]["shape"]["scale"]
+        assert color["domain"] == shape["domain"] and len(color["domain"]) == len(runs)
+        pairs = list(zip(color["range"], shape["range"]))
+        assert len(set(pairs)) == len(runs) and len(set(color["range"])) == len(SERIES)
+    # while every run has a colour of its own, no shapes
+    assert all("shape" not in layer["encoding"] for layer in charts.pareto_chart(trio).to_dict()["layer"])

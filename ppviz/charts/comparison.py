@@ -181,10 +181,12 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360) -> alt
                 scale=alt.Scale(domain=[0, y_end], nice=False)))
     line = base.transform_filter("datum.front").mark_line(
         interpolate="step-after", color=CHART["reference"], strokeDash=[4, 3], strokeWidth=1.5).encode(order="bubble:Q")
+    # past the palette's colours, runs of one colour differ in shape
+    shape = {"shape": runs.shape()} if runs.shape() is not None else {}
     front_points = base.transform_filter("datum.front").mark_point(filled=True, size=110, opacity=1).encode(
-        color=runs.color(), tooltip=tooltip)
+        color=runs.color(), tooltip=tooltip, **shape)
     other_points = base.transform_filter("!datum.front").mark_point(size=110, strokeWidth=2, opacity=1).encode(
-        color=runs.color(), tooltip=tooltip)
+        color=runs.color(), tooltip=tooltip, **shape)
     labels = [base.transform_filter(f"datum.place == {k}").mark_text(
         align=align, baseline=baseline, dx=dx, dy=dy, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
         color=CHART["text"]).encode(text="text:N")

@@ -148,6 +148,24 @@ class Runs:
         return alt.Color("name:N", title="schedule", legend=legend or None,
                          scale=alt.Scale(domain=self.names, range=[self.colors[n] for n in self.names]))
 
+    def shape(self) -> alt.Shape | None:
+        """Where there are more runs than colours, a shape per run that tells apart runs of one
+        colour (the first a circle, the next a square, …); None while every run has a colour of
+        its own."""
+        if len(set(self.colors.values())) == len(self.names):
+            return None
+        seen: dict[str, int] = {}
+        shapes = []
+        for name in self.names:
+            colour = self.colors[name]
+            shapes.append(_SHAPES[seen.get(colour, 0) % len(_SHAPES)])
+            seen[colour] = seen.get(colour, 0) + 1
+        return alt.Shape("name:N", title="schedule", scale=alt.Scale(domain=self.names, range=shapes))
+
+
+#: shapes for the runs that share a colour, in order
+_SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross")
+
 
 def metric_of(metric, table: dict, field: str = "metric") -> tuple[str, str, str]:
     if not isinstance(metric, str) or metric not in table:
