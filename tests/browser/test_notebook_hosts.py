@@ -231,6 +231,26 @@ def gantt_states(page):
             e.querySelector('canvas').getBoundingClientRect())}))""")
 
 
+@contextlib.contextmanager
+def offline_lab(browser, tmp_path, source, failure_shot, *, viewport=None, dark=False):
+    """JupyterLab serving a notebook of ``source`` and an offline page (:func:`offline_page`) to
+    open it on; yields (server, page). Once the test is done the page must have reached nothing
+    off this machine and raised no error; if anything fails, a screenshot of the page is saved
+    at ``failure_shot``."""
+    context, page, external, errors = offline_page(browser, viewport or {"width": 1600, "height": 2600})
+    with jupyter("lab", tmp_path, source, dark=dark) as server:
+        try:
+            yield server, page
+            assert external == [], f"the page tried to reach the network: {external}"
+            assert errors == []
+        except Exception:
+            failure_shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(failure_shot))
+            raise
+        finally:
+            context.close()
+
+
 def open_compare(page, url, runs=5):
     """Run the compare cell and wait for its Gantt charts (``runs`` of them) and the Altair
     charts; hides JupyterLab's side bar so the output is wide."""
@@ -281,94 +301,84 @@ def assert_charts_unclipped(page):
 def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
     results = [ppviz.simulate(ppviz.Config(schedule=s, devices=8, microbatches=32)) for s in FIVE]
     extent = max(r.makespan for r in results)
-    context, page, external, errors = offline_page(browser, {"width": 1600, "height": 2600})
-    with jupyter("lab", tmp_path, COMPARE) as server:
-        try:
-            output = open_compare(page, server["url"])
-            states = gantt_states(page)
-            # one time axis: the same span and the same pixels for it in every chart
-            assert [s["view"] for s in states] == [{"t0": 0, "t1": extent}] * 5
-            assert len({(s["canvas"]["left"], s["canvas"]["width"]) for s in states}) == 1
-            # the headers and the chart give the numbers of the results
-            names = page.locator(".ppviz-gantt .ppviz-name").all_inner_texts()
-            assert names == FIVE
-            for i, r in enumerate(results):
-                values = page.locator(".ppviz-gantt").nth(i).locator(".ppviz-metric-value").all_inner_texts()
-                assert values[0] == f"{r.makespan:g}" and values[1] == f"{100 * r.bubble_fraction:.1f} %"
-            bubble = mark_opacity(page, "bubble fraction = idle")
-            for name, r in zip(FIVE, results):
-                assert any(f"name: {name};" in label and f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%"
-                           in label for label in bubble), name
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            output.screenshot(path=str(SHOTS / "compare-light.png"))
-            assert_charts_unclipped(page)
-            root = server["root"]
+    with offline_lab(browser, tmp_path, COMPARE, SHOTS / "failed-light.png") as (server, page):
+        output = open_compare(page, server["url"])
+        states = gantt_states(page)
+        # one time axis: the same span and the same pixels for it in every chart
+        assert [s["view"] for s in states] == [{"t0": 0, "t1": extent}] * 5
+        assert len({(s["canvas"]["left"], s["canvas"]["width"]) for s in states}) == 1
+        # the headers and the chart give the numbers of the results
+        names = page.locator(".ppviz-gantt .ppviz-name").all_inner_texts()
+        assert names == FIVE
+        for i, r in enumerate(results):
+            values = page.locator(".ppviz-gantt").nth(i).locator(".ppviz-metric-value").all_inner_texts()
+            assert values[0] == f"{r.makespan:g}" and values[1] == f"{100 * r.bubble_fraction:.1f} %"
+        bubble = mark_opacity(page, "bubble fraction = idle")
+        for name, r in zip(FIVE, results):
+            assert any(f"name: {name};" in label and f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%"
+                       in label for label in bubble), name
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        output.screenshot(path=str(SHOTS / "compare-light.png"))
+        assert_charts_unclipped(page)
+        root = server["root"]
 
-            # a device's row label in the first chart: that row in every chart, and its bars in
-            # the peak-memory chart
-            ops = results[0].ops
-            k = int(np.flatnonzero(ops.device == 3)[0])
-            row = page.evaluate(f"document.querySelectorAll('.ppviz-gantt')[0].ppviz.opBox({k})")
-            canvas = page.locator(".ppviz-gantt canvas").first.bounding_box()
-            page.mouse.click(canvas["x"] + 40, row["y"] + row["height"] / 2)
-            wait_for(page, lambda: [s["device"] for s in gantt_states(page)] == ["3"] * 5, "device 3 in every chart")
-            wait_for_file(root / "selected_device.txt", "3")
-            memory = mark_opacity(page, "device (pipeline rank)")
-            wait_for(page, lambda: all((o == "1") == label.startswith("device (pipeline rank): 3;")
-                                       for label, o in mark_opacity(page, "device (pipeline rank)").items()),
-                     "the peak-memory chart to highlight device 3")
-            assert len(memory) == 2 * 5 * 8
+        # a device's row label in the first chart: that row in every chart, and its bars in
+        # the peak-memory chart
+        ops = results[0].ops
+        k = int(np.flatnonzero(ops.device == 3)[0])
+        row = page.evaluate(f"document.querySelectorAll('.ppviz-gantt')[0].ppviz.opBox({k})")
+        canvas = page.locator(".ppviz-gantt canvas").first.bounding_box()
+        page.mouse.click(canvas["x"] + 40, row["y"] + row["height"] / 2)
+        wait_for(page, lambda: [s["device"] for s in gantt_states(page)] == ["3"] * 5, "device 3 in every chart")
+        wait_for_file(root / "selected_device.txt", "3")
+        memory = mark_opacity(page, "device (pipeline rank)")
+        wait_for(page, lambda: all((o == "1") == label.startswith("device (pipeline rank): 3;")
+                                   for label, o in mark_opacity(page, "device (pipeline rank)").items()),
+                 "the peak-memory chart to highlight device 3")
+        assert len(memory) == 2 * 5 * 8
 
-            # a run's bar in the bubble chart: its Gantt chart stands out, the others dim
-            bar = page.locator('.ppviz-compare-charts svg path[aria-label^="bubble fraction = idle"]'
-                               '[aria-label*="name: zb-h1;"]').first
-            bar.click()
-            wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] ==
-                     ["dimmed", "dimmed", "selected", "dimmed", "dimmed"], "zb-h1 emphasised")
-            wait_for_file(root / "selected_schedule.txt", "zb-h1")
-            # an op: its microbatch, in the kernel through the shared state
-            zb = results[2].ops
-            j = int(np.flatnonzero((zb.microbatch == 9) & (zb.kind == "F") & (zb.device == 5))[0])
-            box = page.evaluate(f"document.querySelectorAll('.ppviz-gantt')[2].ppviz.opBox({j})")
-            page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-            wait_for_file(root / "selected_microbatch.txt", "9")
-            wait_for_file(root / "selected_device.txt", "5")
-            page.mouse.move(canvas["x"] + 5, canvas["y"] - 30)
-            page.wait_for_timeout(300)
-            output.screenshot(path=str(SHOTS / "compare-light-selected.png"))
+        # a run's bar in the bubble chart: its Gantt chart stands out, the others dim
+        bar = page.locator('.ppviz-compare-charts svg path[aria-label^="bubble fraction = idle"]'
+                           '[aria-label*="name: zb-h1;"]').first
+        bar.click()
+        wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] ==
+                 ["dimmed", "dimmed", "selected", "dimmed", "dimmed"], "zb-h1 emphasised")
+        wait_for_file(root / "selected_schedule.txt", "zb-h1")
+        # an op: its microbatch, in the kernel through the shared state
+        zb = results[2].ops
+        j = int(np.flatnonzero((zb.microbatch == 9) & (zb.kind == "F") & (zb.device == 5))[0])
+        box = page.evaluate(f"document.querySelectorAll('.ppviz-gantt')[2].ppviz.opBox({j})")
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        wait_for_file(root / "selected_microbatch.txt", "9")
+        wait_for_file(root / "selected_device.txt", "5")
+        page.mouse.move(canvas["x"] + 5, canvas["y"] - 30)
+        page.wait_for_timeout(300)
+        output.screenshot(path=str(SHOTS / "compare-light-selected.png"))
 
-            # the run's title clears it again (a second click on the same run)
-            page.locator(".ppviz-gantt").nth(2).locator(".ppviz-name-button").click()
-            wait_for(page, lambda: {s["emphasis"] for s in gantt_states(page)} == {"none"}, "no run emphasised")
-            wait_for_file(root / "selected_schedule.txt", "")
+        # the run's title clears it again (a second click on the same run)
+        page.locator(".ppviz-gantt").nth(2).locator(".ppviz-name-button").click()
+        wait_for(page, lambda: {s["emphasis"] for s in gantt_states(page)} == {"none"}, "no run emphasised")
+        wait_for_file(root / "selected_schedule.txt", "")
 
-            # zoom in one chart: all of them follow, in the browser; Python sees the window
-            second = page.locator(".ppviz-gantt canvas").nth(1).bounding_box()
-            page.mouse.move(second["x"] + second["width"] * 0.6, second["y"] + 30)
-            page.keyboard.down("Control")  # a plain wheel scrolls the notebook
-            page.mouse.wheel(0, -700)
-            page.keyboard.up("Control")
-            wait_for(page, lambda: len({json.dumps(s["view"]) for s in gantt_states(page)}) == 1
-                     and gantt_states(page)[0]["view"]["t1"] - gantt_states(page)[0]["view"]["t0"] < extent / 2,
-                     "every chart zoomed alike")
-            view = gantt_states(page)[4]["view"]
-            wait_for(page, lambda: (root / "time_window.txt").exists() and np.allclose(
-                json.loads((root / "time_window.txt").read_text()), [view["t0"], view["t1"]]), "the window in Python")
-            output.screenshot(path=str(SHOTS / "compare-light-zoomed.png"))
+        # zoom in one chart: all of them follow, in the browser; Python sees the window
+        second = page.locator(".ppviz-gantt canvas").nth(1).bounding_box()
+        page.mouse.move(second["x"] + second["width"] * 0.6, second["y"] + 30)
+        page.keyboard.down("Control")  # a plain wheel scrolls the notebook
+        page.mouse.wheel(0, -700)
+        page.keyboard.up("Control")
+        wait_for(page, lambda: len({json.dumps(s["view"]) for s in gantt_states(page)}) == 1
+                 and gantt_states(page)[0]["view"]["t1"] - gantt_states(page)[0]["view"]["t0"] < extent / 2,
+                 "every chart zoomed alike")
+        view = gantt_states(page)[4]["view"]
+        wait_for(page, lambda: (root / "time_window.txt").exists() and np.allclose(
+            json.loads((root / "time_window.txt").read_text()), [view["t0"], view["t1"]]), "the window in Python")
+        output.screenshot(path=str(SHOTS / "compare-light-zoomed.png"))
 
-            # narrower than the charts: they shrink to fit, no title, subtitle, label or legend cut
-            page.set_viewport_size({"width": 1000, "height": 2600})
-            page.wait_for_timeout(500)
-            assert_charts_unclipped(page)
-            output.screenshot(path=str(SHOTS / "compare-light-narrow.png"))
-            assert external == [], f"the page tried to reach the network: {external}"
-            assert errors == []
-        except Exception:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOTS / "failed-light.png"))
-            raise
-        finally:
-            context.close()
+        # narrower than the charts: they shrink to fit, no title, subtitle, label or legend cut
+        page.set_viewport_size({"width": 1000, "height": 2600})
+        page.wait_for_timeout(500)
+        assert_charts_unclipped(page)
+        output.screenshot(path=str(SHOTS / "compare-light-narrow.png"))
 
 
 COMPARE_LINKS = """\
@@ -384,60 +394,40 @@ cmp
 
 
 def test_compare_over_real_links_shows_and_links_communication(browser, tmp_path):
-    context, page, external, errors = offline_page(browser, {"width": 1600, "height": 2600})
-    with jupyter("lab", tmp_path, COMPARE_LINKS) as server:
-        try:
-            output = open_compare(page, server["url"], runs=3)
-            volume = page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]')
-            assert volume.count() == 3
-            exposed = mark_opacity(page, "idle / (p × makespan), split by what it waits for")
-            assert len(exposed) == 2 * 3  # waiting for communication, waiting for compute, per run
-            assert_charts_unclipped(page)
-            # a run's volume bar emphasises its Gantt chart, as the other charts' marks do
-            page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]'
-                         '[aria-label*="name: zb-h1;"]').first.click()
-            wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] == ["dimmed", "selected", "dimmed"],
-                     "zb-h1 emphasised")
-            wait_for_file(server["root"] / "selected_schedule.txt", "zb-h1")
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            output.screenshot(path=str(SHOTS / "compare-links.png"))
-            assert external == [], f"the page tried to reach the network: {external}"
-            assert errors == []
-        except Exception:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOTS / "failed-links.png"))
-            raise
-        finally:
-            context.close()
+    with offline_lab(browser, tmp_path, COMPARE_LINKS, SHOTS / "failed-links.png") as (server, page):
+        output = open_compare(page, server["url"], runs=3)
+        volume = page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]')
+        assert volume.count() == 3
+        exposed = mark_opacity(page, "idle / (p × makespan), split by what it waits for")
+        assert len(exposed) == 2 * 3  # waiting for communication, waiting for compute, per run
+        assert_charts_unclipped(page)
+        # a run's volume bar emphasises its Gantt chart, as the other charts' marks do
+        page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]'
+                     '[aria-label*="name: zb-h1;"]').first.click()
+        wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] == ["dimmed", "selected", "dimmed"],
+                 "zb-h1 emphasised")
+        wait_for_file(server["root"] / "selected_schedule.txt", "zb-h1")
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        output.screenshot(path=str(SHOTS / "compare-links.png"))
 
 
 def test_compare_follows_jupyterlab_dark_theme(browser, tmp_path):
-    context, page, external, errors = offline_page(browser, {"width": 1600, "height": 2600})
-    with jupyter("lab", tmp_path, COMPARE, dark=True) as server:
-        try:
-            output = open_compare(page, server["url"])
-            assert {s["theme"] for s in gantt_states(page)} == {"dark"}
-            # the charts' text is drawn in the dark palette's ink (set through ppviz_dark)
-            page.wait_for_function("""[...document.querySelectorAll('.ppviz-compare-charts svg text')]
-                .some(t => t.getAttribute('fill') === '#e6e9ee')""", timeout=15_000)
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            output.screenshot(path=str(SHOTS / "compare-dark.png"))
-            page.locator('.ppviz-compare-charts svg path[aria-label^="device (pipeline rank): 6;"]'
-                         '[aria-label*="name: zb-v;"]').first.click()
-            wait_for(page, lambda: [(s["emphasis"], s["device"]) for s in gantt_states(page)] ==
-                     [("dimmed", "6")] * 3 + [("selected", "6"), ("dimmed", "6")], "zb-v and device 6 selected")
-            wait_for_file(server["root"] / "selected_schedule.txt", "zb-v")
-            page.mouse.move(5, 5)
-            page.wait_for_timeout(300)
-            output.screenshot(path=str(SHOTS / "compare-dark-selected.png"))
-            assert external == [], f"the page tried to reach the network: {external}"
-            assert errors == []
-        except Exception:
-            SHOTS.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(SHOTS / "failed-dark.png"))
-            raise
-        finally:
-            context.close()
+    with offline_lab(browser, tmp_path, COMPARE, SHOTS / "failed-dark.png", dark=True) as (server, page):
+        output = open_compare(page, server["url"])
+        assert {s["theme"] for s in gantt_states(page)} == {"dark"}
+        # the charts' text is drawn in the dark palette's ink (set through ppviz_dark)
+        page.wait_for_function("""[...document.querySelectorAll('.ppviz-compare-charts svg text')]
+            .some(t => t.getAttribute('fill') === '#e6e9ee')""", timeout=15_000)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        output.screenshot(path=str(SHOTS / "compare-dark.png"))
+        page.locator('.ppviz-compare-charts svg path[aria-label^="device (pipeline rank): 6;"]'
+                     '[aria-label*="name: zb-v;"]').first.click()
+        wait_for(page, lambda: [(s["emphasis"], s["device"]) for s in gantt_states(page)] ==
+                 [("dimmed", "6")] * 3 + [("selected", "6"), ("dimmed", "6")], "zb-v and device 6 selected")
+        wait_for_file(server["root"] / "selected_schedule.txt", "zb-v")
+        page.mouse.move(5, 5)
+        page.wait_for_timeout(300)
+        output.screenshot(path=str(SHOTS / "compare-dark-selected.png"))
 
 
 CHART = """\
@@ -452,28 +442,19 @@ def test_a_standalone_chart_draws_in_jupyterlab_offline(browser, tmp_path):
     # machine refused: Altair's default renderer would load vega from a CDN ("Error loading script")
     results = {s: ppviz.simulate(ppviz.Config(schedule=s, devices=4, microbatches=8))
                for s in ("1f1b", "zb-h1", "interleaved-1f1b")}
-    context, page, external, errors = offline_page(browser, {"width": 1200, "height": 900})
-    with jupyter("lab", tmp_path, CHART) as server:
-        try:
-            page.goto(server["url"])
-            bars = page.locator('.jp-OutputArea-output svg path[aria-label^="bubble fraction = idle"]')
-            run_cell(page, bars.first, timeout=60_000)
-            labels = bars.evaluate_all("marks => marks.map(m => m.getAttribute('aria-label'))")
-            for name, r in results.items():
-                assert sum(f"name: {name};" in label and
-                           f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%" in label
-                           for label in labels) == 1, (name, labels)
-            output = page.locator(".jp-OutputArea-output").filter(
-                has=page.locator('svg path[aria-label^="bubble fraction = idle"]'))
-            assert "Error loading script" not in output.inner_text()
-            shots = ARTIFACTS / "charts"
-            shots.mkdir(parents=True, exist_ok=True)
-            output.screenshot(path=str(shots / "bubble-chart-offline.png"))
-            assert external == [], f"the page tried to reach the network: {external}"
-            assert errors == []
-        except Exception:
-            ARTIFACTS.mkdir(exist_ok=True)
-            page.screenshot(path=str(ARTIFACTS / "failed-standalone-chart.png"))
-            raise
-        finally:
-            context.close()
+    with offline_lab(browser, tmp_path, CHART, ARTIFACTS / "failed-standalone-chart.png",
+                     viewport={"width": 1200, "height": 900}) as (server, page):
+        page.goto(server["url"])
+        bars = page.locator('.jp-OutputArea-output svg path[aria-label^="bubble fraction = idle"]')
+        run_cell(page, bars.first, timeout=60_000)
+        labels = bars.evaluate_all("marks => marks.map(m => m.getAttribute('aria-label'))")
+        for name, r in results.items():
+            assert sum(f"name: {name};" in label and
+                       f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%" in label
+                       for label in labels) == 1, (name, labels)
+        output = page.locator(".jp-OutputArea-output").filter(
+            has=page.locator('svg path[aria-label^="bubble fraction = idle"]'))
+        assert "Error loading script" not in output.inner_text()
+        shots = ARTIFACTS / "charts"
+        shots.mkdir(parents=True, exist_ok=True)
+        output.screenshot(path=str(shots / "bubble-chart-offline.png"))
