@@ -29,7 +29,7 @@ def programs(draw):
 
 @given(programs())
 def test_the_sweeps_find_the_rounds_torchs_round_by_round_walk_finds(program):
-    actions = lowering.Actions(program, dependencies(program))
+    actions = lowering.ActionTransfers(program, dependencies(program))
     steps = lowering.fsdp_steps(program, actions)
     swept = lowering.rounds(program, actions, steps)
     # the walk as torch does it, one action of each rank per round, ranks in order
@@ -78,7 +78,7 @@ def walk_rounds(program, actions, steps):
 
 def test_the_round_by_round_pass_agrees_where_the_sweeps_would_stop_early(monkeypatch):
     program = Config(schedule="interleaved-zb", devices=5, microbatches=12, stages_per_device=3).build()
-    actions = lowering.Actions(program, dependencies(program))
+    actions = lowering.ActionTransfers(program, dependencies(program))
     steps = lowering.fsdp_steps(program, actions)
     expected = lowering.rounds(program, actions, steps)
     monkeypatch.setattr(lowering, "MAX_SWEEPS", 0)
@@ -119,5 +119,5 @@ def test_deferred_receives_sit_just_before_their_consumers_and_early_ones_are_fo
 def test_the_fsdp_steps_by_hand(text, expected):
     # torch's _add_unshard_reshard (max_active_stages=3) and _add_reduce_grad, counted by hand
     program = Program.from_text(text)
-    actions = lowering.Actions(program, dependencies(program))
+    actions = lowering.ActionTransfers(program, dependencies(program))
     assert lowering.fsdp_steps(program, actions).tolist() == expected

@@ -182,11 +182,12 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360) -> alt
     line = base.transform_filter("datum.front").mark_line(
         interpolate="step-after", color=CHART["reference"], strokeDash=[4, 3], strokeWidth=1.5).encode(order="bubble:Q")
     # past the palette's colours, runs of one colour differ in shape
-    shape = {"shape": runs.shape()} if runs.shape() is not None else {}
+    shape = runs.shape()
+    by_shape = {"shape": shape} if shape is not None else {}
     front_points = base.transform_filter("datum.front").mark_point(filled=True, size=110, opacity=1).encode(
-        color=runs.color(), tooltip=tooltip, **shape)
+        color=runs.color(), tooltip=tooltip, **by_shape)
     other_points = base.transform_filter("!datum.front").mark_point(size=110, strokeWidth=2, opacity=1).encode(
-        color=runs.color(), tooltip=tooltip, **shape)
+        color=runs.color(), tooltip=tooltip, **by_shape)
     labels = [base.transform_filter(f"datum.place == {k}").mark_text(
         align=align, baseline=baseline, dx=dx, dy=dy, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
         color=CHART["text"]).encode(text="text:N")

@@ -40,8 +40,9 @@ MAX_SWEEPS = 6
 ACTIVE_STAGES = 3
 
 
-class Actions:
-    """A program's actions (an F&B pair is one) and its transfers (dependencies between devices)."""
+class ActionTransfers:
+    """A program's actions (:attr:`Program.actions`, an F&B pair is one) with the device of each
+    and its transfers (dependencies between devices)."""
 
     def __init__(self, program: Program, dep: np.ndarray):
         n = len(program)
@@ -77,7 +78,7 @@ def _stage_columns(program: Program) -> tuple[np.ndarray, int]:
     return column, int(column.max(initial=0)) + 1
 
 
-def fsdp_steps(program: Program, actions: Actions) -> np.ndarray:
+def fsdp_steps(program: Program, actions: ActionTransfers) -> np.ndarray:
     """Rounds torch's FSDP actions take just before each action: UNSHARD/RESHARD for each change of
     the set of the next three stages, and a REDUCE_GRAD after the action that ends a stage's m-th
     B or W on its device."""
@@ -113,7 +114,7 @@ def fsdp_steps(program: Program, actions: Actions) -> np.ndarray:
     return steps
 
 
-def rounds(program: Program, actions: Actions, steps: np.ndarray) -> np.ndarray:
+def rounds(program: Program, actions: ActionTransfers, steps: np.ndarray) -> np.ndarray:
     """The round torch's ``_add_send_recv`` runs each action in (see the module docstring)."""
     A = actions.count
     dep_action = np.full((2, A), A, np.int64)  # A: no producer (a slot holding 0)
@@ -195,7 +196,7 @@ def add_comms(program: Program, *, defer: bool = False, dep: np.ndarray | None =
     just before the action that consumes it. The compute ops are unchanged (the arrays are
     shared); ``dep``: the program's dependencies, when already known. The early receives'
     positions are found when they are first read (a simulation needs them only deferred)."""
-    actions = Actions(program, dependencies(program) if dep is None else dep)
+    actions = ActionTransfers(program, dependencies(program) if dep is None else dep)
     first_ext = np.append(actions.first, len(program))
     send_before = first_ext[actions.of_op[actions.producer] + 1]
     if defer:
@@ -224,7 +225,7 @@ def add_comms(program: Program, *, defer: bool = False, dep: np.ndarray | None =
                    name=program.name, forward_only=program.forward_only, segments=program.segments, comms=comms)
 
 
-def _after(program: Program, actions: Actions, r: np.ndarray) -> np.ndarray:
+def _after(program: Program, actions: ActionTransfers, r: np.ndarray) -> np.ndarray:
     """For each transfer, the first action of the consumer's device that torch's list puts after
     its receive: the receive sits where the producer ran, after that device's actions of earlier
     rounds, and of the same round if the producer's rank is lower."""
