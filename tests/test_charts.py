@@ -54,22 +54,26 @@ def sub_specs(spec: dict) -> list[dict]:
     return out or [spec]
 
 
-def color_scales(spec: dict) -> list[dict]:
+def encodings(spec: dict) -> list[dict]:
+    """Every encoding block anywhere in a spec (layers, concats, facets)."""
     found = []
 
     def walk(node):
         if isinstance(node, dict):
-            enc = node.get("encoding", {})
-            if "color" in enc and "scale" in enc["color"]:
-                found.append(enc["color"]["scale"])
-            for v in node.values():
-                walk(v)
+            if isinstance(node.get("encoding"), dict):
+                found.append(node["encoding"])
+            for value in node.values():
+                walk(value)
         elif isinstance(node, list):
-            for v in node:
-                walk(v)
+            for value in node:
+                walk(value)
 
     walk(spec)
     return found
+
+
+def color_scales(spec: dict) -> list[dict]:
+    return [enc["color"]["scale"] for enc in encodings(spec) if "scale" in enc.get("color", {})]
 
 
 def by_name(rows, **match):
@@ -127,6 +131,35 @@ def test_memory_rows_equal_peaks_and_closed_form(trio):
         assert [row["peak"] for row in mine] == list(r.peak_memory)
         assert [row["closed"] for row in mine] == [float(x) for x in r.closed_form.peak_activation]
     assert "activation units" in spec["layer"][0]["encoding"]["y"]["title"]
+
+
+def test_memory_of_more_runs_than_colours_is_a_table_naming_each_run():
+    from ppviz.charts.style import SERIES
+
+    results = [simulate(cfg(s, m=m)) for m in (8, 9) for s in ("1f1b", "zb-h1", "gpipe", "v-half", "v-min", "zb-v")]
+    assert len(results) > len(SERIES)  # so that runs share colours
+    spec = charts.memory_chart(results).to_dict()
+    cells, labels = spec["layer"]
+    assert cells["mark"]["type"] == "rect" and labels["mark"]["type"] == "text"
+    # a row per run, in the runs' order: the row tells the run, not the colour
+    from ppviz.charts.inputs import display_names
+
+    names = display_names([r.config for r in results])  # "1f1b (m=8)" … where schedules repeat
+    assert cells["encoding"]["y"]["field"] == "name" and cells["encoding"]["y"]["sort"] == names
+    assert cells["encoding"]["color"]["field"] == "peak"
+    rows = rows_of(spec)
+    for name, r in zip(names, results):
+        mine = sorted((row for row in rows if row["name"] == name), key=lambda row: row["device"])
+        assert [row["peak"] for row in mine] == list(r.peak_memory)
+        assert [row["label"].split(" ")[0] for row in mine] == [f"{x:.4g}" for x in r.peak_memory]
+    # the comparison names its runs in every chart, so no run legend (one of repeated colours could
+    # not tell them apart); the Pareto still tells runs of one colour apart by shape
+    full = charts.comparison_charts(results).to_dict()
+    legends = [enc["color"].get("legend", "none") for enc in encodings(full) if enc.get("color", {}).get("field") == "name"]
+    assert legends and all(legend is None for legend in legends)
+    assert any("shape" in enc for enc in encodings(full))
+    svg = charts.to_svg(charts.comparison_charts(results))
+    assert all(svg.count(f">{name}<") >= 3 for name in names)  # bubble axis, Pareto label, memory row
 
 
 def test_memory_includes_static_and_converts_to_bytes():

@@ -13,6 +13,14 @@ def test_defaults_and_normalised_name():
     assert cfg.stages == 8
 
 
+def test_an_entry_of_the_listing_names_its_schedule():
+    for spec in ppviz.list_schedules():
+        if spec.builder is not None:  # "custom" comes with a program
+            assert Config(schedule=spec).schedule == spec.name
+    with pytest.raises(ConfigError, match="list_schedules"):
+        Config(schedule=3)
+
+
 @pytest.mark.parametrize("alias, name", [
     ("1F1B", "1f1b"), ("Schedule1F1B", "1f1b"), ("ScheduleGPipe", "gpipe"), ("GPIPE", "gpipe"),
     ("ZB1P", "zb-h1"), ("zb_h1", "zb-h1"), ("interleaved_1f1b", "interleaved-1f1b"), ("VPP", "interleaved-1f1b"),

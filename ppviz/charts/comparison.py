@@ -19,7 +19,7 @@ from .inputs import (
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
 from .offline import shown_offline
-from .style import CHART, LABEL_SIZE, TEXT_SIZE
+from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
 
 # Charts ---------------------------------------------------------------------------------------
 
@@ -126,6 +126,9 @@ def _memory(runs: Runs) -> alt.LayerChart:
     tooltip += [alt.Tooltip("closed:Q", title=f"closed form ({unit.label})", format=".4~g"),
                 alt.Tooltip("formula:N", title="closed form"),
                 alt.Tooltip("closed_applies:N", title="formula's assumptions hold")]
+    devices = max(r.devices for r in runs.results)
+    if runs.labelled:
+        return _memory_table(runs, rows, tooltip, what, unit, static, devices)
     base = alt.Chart({"values": rows}).encode(
         x=alt.X("device:O", title="device (pipeline rank)", axis=alt.Axis(labelAngle=0)),
         xOffset=alt.XOffset("name:N", sort=runs.names))
@@ -136,12 +139,49 @@ def _memory(runs: Runs) -> alt.LayerChart:
         y="closed:Q",
         opacity=alt.Opacity("closed_applies:N", scale=alt.Scale(domain=[True, False], range=[1.0, 0.35]), legend=None),
         tooltip=tooltip)
-    devices = max(r.devices for r in runs.results)
     return alt.layer(bars, ticks).properties(
         width=max(360, min(900, devices * len(runs.names) * 12)), height=260,
         title=_title(f"Peak {what} per device", unit.note,
                      "static = parameters, gradients and optimizer state" if static else "",
                      "black tick: published closed form (faded where its assumptions do not hold)"))
+
+
+#: cells of the memory table are labelled with their value up to this many devices (beyond, the
+#: cells are too narrow; the tooltip still gives it)
+_TABLE_LABELS_UP_TO = 24
+
+
+def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static: bool,
+                  devices: int) -> alt.LayerChart:
+    """Peak memory as a table, a row per run and a column per device, shaded by the peak: with
+    more runs than colours, grouped bars of repeated colours could not be told apart."""
+    for row in rows:
+        closed = row["closed"]
+        # the published peak, where it applies and differs, in the cell beside the simulated one
+        row["label"] = format_number(row["peak"]) + (
+            f" ({format_number(closed)})" if closed is not None and row["closed_applies"]
+            and not np.isclose(closed, row["peak"]) else "")
+    top = max((row["peak"] for row in rows), default=0.0) or 1.0
+    cell = max(22, min(64, 720 // max(devices, 1)))
+    base = alt.Chart({"values": rows}).encode(
+        x=alt.X("device:O", title="device (pipeline rank)", axis=alt.Axis(labelAngle=0, orient="top")),
+        y=alt.Y("name:N", sort=runs.names, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=TEXT_SIZE)))
+    cells = base.mark_rect(stroke="white", strokeWidth=1).encode(
+        color=alt.Color("peak:Q", title=f"peak ({unit.label})",
+                        scale=alt.Scale(scheme="lightgreyteal", domain=[0, top], zero=True)),
+        tooltip=tooltip)
+    layers = [cells]
+    if devices <= _TABLE_LABELS_UP_TO:
+        layers.append(base.mark_text(fontSize=LABEL_SIZE).encode(
+            text="label:N",
+            color=alt.condition(f"datum.peak > {0.6 * top!r}", alt.value(INK_LIGHT), alt.value(INK_DARK)),
+            tooltip=tooltip))
+    return alt.layer(*layers).properties(
+        width=max(360, min(900, devices * cell)), height=18 * len(runs.names),
+        title=_title(f"Peak {what} per device", unit.note,
+                     "static = parameters, gradients and optimizer state" if static else "",
+                     "a row per run, darker is more; in brackets: the published closed form where it "
+                     "applies and differs"))
 
 
 @shown_offline
@@ -154,7 +194,7 @@ def memory_chart(items) -> alt.LayerChart:
     return _memory(Runs.of(items))
 
 
-def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360) -> alt.LayerChart:
+def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend: bool = True) -> alt.LayerChart:
     attr, label, definition = metric_of(metric, BUBBLE_METRICS)
     unit = memory_unit(runs.results)
     what, _ = memory_words(runs.results)
@@ -182,12 +222,12 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360) -> alt
     line = base.transform_filter("datum.front").mark_line(
         interpolate="step-after", color=CHART["reference"], strokeDash=[4, 3], strokeWidth=1.5).encode(order="bubble:Q")
     # past the palette's colours, runs of one colour differ in shape
-    shape = runs.shape()
+    shape = runs.shape(legend)
     by_shape = {"shape": shape} if shape is not None else {}
     front_points = base.transform_filter("datum.front").mark_point(filled=True, size=110, opacity=1).encode(
-        color=runs.color(), tooltip=tooltip, **by_shape)
+        color=runs.color(legend), tooltip=tooltip, **by_shape)
     other_points = base.transform_filter("!datum.front").mark_point(size=110, strokeWidth=2, opacity=1).encode(
-        color=runs.color(), tooltip=tooltip, **by_shape)
+        color=runs.color(legend), tooltip=tooltip, **by_shape)
     labels = [base.transform_filter(f"datum.place == {k}").mark_text(
         align=align, baseline=baseline, dx=dx, dy=dy, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
         color=CHART["text"]).encode(text="text:N")
@@ -284,12 +324,16 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     height = max(260, 30 * len(runs.names))
     # about 830 px wide in all, so a notebook's output shows it at full size: the legend runs
     # across the bottom rather than taking a column, titles wrap rather than widen their charts
-    top = alt.hconcat(_bubble(runs, metric, legend="bottom", height=height, width=300),
-                      _pareto(runs, metric, height, width=320), spacing=36)
+    # where runs share colours every chart names its runs itself (axes, labels, a table), and a
+    # legend could not tell them apart
+    legend = not runs.labelled
+    top = alt.hconcat(_bubble(runs, metric, legend=legend and "bottom", height=height, width=300),
+                      _pareto(runs, metric, height, width=320, legend=legend), spacing=36)
     rows = [top, _memory(runs).properties(width=720)]
     if any(r.config.topology is not None for r in runs.results):
-        rows.append(_communication(runs))
-    return alt.vconcat(*rows, spacing=30).resolve_scale(color="shared")
+        rows.append(_communication(runs, legend))
+    # (the memory table's colour is its own, a scale of memory)
+    return alt.vconcat(*rows, spacing=30).resolve_scale(color="shared" if legend else "independent")
 
 
 #: The most devices :func:`memory_curve_chart` draws (a row each): 512 rows render in about 15 s
@@ -490,7 +534,7 @@ def _byte_unit(largest: float) -> tuple[str, float]:
     return _BYTE_UNITS[k], 1000.0 ** k
 
 
-def _communication(runs: Runs) -> alt.HConcatChart:
+def _communication(runs: Runs, legend: bool = True) -> alt.HConcatChart:
     rows = []
     for name, r in zip(runs.names, runs.results):
         t = r.transfers
@@ -534,7 +578,7 @@ def _communication(runs: Runs) -> alt.HConcatChart:
     stacked = parts_base.mark_bar(height=bar).encode(
         x=alt.X("share:Q", stack="zero", title="idle / (p × makespan), split by what it waits for",
                 axis=alt.Axis(format="%", tickCount=6)),
-        color=runs.color(legend=True),
+        color=runs.color(legend=legend),
         opacity=alt.Opacity("part:N", title="idle", scale=alt.Scale(
             domain=["waiting for communication", "waiting for compute"], range=[1.0, 0.35])),
         order=alt.Order("part:N", sort="ascending"), tooltip=idle_tip)

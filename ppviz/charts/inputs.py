@@ -136,32 +136,47 @@ class Runs:
         names = display_names([r.config for r in results])
         return cls(results, names, colors_for(names, [r.config.schedule for r in results]))
 
-    def color(self, legend: bool | str = True) -> alt.Color:
-        """The runs' shared colour; ``legend`` False for none, True for one at the right, or
-        ``"bottom"`` for one across the bottom (rows of up to five runs), which leaves the charts'
-        width to the charts."""
+    @property
+    def labelled(self) -> bool:
+        """Whether charts must name the runs themselves rather than rely on a legend: where runs
+        share a colour, grouped bars of one colour could not be told apart by it."""
+        return self.shapes() is not None
+
+    def legend(self, legend: bool | str = True) -> alt.Legend | None:
+        """``legend`` False for none, True for one at the right, or ``"bottom"`` for one across the
+        bottom (rows of up to five runs), which leaves the charts' width to the charts."""
         if legend == "bottom":
-            legend = alt.Legend(symbolType="square", orient="bottom", direction="horizontal",
-                                columns=min(5, len(self.names)), labelLimit=240)
-        elif legend:
-            legend = alt.Legend(symbolType="square")
-        return alt.Color("name:N", title="schedule", legend=legend or None,
+            return alt.Legend(symbolType="square", orient="bottom", direction="horizontal",
+                              columns=min(5, len(self.names)), labelLimit=240)
+        return alt.Legend(symbolType="square") if legend else None
+
+    def color(self, legend: bool | str = True) -> alt.Color:
+        """The runs' shared colour, with a :meth:`legend`."""
+        return alt.Color("name:N", title="schedule", legend=self.legend(legend),
                          scale=alt.Scale(domain=self.names, range=[self.colors[n] for n in self.names]))
 
-    def shape(self) -> alt.Shape | None:
+    def shapes(self) -> dict[str, str] | None:
         """Where there are more runs than colours, a shape per run that tells apart runs of one
         colour (the first a circle, the next a square, …); None while every run has a colour of
         its own."""
         if len(set(self.colors.values())) == len(self.names):
             return None
         seen: dict[str, int] = {}
-        shapes = []
+        shapes = {}
         for name in self.names:
             colour = self.colors[name]
-            shapes.append(_SHAPES[seen.get(colour, 0) % len(_SHAPES)])
+            shapes[name] = _SHAPES[seen.get(colour, 0) % len(_SHAPES)]
             seen[colour] = seen.get(colour, 0) + 1
-        return alt.Shape("name:N", title="schedule", scale=alt.Scale(domain=self.names, range=shapes))
+        return shapes
 
+    def shape(self, legend: bool | str = True) -> alt.Shape | None:
+        """:meth:`shapes` as an encoding; with the same ``legend`` as :meth:`color` in one chart, the
+        two legends merge into one of coloured shapes. None while every run has a colour of its own."""
+        shapes = self.shapes()
+        if shapes is None:
+            return None
+        return alt.Shape("name:N", title="schedule", legend=self.legend(legend),
+                         scale=alt.Scale(domain=self.names, range=[shapes[n] for n in self.names]))
 
 #: shapes for the runs that share a colour, in order
 _SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross")

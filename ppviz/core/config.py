@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .errors import ConfigError, ScheduleConstraintError
 from .budget import check_size
-from .registry import lookup
+from .registry import ScheduleSpec, lookup
 from .topology import Link, checked_topology
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
@@ -107,7 +107,8 @@ class Config:
 
     Parameters
     ----------
-    schedule : registry name or alias (case-insensitive): ``"1f1b"``, ``"Interleaved1F1B"``, ``"ZB1P"`` …
+    schedule : registry name or alias (case-insensitive): ``"1f1b"``, ``"Interleaved1F1B"``, ``"ZB1P"`` …,
+        or an entry of ``ppviz.list_schedules()``.
     devices : p, the number of pipeline ranks.
     microbatches : m.
     stages_per_device : v; ``None`` takes the schedule's default (1, or 2 for V-shaped schedules).
@@ -206,8 +207,11 @@ class Config:
 
     def __post_init__(self):
         set_ = object.__setattr__
+        if isinstance(self.schedule, ScheduleSpec):  # an entry of ppviz.list_schedules()
+            set_(self, "schedule", self.schedule.name)
         if not isinstance(self.schedule, str):
-            raise ConfigError("schedule", self.schedule, "give a schedule name such as '1f1b'; see ppviz.list_schedules()")
+            raise ConfigError("schedule", self.schedule, "give a schedule name such as '1f1b', or an entry of "
+                              "ppviz.list_schedules()")
         spec = lookup(self.schedule)
         set_(self, "schedule", spec.name)
         set_(self, "devices", positive_int("devices", self.devices))
