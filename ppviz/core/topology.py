@@ -35,12 +35,15 @@ def _float(name: str, value, accepted: str) -> float:
         raise ConfigError(name, value, accepted) from None
 
 
-def _positive(name: str, value, *, allow_inf: bool = False) -> float:
+def _positive(name: str, value, *, allow_inf: bool = False, allow_zero: bool = False) -> float:
+    """A number > 0 (>= 0 with ``allow_zero``), finite and at most 1e200 unless ``allow_inf``."""
+    least = ">= 0" if allow_zero else "> 0"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(name, value, "give a number > 0" + (" (math.inf for no limit)" if allow_inf else ""))
-    accepted = "give a finite number > 0 and at most 1e200" + (", or math.inf for no limit" if allow_inf else "")
+        raise ConfigError(name, value, f"give a number {least}" + (" (math.inf for no limit)" if allow_inf else ""))
+    accepted = f"give a finite number {least} and at most 1e200" + (", or math.inf for no limit" if allow_inf else "")
     x = _float(name, value, accepted)
-    if math.isnan(x) or x <= 0 or (math.isinf(x) and not allow_inf) or (not math.isinf(x) and x > 1e200):
+    if math.isnan(x) or x < 0 or (x == 0 and not allow_zero) or (math.isinf(x) and not allow_inf) or (
+            not math.isinf(x) and x > 1e200):
         raise ConfigError(name, value, accepted)
     return x
 
@@ -72,13 +75,7 @@ class Link:
     unit: str | None = None
 
     def __post_init__(self):
-        accepted = "give a finite number >= 0 and at most 1e200"
-        if isinstance(self.latency, bool) or not isinstance(self.latency, (int, float)):
-            raise ConfigError("latency", self.latency, accepted)
-        latency = _float("latency", self.latency, accepted)
-        if not 0 <= latency <= 1e200:
-            raise ConfigError("latency", self.latency, accepted)
-        object.__setattr__(self, "latency", latency)
+        object.__setattr__(self, "latency", _positive("latency", self.latency, allow_zero=True))
         object.__setattr__(self, "bandwidth", _positive("bandwidth", self.bandwidth, allow_inf=True))
         if self.unit is not None and self.unit not in SECONDS:
             raise ConfigError("unit", self.unit, f"give None (the config's time unit) or one of {', '.join(SECONDS)}")
