@@ -133,7 +133,7 @@ def test_list_fits_100_columns_and_names_every_schedule(capsys):
 
 
 def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
-    for argv in (("--help",), ("run", "--help")):
+    for argv in (("--help",), ("run", "--help"), ("compare", "--help")):
         with pytest.raises(SystemExit) as info:
             main(list(argv))
         assert info.value.code == 0
@@ -184,3 +184,71 @@ def test_hostile_arguments_get_one_line_and_exit_code_2(tmp_path, argv, fragment
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and out == b""
     assert err.count(b"\n") == 1 and b"error: " in err and fragment.encode() in err, err
+
+
+# compare ------------------------------------------------------------------------------------
+
+def table_rows(out: str) -> dict[str, list[str]]:
+    """``ppviz compare``'s table as {schedule: cells}, in printed order."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("schedule "))
+    rows = {}
+    for line in lines[start + 1:]:
+        if not line.strip():
+            break
+        name, v, *rest = line.split()
+        rows[name] = [v, *rest]
+    return rows
+
+
+def test_compare_prints_each_schedules_numbers_beside_its_closed_form(capsys):
+    names = ("1f1b", "zb-h1", "v-half", "v-min", "zb-v")
+    code, out, err = run(capsys, "compare", *names, "-p", "8", "-m", "32", "--b", "1.5")
+    assert code == 0 and err == ""
+    rows = table_rows(out)
+    results = {n: simulate(Config(schedule=n, devices=8, microbatches=32, b=1.5)) for n in names}
+    # fastest first
+    assert list(rows) == sorted(names, key=lambda n: (results[n].makespan, results[n].peak_memory.max()))
+    for name, cells in rows.items():
+        r, cf = results[name], results[name].closed_form
+        simulated = [cell for cell in cells if not cell.startswith("(")]
+        published = [cell.strip("()") for cell in cells if cell.startswith("(")]
+        assert simulated == [f"{r.program.stages_per_device:g}", f"{r.makespan:.6g}", f"{r.bubble_fraction:.1%}",
+                             f"{r.peak_activation.max():.4g}"]
+        # the published figures, in brackets, only where their assumptions hold
+        expected = [f"{cf.makespan:.6g}", f"{cf.bubble_fraction:.1%}"] if cf.applies else []
+        if cf.applies and cf.peak_activation:
+            expected.append(f"{max(cf.peak_activation):.4g}")
+        assert published == expected, name
+    assert any(results[n].closed_form.applies for n in names) and "v-min" in rows
+
+
+def test_compare_all_runs_the_registry_and_says_what_refused_the_sizes(capsys, tmp_path):
+    png = tmp_path / "all.png"
+    code, out, err = run(capsys, "compare", "--all", "-p", "8", "-m", "12", "--sort", "memory", "--png", str(png))
+    assert code == 0 and err == ""
+    rows = table_rows(out)
+    training = [s.name for s in ppviz.list_schedules() if s.builder is not None and not s.forward_only]
+    skipped = [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("  ") and ":" in line]
+    assert sorted(rows) == sorted(set(training) - set(skipped)) and "inference" not in rows
+    assert set(skipped) == {"dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe"}  # need m >= 2p or m = kp
+    assert f"skipped {len(skipped)} that refuse" in out
+    peaks = [float([cell for cell in cells if not cell.startswith("(")][-1]) for cells in rows.values()]
+    assert peaks == sorted(peaks)  # --sort memory
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f"wrote {png}" in out
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (("compare",), "name two or more schedules"),
+    (("compare", "1f1b", "--all"), "or give --all"),
+    (("compare", "1f1b", "dualpipe", "-p", "4", "-m", "6"), "dualpipe needs at least 2p = 8 microbatches"),
+    (("compare", "--all", "-m", "99999999999999"), "no schedule in the registry accepts"),
+    (("compare", "1f1b", "zb-h1", "--sort", "speed"), "invalid choice: 'speed'"),
+])
+def test_compare_refusals_are_one_line(capsys, argv, fragment):
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and fragment in err, err
