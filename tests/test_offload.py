@@ -321,3 +321,35 @@ def test_from_model_offloads_real_bytes_over_pcie():
     with pytest.raises(ConfigError) as err:
         Config.from_model(model, ppviz.Hardware.preset("b200"), **opts, offload=1.0)
     assert err.value.field == "host_link"
+
+
+def test_the_chrome_trace_shows_every_host_copy_and_what_each_reload_holds_up(tmp_path):
+    import json
+
+    # a slow host link: copies queue, and some backwards wait for their reloads
+    res = simulate(gpipe(Link(0.0, 0.5), m=4))
+    path = res.to_chrome_trace(tmp_path / "offload.json")
+    events = json.loads(open(path, encoding="utf-8").read())["traceEvents"]
+    h, p = res.host_copies, res.devices
+    threads = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert all(threads[2 * p + d] == f"device {d}: host copies" for d in range(p))
+    shown = [e for e in events if e.get("cat") == "host copy" and e["ph"] == "X"]
+    assert len(shown) == len(h) == 2 * 2 * 4  # an offload and a reload per device and microbatch
+    for e, i in zip(shown, range(len(h))):
+        kind, stage, mb, op = str(h.kind[i]), int(h.stage[i]), int(h.microbatch[i]), int(h.op[i])
+        assert e["tid"] == 2 * p + int(h.device[i])
+        assert e["name"] == f"{kind} {stage}F{mb} {'→' if kind == 'offload' else '←'} host"
+        assert e["ts"] == pytest.approx(h.start[i] * 1000) and e["dur"] == pytest.approx((h.end[i] - h.start[i]) * 1000)
+        assert e["args"]["queued for the link"] == pytest.approx((h.start[i] - h.ready[i]) * 1000)
+        assert e["args"]["after" if kind == "offload" else "for"] == res.program.action_at(op)
+    assert any(e["args"]["queued for the link"] > 0 for e in shown)
+    # each reload's arrow ends where its backward starts, on the backward's device
+    ends = {e["id"]: e for e in events if e.get("cat") == "host copy" and e["ph"] == "f"}
+    reloads = np.flatnonzero(h.kind == "reload")
+    assert len(ends) == len(reloads)
+    for i in reloads:
+        end = ends[len(res.transfers) + int(i)]
+        assert end["tid"] == int(h.device[i]) and end["ts"] == pytest.approx(res.ops.start[h.op[i]] * 1000)
+    # read back, the trace is the ops alone, at their times
+    back = ppviz.load_trace(path)
+    assert len(back.program) == len(res.program) and back.makespan == pytest.approx(res.makespan)

@@ -4,7 +4,10 @@ Chrome trace (Trace Event Format, loadable in Perfetto and chrome://tracing): on
 run, one thread per device, each op slot a complete ("X") event, and each device's activation
 memory a counter ("C") track. With transfers (``Config.topology``) each device also has a
 "transfers out" thread holding a complete event per transfer it sends (while it occupies its
-link), and a flow arrow from each transfer to the op that consumes it. Simulated time has no
+link), and a flow arrow from each transfer to the op that consumes it. With activation offload
+(``Config.offload``) each device has a "host copies" thread: each offload after its F and each
+reload before its backward while it occupies the host link, and a flow arrow from each reload to
+the backward that waits for it. Simulated time has no
 unit; ``time_unit_us`` says how many microseconds one unit is (default 1000: one unit displays
 as a millisecond).
 
@@ -75,6 +78,7 @@ def chrome_trace_text(result, time_unit_us: float = 1000.0) -> Iterator[str]:
     # every event below starts with its separator: the metadata above is never empty
     yield from _op_events(result, scale)
     yield from _transfer_events(result, scale)
+    yield from _host_copy_events(result, scale)
     yield from _memory_events(result, scale)
     yield '],"displayTimeUnit":"ms","otherData":' + json.dumps(other, allow_nan=False) + "}"
 
@@ -150,17 +154,24 @@ def _memory_events(result, scale: float) -> Iterator[str]:
             yield "".join(chain.from_iterable(zip(*columns)))
 
 
+def _threads(devices: np.ndarray, first: int, what: str) -> list[dict]:
+    """Metadata of a thread per device in ``devices``, numbered from ``first`` on: "device d: what"."""
+    events: list[dict] = []
+    for d in sorted(set(devices.tolist())):
+        events.append({"ph": "M", "name": "thread_name", "pid": _PID, "tid": first + d,
+                       "args": {"name": f"device {d}: {what}"}})
+        events.append({"ph": "M", "name": "thread_sort_index", "pid": _PID, "tid": first + d,
+                       "args": {"sort_index": first + d}})
+    return events
+
+
 def _transfer_events(result, scale: float) -> Iterator[str]:
     """A "transfers out" thread per sending device, and a flow from each transfer to its consumer."""
     t, program = result.transfers, result.program
     if not len(t):
         return
     p = program.devices
-    events: list[dict] = []
-    for d in sorted(set(t.src.tolist())):
-        events.append({"ph": "M", "name": "thread_name", "pid": _PID, "tid": p + d,
-                       "args": {"name": f"device {d}: transfers out"}})
-        events.append({"ph": "M", "name": "thread_sort_index", "pid": _PID, "tid": p + d, "args": {"sort_index": p + d}})
+    events = _threads(t.src, p, "transfers out")
     rows = zip(t.src.tolist(), t.dst.tolist(), t.stage.tolist(), t.microbatch.tolist(), t.kind.tolist(),
                t.bytes.tolist(), t.ready.tolist(), t.start.tolist(), t.end.tolist(), t.consumer.tolist())
     for k, (src, dst, stage, mb, kind, size, ready, start, end, consumer) in enumerate(rows):
@@ -180,6 +191,34 @@ def _transfer_events(result, scale: float) -> Iterator[str]:
         yield "".join("," + json.dumps(e, allow_nan=False) for e in events[lo:lo + _BLOCK])
 
 
+def _host_copy_events(result, scale: float) -> Iterator[str]:
+    """A "host copies" thread per device that offloads, and a flow from each reload to its backward."""
+    h, program = result.host_copies, result.program
+    if not len(h):
+        return
+    p = program.devices
+    # after the devices' threads (0 … p−1) and their "transfers out" threads (p … 2p−1)
+    events = _threads(h.device, 2 * p, "host copies")
+    rows = zip(h.device.tolist(), h.stage.tolist(), h.microbatch.tolist(), h.kind.tolist(), h.bytes.tolist(),
+               h.ready.tolist(), h.start.tolist(), h.end.tolist(), h.op.tolist())
+    for k, (device, stage, mb, kind, size, ready, start, end, op) in enumerate(rows):
+        action = program.action_at(op)
+        offload = kind == "offload"
+        events.append({"ph": "X", "name": f"{kind} {stage}F{mb} {'→' if offload else '←'} host", "cat": "host copy",
+                       "pid": _PID, "tid": 2 * p + device, "ts": start * scale, "dur": (end - start) * scale,
+                       "args": {"device": device, "stage": stage, "microbatch": mb, "bytes": size,
+                                "ready": ready * scale, "queued for the link": (start - ready) * scale,
+                                "after" if offload else "for": action}})
+        if not offload:
+            flow = len(result.transfers) + k  # ids apart from the transfers' flows
+            events.append({"ph": "s", "name": "reload", "cat": "host copy", "id": flow, "pid": _PID,
+                           "tid": 2 * p + device, "ts": start * scale})
+            events.append({"ph": "f", "bp": "e", "name": "reload", "cat": "host copy", "id": flow, "pid": _PID,
+                           "tid": device, "ts": float(result.ops.start[op]) * scale})
+    for lo in range(0, len(events), _BLOCK):
+        yield "".join("," + json.dumps(e, allow_nan=False) for e in events[lo:lo + _BLOCK])
+
+
 def looks_like(trace) -> bool:
     """True for a trace :func:`chrome_trace` wrote (its ``otherData`` and process name)."""
     if not isinstance(trace, dict) or not isinstance(trace.get("otherData"), dict):
@@ -194,8 +233,9 @@ def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
     """One :class:`RankRecords` per device (thread) of a trace :func:`chrome_trace` wrote."""
     devices: dict[int, RankRecords] = {}
     for e in trace["traceEvents"]:
-        if not isinstance(e, dict) or e.get("ph") != "X" or e.get("pid") != _PID or e.get("cat") == "transfer":
-            continue  # transfers are read back from their ops' times, not as ops
+        if not isinstance(e, dict) or e.get("ph") != "X" or e.get("pid") != _PID or \
+                e.get("cat") in ("transfer", "host copy"):
+            continue  # transfers and host copies are not ops: a reading times them from the ops'
         name, tid, ts, dur = e.get("name"), e.get("tid"), e.get("ts"), e.get("dur")
         if isinstance(tid, bool) or not isinstance(tid, int) or not 0 <= tid < 1 << 20:
             raise ParseError(f"{source}: op {_shown(name)} has tid {_shown(tid)}; ppviz traces give each device "
