@@ -402,3 +402,13 @@ def test_comm_bytes_is_kept_as_a_float_like_every_other_number_field():
         config = Config(schedule="1f1b", topology=Link(1.0, 2.0), comm_bytes=given, f=given)
         assert type(config.comm_bytes) is float and config.comm_bytes == float(given)
         assert type(config.f) is float
+
+
+def test_a_links_description_reads_the_same_whatever_unit_it_was_written_in():
+    # one PCIe-like link, 11.8 µs and 25 GB/s, written in seconds, milliseconds and microseconds
+    for unit, scale in (("s", 1.0), ("ms", 1e3), ("us", 1e6)):
+        link = ppviz.Link(11.8e-6 * scale, 25e9 / scale, unit=unit)
+        assert link.describe() == "latency 11.8 µs, 25 GB/s", unit
+    assert ppviz.Link(0.02, 1e9, unit="s").describe() == "latency 20 ms, 1 GB/s"
+    assert ppviz.Link(2.0, math.inf, unit="ms").describe() == "latency 2 ms, no bandwidth limit"
+    assert ppviz.Link(3.0, 2.0).describe("ms") == "latency 3 ms, 2 bytes per ms"  # no unit: the config's

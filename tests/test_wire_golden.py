@@ -90,6 +90,51 @@ def test_a_run_without_transfers_carries_an_empty_section():
     assert struct.unpack_from("<I", data, len(data) - 4) == (0,)
 
 
+def transfer_section(data: bytes, res) -> dict[str, np.ndarray]:
+    """The transfers section's columns, read from a timeline of ``res`` with its widths checked
+    (microbatch u2, stage u1, duration indices u1 into a table)."""
+    n, p = len(res.ops), res.devices
+    widths, k = struct.unpack_from("<2I", data, 16)
+    assert widths == 2 | 1 << 8 | 1 << 16
+    at = 24 + 4 * k + 4 * (p + 1)
+    for size in (4, 1, 4, 2, 1, 1):
+        at += size * n
+        at += -at % 4
+    (t,) = struct.unpack_from("<I", data, at)
+    at += 4
+    cols = {}
+    for name, dtype in (("ready", "<f4"), ("start", "<f4"), ("end", "<f4"), ("producer", "<u4"), ("consumer", "<u4"),
+                        ("src", "<u2"), ("dst", "<u2"), ("kind", "u1")):
+        cols[name] = np.frombuffer(data, dtype, t, at)
+        at += cols[name].nbytes
+        at += -at % 4
+    assert at == len(data)
+    return cols
+
+
+def test_offloads_host_copies_travel_in_the_transfers_section():
+    """A run with offload: the section holds Result.host_copies, kinds 2 (offload) and 3 (reload),
+    each on its own device and naming the op it serves; describe() gives the share and the link."""
+    import ppviz
+    from ppviz.widgets.wire import HOST_OFFLOAD, HOST_RELOAD, describe
+
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, offload=0.5,
+                                      host_link=ppviz.Link(0.0, 1.0), activation_bytes=1.0))
+    h = res.host_copies
+    cols = transfer_section(encode_timeline(res), res)
+    assert len(cols["kind"]) == len(h) > 0
+    assert cols["kind"].tolist() == [HOST_OFFLOAD if k == "offload" else HOST_RELOAD for k in h.kind.tolist()]
+    for name in ("ready", "start", "end"):
+        assert cols[name].tolist() == getattr(h, name).astype(np.float32).tolist()
+    assert cols["src"].tolist() == cols["dst"].tolist() == h.device.tolist()
+    assert cols["producer"].tolist() == cols["consumer"].tolist() == h.op.tolist()
+    kinds = res.ops.kind[cols["producer"]]
+    assert set(kinds[cols["kind"] == HOST_OFFLOAD].tolist()) == {"F"}
+    assert set(kinds[cols["kind"] == HOST_RELOAD].tolist()) == {"B"}
+    assert describe(res)["offload"] == {"share": 0.5, "link": res.config.host_link.describe(None), "count": len(h)}
+    assert describe(ppviz.simulate(ppviz.Config(devices=2, microbatches=2)))["offload"] is None
+
+
 def test_the_transfers_section_is_what_the_simulation_returned():
     """A run across nodes: every transfer's fields come back from the bytes, in Result.transfers order."""
     import ppviz
@@ -103,20 +148,9 @@ def test_the_transfers_section_is_what_the_simulation_returned():
     n, p = len(res.ops), res.devices
     widths, k = struct.unpack_from("<2I", data, 16)
     assert widths == 2 | 1 << 8 | 1 << 16
-    at = 24 + 4 * k + 4 * (p + 1)
-    for size in (4, 1, 4, 2, 1, 1):
-        at += size * n
-        at += -at % 4
-    (t,) = struct.unpack_from("<I", data, at)
+    cols = transfer_section(data, res)
+    t = len(cols["kind"])
     assert t == len(tr) == 2 * (4 * 2 - 1) * 8  # one per cross-device dependency, F and B
-    at += 4
-    cols = {}
-    for name, dtype in (("ready", "<f4"), ("start", "<f4"), ("end", "<f4"), ("producer", "<u4"), ("consumer", "<u4"),
-                        ("src", "<u2"), ("dst", "<u2"), ("kind", "u1")):
-        cols[name] = np.frombuffer(data, dtype, t, at)
-        at += cols[name].nbytes
-        at += -at % 4
-    assert at == len(data)
     assert len(data) - 24 - 4 * k - 4 * (p + 1) <= 13 * n + BYTES_PER_TRANSFER * t + 4 + 3 * 9
     for name in ("ready", "start", "end"):
         assert cols[name].tolist() == getattr(tr, name).astype(np.float32).tolist()

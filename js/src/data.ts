@@ -49,6 +49,15 @@ export interface Timeline {
 /** transfer kinds: an activation to the next stage, a gradient to the previous one */
 export const TRANSFER_F = 0;
 export const TRANSFER_B = 1;
+/** offload's host copies, in the same section (src = dst = their device, producer = consumer = the
+ * op they serve): an activation to host memory after its F, and back before its backward */
+export const HOST_OFFLOAD = 2;
+export const HOST_RELOAD = 3;
+
+/** Transfer i is a host copy (offload or reload), not a transfer between devices. */
+export function isHostCopy(tr: Transfers, i: number): boolean {
+  return tr.kind[i] >= HOST_OFFLOAD;
+}
 
 /** Result.transfers, one entry per transfer, in the order Python sent them. */
 export interface Transfers {
@@ -61,16 +70,21 @@ export interface Transfers {
   consumer: Uint32Array;
   src: Uint16Array;
   dst: Uint16Array;
-  /** TRANSFER_F or TRANSFER_B */
+  /** TRANSFER_F, TRANSFER_B, HOST_OFFLOAD or HOST_RELOAD */
   kind: Uint8Array;
-  /** transfers sent by device d: outIndex[outOffsets[d] .. outOffsets[d+1]] (in wire order) */
+  /** the section holds offload's host copies rather than transfers between devices */
+  host: boolean;
+  /** transfers sent by device d: outIndex[outOffsets[d] .. outOffsets[d+1]] (in wire order); a
+   * device's offloads count as sent, its reloads as received */
   outOffsets: Uint32Array;
   outIndex: Uint32Array;
   /** transfers received by device d: inIndex[inOffsets[d] .. inOffsets[d+1]] */
   inOffsets: Uint32Array;
   inIndex: Uint32Array;
-  /** the transfer bringing op k its input, or -1: intoOp[k] */
+  /** the transfer bringing op k its input (for a backward, its reload), or -1: intoOp[k] */
   intoOp: Int32Array;
+  /** the offload of op k's activation, or -1: outOfOp[k] */
+  outOfOp: Int32Array;
   /** the longest transfer (culling reaches back this far) */
   maxDur: number;
 }
@@ -205,36 +219,49 @@ function decodeTransfers(r: Reader, devices: number, n: number): Transfers {
   const dst = r.column(Uint16Array, count);
   const kind = r.column(Uint8Array, count);
   const intoOp = new Int32Array(n).fill(-1);
+  const outOfOp = new Int32Array(n).fill(-1);
+  const host = count > 0 && kind[0] >= HOST_OFFLOAD;
   let maxDur = 0;
   for (let i = 0; i < count; i++) {
     if (src[i] >= devices || dst[i] >= devices || producer[i] >= n || consumer[i] >= n) {
       throw new Error(`ppviz: transfer ${i} names a device or op that the timeline does not have`);
     }
-    intoOp[consumer[i]] = i;
+    if (kind[i] > HOST_RELOAD || (kind[i] >= HOST_OFFLOAD) !== host) {
+      throw new Error(`ppviz: transfer ${i} has kind ${kind[i]}; a timeline has transfers (0, 1) or host copies (2, 3)`);
+    }
+    if (kind[i] === HOST_OFFLOAD) outOfOp[producer[i]] = i;
+    else intoOp[consumer[i]] = i;
     if (end[i] - start[i] > maxDur) maxDur = end[i] - start[i];
   }
-  const [outOffsets, outIndex] = groupBy(src, devices);
-  const [inOffsets, inIndex] = groupBy(dst, devices);
+  // a host copy occupies one half of its device's lane: an offload the sending half, a reload the other
+  const [outOffsets, outIndex] = groupBy(src, devices, (i) => kind[i] !== HOST_RELOAD);
+  const [inOffsets, inIndex] = groupBy(dst, devices, (i) => kind[i] !== HOST_OFFLOAD);
   return {
-    count, ready, start, end, producer, consumer, src, dst, kind, outOffsets, outIndex, inOffsets, inIndex, intoOp,
-    maxDur,
+    count, ready, start, end, producer, consumer, src, dst, kind, host, outOffsets, outIndex, inOffsets, inIndex,
+    intoOp, outOfOp, maxDur,
   };
 }
 
-/** A counting sort of 0..keys.length-1 by key, stable: [offsets, index]. */
-function groupBy(keys: Uint16Array, buckets: number): [Uint32Array, Uint32Array] {
+/** A counting sort by key of the i in 0..keys.length-1 that `keep` keeps, stable: [offsets, index]. */
+function groupBy(keys: Uint16Array, buckets: number, keep: (i: number) => boolean): [Uint32Array, Uint32Array] {
   const offsets = new Uint32Array(buckets + 1);
-  for (let i = 0; i < keys.length; i++) offsets[keys[i] + 1]++;
+  for (let i = 0; i < keys.length; i++) if (keep(i)) offsets[keys[i] + 1]++;
   for (let b = 0; b < buckets; b++) offsets[b + 1] += offsets[b];
   const fill = offsets.slice(0, buckets);
-  const index = new Uint32Array(keys.length);
-  for (let i = 0; i < keys.length; i++) index[fill[keys[i]]++] = i;
+  const index = new Uint32Array(offsets[buckets]);
+  for (let i = 0; i < keys.length; i++) if (keep(i)) index[fill[keys[i]]++] = i;
   return [offsets, index];
+}
+
+/** The transfer between devices that brought op k its input, or -1 (a reload is not one). */
+export function inputTransfer(tl: Timeline, k: number): number {
+  const i = tl.transfers.intoOp[k];
+  return i >= 0 && !isHostCopy(tl.transfers, i) ? i : -1;
 }
 
 /** The transfer op k waited for: the one bringing its input when that input set its start, or -1. */
 export function waitedTransfer(tl: Timeline, k: number): number {
-  return tl.flags[k] & FLAG_WAITED ? tl.transfers.intoOp[k] : -1;
+  return tl.flags[k] & FLAG_WAITED ? inputTransfer(tl, k) : -1;
 }
 
 /** Each stage's chunk on its device: its rank among the stages that device runs in the same

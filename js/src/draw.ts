@@ -17,6 +17,7 @@ import {
   endOf,
   deviceOf,
   isReverse,
+  inputTransfer,
   lowerBound,
   slotOf,
   upperBound,
@@ -563,7 +564,7 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   const routed = L.laneHeight > 0; // cross-device arrows run through the transfer lanes instead
   for (const k of members) {
     const dep = tl.dep[k];
-    if (dep < 0 || (routed && tl.transfers.intoOp[k] >= 0)) continue;
+    if (dep < 0 || (routed && inputTransfer(tl, k) >= 0)) continue;
     const from = slotOf(tl, dep);
     const to = slotOf(tl, k);
     const ax = s.scale.x(endOf(tl, from));

@@ -59,6 +59,8 @@ export interface Meta {
   throughput?: number | null;
   /** with transfers (Config.topology): what the widget says about them (wire.describe) */
   communication?: Communication | null;
+  /** with activation offload (Config.offload): the share copied and the host link (wire._offload) */
+  offload?: { share: number; link: string; count: number } | null;
   closed_form: ClosedForm | null;
 }
 

@@ -10,6 +10,7 @@ import {
   deviceOf,
   endOf,
   isReverse,
+  inputTransfer,
   kindOf,
   memoryAt,
   waitedFor,
@@ -37,7 +38,7 @@ function waitText(tl: Timeline, meta: Meta, k: number): string {
   const time = (t: number) => withUnit(num(t), meta.time_unit);
   if (w >= 0) {
     const from = deviceOf(tl, w);
-    const moved = tl.transfers.intoOp[k];
+    const moved = inputTransfer(tl, k);
     const comm = from !== d && moved >= 0 ? `, then its transfer until ${time(tl.transfers.end[moved])}`
       : from !== d && meta.comm > 0 ? ` + comm ${time(meta.comm)}` : "";
     return `${actionName(tl, w)} on device ${from}, done at ${time(endOf(tl, w))}${comm}`;

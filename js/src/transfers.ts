@@ -3,7 +3,8 @@
 // selected microbatch, hit-testing and the tooltip text. Like the bars, a lane is a 1-D pixel
 // image per half: transfers narrower than a pixel add up in their pixel column's opacity.
 
-import { FLAG_WAITED, TRANSFER_F, type Timeline, actionName, deviceOf, endOf } from "./data";
+import { FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
+  endOf, isHostCopy } from "./data";
 import { bytes, num, withUnit } from "./format";
 import type { Layout } from "./layout";
 import type { Meta } from "./meta";
@@ -12,6 +13,12 @@ import type { Scale } from "./scale";
 import type { Palette } from "./theme";
 
 export type LaneHalf = "out" | "in";
+
+/** The halves transfer i occupies: a transfer both (its sender's and its receiver's), an offload
+ * its device's sending half, a reload its receiving half. */
+export function halvesOf(tr: Transfers, i: number): LaneHalf[] {
+  return tr.kind[i] === HOST_OFFLOAD ? ["out"] : tr.kind[i] === HOST_RELOAD ? ["in"] : ["out", "in"];
+}
 
 /** [top, height] of device d's sends (out) or receives (in) half-lane. */
 export function halfLane(L: Layout, d: number, half: LaneHalf): [number, number] {
@@ -87,12 +94,13 @@ function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: nu
     const b = tr.end[i];
     if (b < t0 || a > t1) continue;
     shown++;
-    const colour = colours[tr.kind[i] === TRANSFER_F ? 0 : 1];
+    // host copies move activations: the activation colour, in the one half they occupy
+    const colour = colours[tr.kind[i] === TRANSFER_B ? 1 : 0];
     const xa = (a - t0) * k;
     // a zero-length transfer still shows as a hairline
     const xb = Math.max(xa + 0.6, (b - t0) * k);
-    span(px, 2 * tr.src[i] * width, width, xa, xb, colour);
-    span(px, (2 * tr.dst[i] + 1) * width, width, xa, xb, colour);
+    if (tr.kind[i] !== HOST_RELOAD) span(px, 2 * tr.src[i] * width, width, xa, xb, colour);
+    if (tr.kind[i] !== HOST_OFFLOAD) span(px, (2 * tr.dst[i] + 1) * width, width, xa, xb, colour);
   }
   strip.ctx.putImageData(strip.image!, 0, 0);
   return shown;
@@ -156,7 +164,7 @@ export function transferBox(s: { tl: Timeline; layout: Layout; scale: Scale }, i
 function outline(ctx: CanvasRenderingContext2D, s: LaneScene, i: number, colour: string, width: number): void {
   ctx.strokeStyle = colour;
   ctx.lineWidth = width;
-  for (const half of ["out", "in"] as const) {
+  for (const half of halvesOf(s.tl.transfers, i)) {
     const b = transferBox(s, i, half);
     ctx.strokeRect(b.x - 0.5, b.y - 0.5, b.w + 1, b.h + 1);
   }
@@ -174,12 +182,11 @@ export function drawLaneSelection(ctx: CanvasRenderingContext2D, s: LaneScene, m
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.laneTop[d], L.plotRight - L.plotLeft, L.laneHeight);
   const mine: number[] = [];
   for (const k of tl.mbIndex.subarray(tl.mbOffsets[mb], tl.mbOffsets[mb + 1])) {
-    const i = tr.intoOp[k];
-    if (i >= 0) mine.push(i);
+    for (const i of [tr.intoOp[k], tr.outOfOp[k]]) if (i >= 0) mine.push(i);
   }
   for (const i of mine) {
-    ctx.fillStyle = tr.kind[i] === TRANSFER_F ? P.transferF : P.transferB;
-    for (const half of ["out", "in"] as const) {
+    ctx.fillStyle = tr.kind[i] === TRANSFER_B ? P.transferB : P.transferF;
+    for (const half of halvesOf(tr, i)) {
       const b = transferBox(s, i, half);
       ctx.fillRect(b.x, b.y, b.w, b.h);
     }
@@ -187,21 +194,27 @@ export function drawLaneSelection(ctx: CanvasRenderingContext2D, s: LaneScene, m
   }
   ctx.strokeStyle = P.path;
   ctx.fillStyle = P.path;
+  ctx.lineWidth = 1.25;
   for (const i of mine) {
-    const out = transferBox(s, i, "out");
-    const lane = out.y + out.h / 2;
     const p = tr.producer[i];
     const c = tr.consumer[i];
     const src = tr.src[i];
     const dst = tr.dst[i];
-    // the send: a short drop from the producer's end into its lane, then the arrow from the
-    // transfer's end to the consumer
-    ctx.lineWidth = 1.25;
+    if (tr.kind[i] === HOST_RELOAD) {  // back from the host: the arrow to the backward it holds up
+      const box = transferBox(s, i, "in");
+      arrow(box.x + box.w, box.y + box.h / 2, scale.x(tl.start[c]), rowMid(L, dst), (tl.flags[c] & FLAG_WAITED) !== 0);
+      continue;
+    }
+    // the send (or an offload): a short drop from the producer's end into its lane; a transfer's
+    // arrow then runs from its end to the consumer
+    const out = transferBox(s, i, "out");
     ctx.beginPath();
     ctx.moveTo(scale.x(endOf(tl, p)), L.rowTop[src] + L.rowHeight - L.barInset);
     ctx.lineTo(out.x, out.y);
     ctx.stroke();
-    arrow(out.x + out.w, lane, scale.x(tl.start[c]), rowMid(L, dst), (tl.flags[c] & FLAG_WAITED) !== 0);
+    if (tr.kind[i] !== HOST_OFFLOAD) {
+      arrow(out.x + out.w, out.y + out.h / 2, scale.x(tl.start[c]), rowMid(L, dst), (tl.flags[c] & FLAG_WAITED) !== 0);
+    }
   }
 }
 
@@ -223,13 +236,20 @@ export function linkText(meta: Meta, src: number, dst: number): string {
 }
 
 function kindName(tl: Timeline, i: number): string {
-  return tl.transfers.kind[i] === TRANSFER_F ? "activation" : "gradient";
+  const kind = tl.transfers.kind[i];
+  return kind === TRANSFER_F ? "activation" : kind === TRANSFER_B ? "gradient" : kind === HOST_OFFLOAD ? "offload"
+    : "reload";
 }
 
-/** One line about transfer i, for an op's tooltip: "device 3 → 4, inter-node, 64 MiB, 1.2–1.5 ms, queued 0 ms". */
+/** One line about transfer i, for an op's tooltip: "device 3 → 4, inter-node, 64 MiB, 1.2–1.5 ms, queued 0 ms"
+ * (a reload: "host → device 3, 1.2–1.5 ms, queued 0 ms"). */
 export function transferLine(tl: Timeline, meta: Meta, i: number): string {
   const tr = tl.transfers;
   const time = (t: number) => withUnit(num(t), meta.time_unit);
+  if (isHostCopy(tr, i)) {
+    const way = tr.kind[i] === HOST_OFFLOAD ? `device ${tr.src[i]} → host` : `host → device ${tr.dst[i]}`;
+    return `${way}, ${num(tr.start[i])}–${time(tr.end[i])}, queued ${time(tr.start[i] - tr.ready[i])}`;
+  }
   const c = meta.communication;
   const n = c?.devices_per_node;
   const link = n ? (Math.floor(tr.src[i] / n) === Math.floor(tr.dst[i] / n) ? "intra-node" : "inter-node") : "";
@@ -244,9 +264,18 @@ export function transferLine(tl: Timeline, meta: Meta, i: number): string {
 
 /** Rows for an op's tooltip: the transfer that brought its input, if one did. */
 export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "input transfer"): [string, string][] {
-  const i = tl.transfers.intoOp[k];
-  if (i < 0) return [];
   const tr = tl.transfers;
+  const rows: [string, string][] = [];
+  if (tr.outOfOp[k] >= 0) rows.push(["offload", transferLine(tl, meta, tr.outOfOp[k])]);
+  const i = tr.intoOp[k];
+  if (i < 0) return rows;
+  if (isHostCopy(tr, i)) {
+    // a backward starts no earlier than its reload's end
+    const early = tl.start[k] - tr.end[i];
+    const time = (t: number) => withUnit(num(t), meta.time_unit);
+    return [...rows, ["reload", `${transferLine(tl, meta, i)} · ` +
+      (early <= 0 ? "back just as it started" : `back ${time(early)} before it started`)]];
+  }
   const time = (t: number) => withUnit(num(t), meta.time_unit);
   const early = tl.start[k] - tr.end[i];
   const waited = (tl.flags[k] & FLAG_WAITED) !== 0;
@@ -258,6 +287,7 @@ export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "
 
 /** The tooltip of transfer i. */
 export function describeTransfer(tl: Timeline, meta: Meta, i: number): { title: string; rows: [string, string][] } {
+  if (isHostCopy(tl.transfers, i)) return describeHostCopy(tl, meta, i);
   const tr = tl.transfers;
   const time = (t: number) => withUnit(num(t), meta.time_unit);
   const p = tr.producer[i];
@@ -284,22 +314,54 @@ export function describeTransfer(tl: Timeline, meta: Meta, i: number): { title: 
   return { title: `${kindName(tl, i)} transfer · ${actionName(tl, p)} → ${actionName(tl, c)}`, rows };
 }
 
+/** The tooltip of host copy i: an offload after its F, or a reload before its backward. */
+function describeHostCopy(tl: Timeline, meta: Meta, i: number): { title: string; rows: [string, string][] } {
+  const tr = tl.transfers;
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const k = tr.producer[i];  // the op it serves
+  const offload = tr.kind[i] === HOST_OFFLOAD;
+  const queued = tr.start[i] - tr.ready[i];
+  const share = meta.offload ? `${num(meta.offload.share)} of ` : "";
+  const rows: [string, string][] = [
+    ["kind", offload ? `${share}the activation to host memory (offload)`
+      : `${share}the activation back from host memory (reload)`],
+    [offload ? "from → to" : "to", offload ? `device ${tr.src[i]} → host` : `host → device ${tr.dst[i]}`],
+  ];
+  if (meta.offload) rows.push(["host link", meta.offload.link]);
+  rows.push(
+    ["ready", time(tr.ready[i])],
+    ["start", time(tr.start[i])],
+    ["end", time(tr.end[i])],
+    ["duration", time(tr.end[i] - tr.start[i])],
+    ["queued", queued > 0 ? `${time(queued)} for a busy link${offload ? "" : " or its offload"}` : time(0)],
+    offload ? ["after", `${actionName(tl, k)}, done at ${time(endOf(tl, k))}`]
+      : ["for", `${actionName(tl, k)}, started ${time(tl.start[k])}`],
+  );
+  return { title: `${offload ? "offload to host" : "reload from host"} · ${offload ? "after" : "for"} ${actionName(tl, k)}`,
+    rows };
+}
+
 // Legend ---------------------------------------------------------------------------------
 
 /** The legend's transfer entries: the lane's switch and its two colours. */
-export function transferLegend(P: Palette, on: boolean, compact: boolean, onToggle: (on: boolean) => void): HTMLElement[] {
+export function transferLegend(P: Palette, on: boolean, compact: boolean, onToggle: (on: boolean) => void,
+  host = false): HTMLElement[] {
   const toggle = document.createElement("label");
   toggle.className = "ppviz-legend-item ppviz-transfer-toggle";
-  toggle.title = "a lane under each device's row: its sends (top half) and receives (bottom half) on the links";
+  toggle.title = host
+    ? "a lane under each device's row: its activations offloaded to host memory (top half) and reloaded (bottom half)"
+    : "a lane under each device's row: its sends (top half) and receives (bottom half) on the links";
   const box = document.createElement("input");
   box.type = "checkbox";
   box.checked = on;
   box.addEventListener("change", () => onToggle(box.checked));
-  toggle.append(box, document.createTextNode(compact ? "transfers" : "transfers (under each row: sends, then receives)"));
+  toggle.append(box, document.createTextNode(host
+    ? (compact ? "host copies" : "host copies (under each row: offloads, then reloads)")
+    : (compact ? "transfers" : "transfers (under each row: sends, then receives)")));
   const items: HTMLElement[] = [toggle];
   if (on) {
-    for (const [text, colour] of [[compact ? "act." : "activation", P.transferF],
-      [compact ? "grad." : "gradient", P.transferB]]) {
+    const kinds = [[compact ? "act." : "activation", P.transferF], [compact ? "grad." : "gradient", P.transferB]];
+    for (const [text, colour] of host ? kinds.slice(0, 1) : kinds) {
       const item = document.createElement("span");
       item.className = "ppviz-legend-item ppviz-legend-transfer";
       const swatch = document.createElement("span");

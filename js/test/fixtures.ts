@@ -22,7 +22,8 @@ export interface OpSpec {
 export interface TransferSpec {
   src: number;
   dst: number;
-  kind: "F" | "B";
+  /** a transfer between devices (F, B), or one of offload's host copies (src = dst = its device) */
+  kind: "F" | "B" | "offload" | "reload";
   ready: number;
   start: number;
   end: number;
@@ -103,7 +104,7 @@ export function encodeTimeline(devices: number, ops: OpSpec[], transfers: Transf
   field((x, at) => dv.setUint32(at, x.consumer, true), 4);
   field((x, at) => dv.setUint16(at, x.src, true), 2);
   field((x, at) => dv.setUint16(at, x.dst, true), 2);
-  field((x, at) => dv.setUint8(at, x.kind === "F" ? 0 : 1), 1);
+  field((x, at) => dv.setUint8(at, ["F", "B", "offload", "reload"].indexOf(x.kind)), 1);
   return new Uint8Array(buf);
 }
 

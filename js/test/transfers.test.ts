@@ -1,14 +1,14 @@
 // Transfers in the front end: decoding (beyond the golden fixture), the lanes' geometry, hit
 // tests, the tooltips, the pixels the lanes paint, and the view's switch.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { decodeMemory, decodeTimeline, waitedTransfer } from "../src/data";
+import { decodeMemory, decodeTimeline, inputTransfer, waitedTransfer } from "../src/data";
 import { DrawCache, type Scene, draw, makeHatch } from "../src/draw";
 import { computeLayout, laneAt, transferLaneHeight } from "../src/layout";
 import type { Communication } from "../src/meta";
 import { Scale, fullView } from "../src/scale";
 import { DARK, LIGHT } from "../src/theme";
 import { describeOp } from "../src/tooltip";
-import { describeTransfer, halfLane, hitTransfer, inputTransferRows, linkText, transferBox } from "../src/transfers";
+import { describeTransfer, halfLane, halvesOf, hitTransfer, inputTransferRows, linkText, transferBox } from "../src/transfers";
 import { GanttView, type DebugHooks } from "../src/view";
 import { FakeModel, encodeMemory, encodeTimeline, metaFor, nextFrame, type OpSpec, type TransferSpec } from "./fixtures";
 
@@ -295,6 +295,22 @@ describe("the view's transfer switch", () => {
     b.destroy();
   });
 
+  it("names offload's host copies in the legend, with the one colour they use", async () => {
+    const memory = encodeMemory([[[0, 0], [7, 0]]]);
+    const v = new GanttView(host, new FakeModel({
+      timeline: new DataView(encodeTimeline(1, HOST_OPS, HOST_COPIES).buffer),
+      memory: new DataView(memory.buffer),
+      meta: metaFor(1, HOST_OPS, 7, { offload: { share: 1, link: "latency 0, 1 bytes per time unit", count: 2 } }),
+    }) as never);
+    await nextFrame();
+    expect(v.root.dataset.transfers).toBe("shown");
+    const legend = v.root.querySelector(".ppviz-legend")!.textContent!;
+    expect(legend).toContain("host copies (under each row: offloads, then reloads)");
+    expect(legend).toContain("activation");
+    expect(legend).not.toContain("gradient");
+    v.destroy();
+  });
+
   it("offers no switch and no exposed-communication card without transfers", async () => {
     const v = new GanttView(host, model([]) as never);
     await nextFrame();
@@ -308,5 +324,97 @@ describe("the view's transfer switch", () => {
     // the most exposed device waits 2 ms; all devices' 2.25 ms of 2 × 8 is 14.1 %
     expect(header).toContain("exposed comm2 msmax per device · 14.1 % of all");
     w.destroy();
+  });
+});
+
+// One device offloading: F0's activation goes to the host and comes back for B0 (the reload
+// queues behind the offload); F1's backward comes next, so F1 offloads nothing.
+const HOST_OPS: OpSpec[] = [
+  { device: 0, stage: 0, mb: 0, kind: "F", start: 0, dur: 1 },
+  { device: 0, stage: 0, mb: 1, kind: "F", start: 1, dur: 1 },
+  { device: 0, stage: 0, mb: 1, kind: "B", start: 2, dur: 2 },
+  { device: 0, stage: 0, mb: 0, kind: "B", start: 5, dur: 2 },
+];
+const HOST_COPIES: TransferSpec[] = [
+  { src: 0, dst: 0, kind: "offload", ready: 1, start: 1, end: 3, producer: 0, consumer: 0 },
+  { src: 0, dst: 0, kind: "reload", ready: 2, start: 3, end: 5, producer: 3, consumer: 3 },
+];
+
+describe("offload's host copies in the lanes", () => {
+  const tl = decodeTimeline(encodeTimeline(1, HOST_OPS, HOST_COPIES));
+  const hostMeta = metaFor(1, HOST_OPS, 7, { time_unit: "ms", offload: { share: 0.5, link: "latency 0 ms, 25 GB/s",
+    count: 2 } });
+  const rows = (c: { rows: [string, string][] }) => Object.fromEntries(c.rows);
+
+  it("decode as host copies: an offload leaves its F, a reload arrives for its backward", () => {
+    const tr = tl.transfers;
+    expect(tr.host).toBe(true);
+    expect(Array.from(tr.outOfOp)).toEqual([0, -1, -1, -1]);
+    expect(Array.from(tr.intoOp)).toEqual([-1, -1, -1, 1]);
+    expect(Array.from(tr.outIndex.subarray(tr.outOffsets[0], tr.outOffsets[1]))).toEqual([0]);
+    expect(Array.from(tr.inIndex.subarray(tr.inOffsets[0], tr.inOffsets[1]))).toEqual([1]);
+    // a reload is not a transfer between devices: the backward's input came from no other device
+    expect(inputTransfer(tl, 3)).toBe(-1);
+    expect(inputTransfer(timeline(), 3)).toBe(0);
+    const mixed = [HOST_COPIES[0], { ...TRANSFERS[0], src: 0, dst: 0, producer: 0, consumer: 3 }];
+    expect(() => decodeTimeline(encodeTimeline(1, HOST_OPS, mixed))).toThrow(/transfers \(0, 1\) or host copies/);
+  });
+
+  it("are hit in their own half only", () => {
+    const L = computeLayout(900, 1, true, false, undefined, true);
+    const scale = new Scale(fullView(7), L.plotLeft, L.plotRight);
+    const at = (half: "out" | "in", t: number) => {
+      const [y, h] = halfLane(L, 0, half);
+      return hitTransfer(tl, L, scale, scale.x(t), y + h / 2);
+    };
+    expect([at("out", 2), at("in", 4), at("in", 2), at("out", 4)]).toEqual([0, 1, -1, -1]);
+    expect(halvesOf(tl.transfers, 0)).toEqual(["out"]);
+    expect(halvesOf(tl.transfers, 1)).toEqual(["in"]);
+    expect(halvesOf(timeline().transfers, 0)).toEqual(["out", "in"]);
+  });
+
+  it("say what they copy, over which link, and the op they serve", () => {
+    const off = describeTransfer(tl, hostMeta, 0);
+    expect(off.title).toBe("offload to host · after 0F0");
+    expect(rows(off)).toMatchObject({
+      kind: "0.5 of the activation to host memory (offload)", "from → to": "device 0 → host",
+      "host link": "latency 0 ms, 25 GB/s", start: "1 ms", end: "3 ms", queued: "0 ms", after: "0F0, done at 1 ms",
+    });
+    const back = describeTransfer(tl, hostMeta, 1);
+    expect(back.title).toBe("reload from host · for 0B0");
+    expect(rows(back)).toMatchObject({
+      kind: "0.5 of the activation back from host memory (reload)", to: "host → device 0",
+      queued: "1 ms for a busy link or its offload", for: "0B0, started 5 ms",
+    });
+    // the ops' own tooltips name their copies
+    expect(rows(describeOp(tl, hostMeta, 0)).offload).toBe("device 0 → host, 1–3 ms, queued 0 ms");
+    expect(rows(describeOp(tl, hostMeta, 3)).reload).toBe("host → device 0, 3–5 ms, queued 1 ms · back just as it started");
+    expect(rows(describeOp(tl, hostMeta, 1)).offload).toBeUndefined();
+  });
+
+  it("paint the offload in the top half and the reload in the bottom half, each alone", () => {
+    const canvas = document.createElement("canvas");
+    document.body.append(canvas);
+    const ctx = canvas.getContext("2d", { willReadFrequently: true })!;
+    const layout = computeLayout(900, 1, true, false, undefined, true);
+    canvas.width = layout.width;
+    canvas.height = layout.height;
+    const mem = decodeMemory(encodeMemory([[[0, 0], [1, 1], [7, 0]]]));
+    const s: Scene = {
+      tl, mem, meta: hostMeta, layout, scale: new Scale(fullView(7), layout.plotLeft, layout.plotRight),
+      palette: LIGHT, dpr: 1, hatch: makeHatch(ctx, LIGHT, 1), selectedMb: -1, selectedOp: -1, selectedDevice: -1,
+      hover: -1, memoryHover: null, cursor: null, extent: 7, cache: new DrawCache(),
+    };
+    draw(ctx, s);
+    const colour = (half: "out" | "in", t: number) => {
+      const [y, h] = halfLane(layout, 0, half);
+      return Array.from(ctx.getImageData(Math.round(s.scale.x(t)), Math.round(y + h / 2), 1, 1).data.slice(0, 3));
+    };
+    const activation = [1, 3, 5].map((i) => parseInt(LIGHT.transferF.slice(i, i + 2), 16));
+    expect(colour("out", 2)).toEqual(activation);
+    expect(colour("in", 2)).not.toEqual(activation);  // an offload does not come back at once
+    expect(colour("in", 4)).toEqual(activation);
+    expect(colour("out", 4)).not.toEqual(activation);
+    canvas.remove();
   });
 });

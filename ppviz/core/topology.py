@@ -94,9 +94,12 @@ class Link:
     def describe(self, time_unit: str | None = None) -> str:
         """e.g. ``"11.8 µs + bytes / 450 GB/s"``, in the units the link was written in."""
         unit = self.unit or time_unit or "time unit"
-        if self.unit is not None:
-            lat = f"{self.latency / SECONDS['us']:.3g} µs" if self.latency < 1e-3 else f"{self.latency:.3g} s"
-            bw = "no bandwidth limit" if math.isinf(self.bandwidth) else f"{self.bandwidth / 1e9:.3g} GB/s"
+        if self.unit is not None:  # in seconds, then in the unit that reads best
+            seconds = self.latency * SECONDS[self.unit]
+            lat = (f"{seconds / SECONDS['us']:.3g} µs" if seconds < 1e-3 else
+                   f"{seconds / SECONDS['ms']:.3g} ms" if seconds < 1 else f"{seconds:.3g} s")
+            per_second = self.bandwidth / SECONDS[self.unit]
+            bw = "no bandwidth limit" if math.isinf(self.bandwidth) else f"{per_second / 1e9:.3g} GB/s"
             return f"latency {lat}, {bw}"
         bw = "no bandwidth limit" if math.isinf(self.bandwidth) else f"{self.bandwidth:.6g} bytes per {unit}"
         return f"latency {self.latency:.6g} {unit}, {bw}"

@@ -20,6 +20,10 @@ BYTES_PER_OP = 19
 #: each transfer (``Result.transfers``) after the ops: ready, start, end, producer, consumer, src, dst, kind
 BYTES_PER_TRANSFER = 25
 TRANSFER_F, TRANSFER_B = 0, 1
+#: offload's host copies (``Result.host_copies``) travel in the same section, src = dst = their
+#: device, producer = consumer = the op they serve (an offload's F, a reload's backward); a run has
+#: transfers or host copies, never both (offload over a topology is refused)
+HOST_OFFLOAD, HOST_RELOAD = 2, 3
 
 FLAG_PAIR_F = 1 << 2
 FLAG_PAIR_B = 1 << 3
@@ -96,8 +100,17 @@ def _durations(program, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _transfer_columns(result: Result) -> list[bytes]:
-    """The transfers section: their count, then a column per field (ARCHITECTURE.md, "Wire format")."""
-    t = result.transfers
+    """The transfers section: their count, then a column per field (ARCHITECTURE.md, "Wire format"):
+    the transfers, or else offload's host copies."""
+    t, h = result.transfers, result.host_copies
+    if len(t) or not len(h):
+        src, dst, producer, consumer = t.src, t.dst, t.producer, t.consumer
+        kind = np.where(np.asarray(t.kind) == "F", TRANSFER_F, TRANSFER_B)
+    else:
+        t = h
+        src = dst = h.device
+        producer = consumer = h.op
+        kind = np.where(np.asarray(h.kind) == "offload", HOST_OFFLOAD, HOST_RELOAD)
     if len(t) and result.devices > 0xFFFF:
         raise ConfigError("devices", result.devices, "the widget draws transfers between at most 65535 devices")
     return [
@@ -105,12 +118,20 @@ def _transfer_columns(result: Result) -> list[bytes]:
         np.asarray(t.ready).astype("<f4").tobytes(),
         np.asarray(t.start).astype("<f4").tobytes(),
         np.asarray(t.end).astype("<f4").tobytes(),
-        np.asarray(t.producer).astype("<u4").tobytes(),
-        np.asarray(t.consumer).astype("<u4").tobytes(),
-        np.asarray(t.src).astype("<u2").tobytes(),
-        np.asarray(t.dst).astype("<u2").tobytes(),
-        np.where(np.asarray(t.kind) == "F", TRANSFER_F, TRANSFER_B).astype(np.uint8).tobytes(),
+        np.asarray(producer).astype("<u4").tobytes(),
+        np.asarray(consumer).astype("<u4").tobytes(),
+        np.asarray(src).astype("<u2").tobytes(),
+        np.asarray(dst).astype("<u2").tobytes(),
+        kind.astype(np.uint8).tobytes(),
     ]
+
+
+def _offload(result: Result) -> dict | None:
+    """What the widget says about offload's host copies; None without offload."""
+    c = result.config
+    if c.offload is None:
+        return None
+    return {"share": c.offload, "link": c.host_link.describe(c.time_unit), "count": len(result.host_copies)}
 
 
 def _communication(result: Result) -> dict | None:
@@ -213,4 +234,5 @@ def describe(result: Result) -> dict:
         "throughput": result.throughput,
         "closed_form": closed,
         "communication": _communication(result),
+        "offload": _offload(result),
     }

@@ -154,3 +154,37 @@ def test_at_64_devices_the_lanes_stay_drawn_and_fast(page, tmp_path):
     assert "from → to device 7 → device 8" in text and "inter-node (node 0 → 1)" in text
     SHOTS.mkdir(parents=True, exist_ok=True)
     root.screenshot(path=str(SHOTS / "p64.png"))
+
+
+def test_offloads_host_copies_show_in_the_lanes_with_what_they_copy(page, tmp_path):
+    # 1F1B offloading half of each activation over a PCIe-like link (a copy takes 1.5 of an F's 4 ms)
+    host_link = ppviz.Link(0.0, ACTIVATION / 2 / 1.5, unit="ms")
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, f=4.0, b=8.0, time_unit="ms",
+                                      activation_bytes=ACTIVATION, offload=0.5, host_link=host_link))
+    h = res.host_copies
+    root = load(page, res, tmp_path, "offload")
+    assert root.get_attribute("data-transfers") == "shown"
+    assert "host copies (under each row: offloads, then reloads)" in page.locator(".ppviz-legend").inner_text()
+    action = lambda k: f"{res.ops.stage[k]}{res.ops.kind[k]}{res.ops.microbatch[k]}"  # noqa: E731
+    offload = int(np.flatnonzero((h.kind == "offload") & (h.device == 1))[0])
+    reload = int(np.flatnonzero((h.kind == "reload") & (h.device == 1))[-1])
+    # an offload has only its sending half, a reload only its receiving half
+    assert transfer_box(page, offload, "out") is not None
+    for i, half, title, rows in (
+        (offload, "out", f"offload to host · after {action(h.op[offload])}",
+         ["kind 0.5 of the activation to host memory (offload)", "from → to device 1 → host",
+          f"after {action(h.op[offload])}, done at {ms(res.ops.end[h.op[offload]])}"]),
+        (reload, "in", f"reload from host · for {action(h.op[reload])}",
+         ["kind 0.5 of the activation back from host memory (reload)", "to host → device 1",
+          f"for {action(h.op[reload])}, started {ms(res.ops.start[h.op[reload]])}"]),
+    ):
+        box = transfer_box(page, i, half)
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        text = text_of(page)
+        assert title in text and all(row in text for row in rows), text
+        assert f"start {ms(h.start[i])}" in text and f"end {ms(h.end[i])}" in text
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "offload_tooltip.png"))
+    # the backward's own tooltip names its reload
+    page.mouse.move(*op_centre(page, int(h.op[reload])))
+    assert f"reload host → device 1, {float(np.float32(h.start[reload])):.6g}–{ms(h.end[reload])}" in text_of(page)
