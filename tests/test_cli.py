@@ -91,7 +91,7 @@ def test_run_with_transfers_over_a_preset_writes_the_sends_and_receives(tmp_path
     code, out, err = run(capsys, "run", "1f1b", "-p", "16", "-m", "16", "--time-unit", "ms", "--topology", "dgx-h100",
                          "--comm-bytes", "67108864", "--csv", str(csv))
     assert code == 0 and err == ""
-    assert "transfers        480 of 6.71089e+07 bytes" in out and "p2p blocking" in out
+    assert "transfers        480 of 64 MiB (30 GiB in all)" in out and "p2p blocking" in out
     assert "dgx-h100: 8 devices per node" in out
     first = csv.read_text().splitlines()[0].split(",")
     assert first[:3] == ["0F0", "0SEND_F0", "0F1"]

@@ -37,6 +37,14 @@ class Ops(Columns):
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
 
 
+
+def size_text(nbytes: float) -> str:
+    """Bytes as one says them: "64 MiB", "1.5 GiB", "512 bytes"."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= scale:
+            return f"{nbytes / scale:.4g} {unit}"
+    return f"{nbytes:.4g} bytes"
+
 class Result:
     """What :func:`ppviz.simulate` returns.
 
@@ -239,7 +247,7 @@ class Result:
         lines = [f"  offload          {c.offload:g} of each activation to the host over "
                  f"{c.host_link.describe(c.time_unit)} (per direction)",
                  f"    copies         {int(off.sum())} offloads, {int(reload.sum())} reloads "
-                 f"({float(h.bytes[off].sum()):.4g} bytes each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
+                 f"({size_text(float(h.bytes[off].sum()))} each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
         lines.append(f"    backwards wait {late:.6g}{unit} in all for their reloads")
         return lines
 
@@ -290,7 +298,7 @@ class Result:
         t = self.transfers
         volume = float(t.bytes.sum())
         size = c.comm_bytes / self.program.segments
-        lines = [f"  transfers        {len(t)} of {size:.6g} bytes ({volume:.4g} bytes), p2p {mode} ({why})",
+        lines = [f"  transfers        {len(t)} of {size_text(size)} ({size_text(volume)} in all), p2p {mode} ({why})",
                  f"    links          {describe_topology(c.topology, c.time_unit)}"]
         if len(t):
             lines.append(f"    duration       {float(t.duration.min()):.6g}..{float(t.duration.max()):.6g}{unit}, "
