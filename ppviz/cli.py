@@ -15,6 +15,7 @@ def _run(args) -> int:
     from .core.program import Program
     from .core.engine import simulate
 
+    _check_writable(args.trace, args.csv, args.html, args.svg, args.png)
     options = _config_options(args)
     if args.program:
         if args.schedule not in (None, "custom"):
@@ -47,6 +48,15 @@ def _run(args) -> int:
     return _report_written(written)
 
 
+def _check_writable(*paths: str | None) -> None:
+    """Refuse, before any work, an output file whose folder does not exist."""
+    for path in paths:
+        if path is not None:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder):
+                raise _UsageError(f"cannot write {path}: there is no folder {folder}")
+
+
 def _report_written(paths: list[str]) -> int:
     """Say which files were written, after the text; the command's exit code."""
     if paths:
@@ -76,19 +86,24 @@ def _compare(args) -> int:
     from .core.engine import simulate
     from .core.registry import list_schedules
 
+    _check_writable(args.png, args.svg)
     options = _config_options(args)
     if args.all == bool(args.schedules):
         raise _UsageError("name two or more schedules to compare, or give --all for every one in the registry")
     names = [spec.name for spec in list_schedules() if spec.builder is not None and not spec.forward_only] \
         if args.all else args.schedules
-    results, skipped = [], []
+    results, skipped, seen = [], [], set()
     for name in names:
         try:
-            results.append(simulate(Config(schedule=name, devices=args.p, microbatches=args.m, **options)))
+            config = Config(schedule=name, devices=args.p, microbatches=args.m, **options)
         except PpvizError as exc:
             if not args.all:  # a schedule named on purpose that cannot run is an error, not a footnote
                 raise
             skipped.append((name, str(exc)))
+            continue
+        if config.schedule not in seen:  # one row per schedule, however often (or by whichever alias) named
+            seen.add(config.schedule)
+            results.append(simulate(config))
     if not results:
         raise _UsageError("no schedule in the registry accepts these sizes and options: " +
                           "; ".join(f"{name}: {why}" for name, why in skipped))
@@ -102,16 +117,13 @@ def _compare(args) -> int:
     written = []
     if args.png or args.svg:
         from .charts import comparison_charts, to_png, to_svg
+        from .io.files import write_file
 
         chart = comparison_charts(results)
         if args.png:
-            with open(args.png, "wb") as fh:
-                fh.write(to_png(chart))
-            written.append(args.png)
+            written.append(write_file(args.png, to_png(chart)))
         if args.svg:
-            with open(args.svg, "w", encoding="utf-8") as fh:
-                fh.write(to_svg(chart))
-            written.append(args.svg)
+            written.append(write_file(args.svg, to_svg(chart)))
     return _report_written(written)
 
 

@@ -62,10 +62,15 @@ def test_page_and_picture_exports(tmp_path, capsys):
 
 
 def test_an_export_that_cannot_be_written_is_one_line(tmp_path, capsys):
-    for flag in ("--html", "--svg", "--png"):
+    for flag in ("--html", "--svg", "--png", "--trace", "--csv"):
         target = tmp_path / "missing" / "g"
-        code, _, err = run(capsys, "run", "1f1b", flag, str(target))
-        assert code == 2 and err == f"ppviz: error: {target}: No such file or directory\n"
+        code, out, err = run(capsys, "run", "1f1b", flag, str(target))
+        # refused before any work: nothing printed first
+        assert code == 2 and out == "" and err == f"ppviz: error: cannot write {target}: there is no folder {target.parent}\n"
+    # a file that cannot be opened for another reason still gets one line
+    (tmp_path / "dir").mkdir()
+    code, _, err = run(capsys, "run", "1f1b", "--png", str(tmp_path / "dir"))
+    assert code == 2 and err.count("\n") == 1 and err.startswith(f"ppviz: error: {tmp_path / 'dir'}")
 
 
 def test_errors_are_one_line_with_non_zero_exit(capsys, tmp_path):
@@ -244,6 +249,7 @@ def test_compare_all_runs_the_registry_and_says_what_refused_the_sizes(capsys, t
     (("compare", "1f1b", "dualpipe", "-p", "4", "-m", "6"), "dualpipe needs at least 2p = 8 microbatches"),
     (("compare", "--all", "-m", "99999999999999"), "no schedule in the registry accepts"),
     (("compare", "1f1b", "zb-h1", "--sort", "speed"), "invalid choice: 'speed'"),
+    (("compare", "1f1b", "zb-h1", "--png", "/nonexistent/dir/all.png"), "there is no folder /nonexistent/dir"),
 ])
 def test_compare_refusals_are_one_line(capsys, argv, fragment):
     try:
@@ -252,3 +258,9 @@ def test_compare_refusals_are_one_line(capsys, argv, fragment):
         code = exc.code
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1 and fragment in err, err
+
+
+def test_compare_gives_a_schedule_named_twice_one_row(capsys):
+    code, out, _ = run(capsys, "compare", "1f1b", "Schedule1F1B", "zb-h1", "1F1B", "-p", "4", "-m", "8")
+    assert code == 0 and list(table_rows(out)) == ["zb-h1", "1f1b"]
+    assert out.startswith("2 schedules at p=4 m=8")
