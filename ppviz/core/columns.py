@@ -2,7 +2,8 @@
 
 A table is a frozen dataclass whose fields are its columns; ``COLUMNS`` names the ones it shows
 as a mapping (``dict(table)``, ``pandas.DataFrame(dict(table))``), and every table with a
-``start`` and an ``end`` has a ``duration``.
+``start`` and an ``end`` has a ``duration``. :class:`Queue` is a table of copies that wait for a
+link: each row also has a ``ready`` time, and a ``queued`` time.
 """
 
 from __future__ import annotations
@@ -37,3 +38,20 @@ class Columns:
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError(f"{type(self).__name__}.to_pandas needs pandas: pip install pandas") from exc
         return pd.DataFrame({name: getattr(self, name) for name in self.keys()})
+
+
+class Queue(Columns):
+    """Mixin for a table of copies over links (transfers, host copies): each row is ``ready``,
+    then starts when its link is free. ``EMPTY`` gives each column's dtype for :meth:`empty`."""
+
+    EMPTY: tuple[str, ...] = ()
+
+    @property
+    def queued(self) -> np.ndarray:
+        """Time each copy waited for its link after it was ready."""
+        return self.start - self.ready
+
+    @classmethod
+    def empty(cls):
+        """The table with no rows."""
+        return cls(*(np.zeros(0, dtype) for dtype in cls.EMPTY))

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .columns import Columns
+from .columns import Queue
 from .dependencies import deadlock_error, dependencies, forwards
 from .errors import ConfigError
 from .memory import MemoryCurves, stage_activation
@@ -58,7 +58,7 @@ from .program import B, F, I, W, Program
 
 
 @dataclass(frozen=True)
-class HostCopies(Columns):
+class HostCopies(Queue):
     """The simulated copies between devices and host memory, one row each (``Result.host_copies``).
 
     ``device``, ``stage`` and ``microbatch`` (of the activation), ``kind`` (``"offload"``: device
@@ -80,16 +80,7 @@ class HostCopies(Columns):
     op: np.ndarray
 
     COLUMNS = ("device", "stage", "microbatch", "kind", "bytes", "ready", "start", "end", "op")
-
-    @property
-    def queued(self) -> np.ndarray:
-        """Time each copy waited after it was ready (a busy link, or a reload's own offload)."""
-        return self.start - self.ready
-
-    @classmethod
-    def empty(cls) -> "HostCopies":
-        i, f = np.zeros(0, np.int32), np.zeros(0)
-        return cls(i, i, i, np.zeros(0, "<U7"), f, f, f, f, np.zeros(0, np.int64))
+    EMPTY = ("int32", "int32", "int32", "<U7", "float64", "float64", "float64", "float64", "int64")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .columns import Columns
+from .columns import Queue
 from .dependencies import dependencies
 from .errors import ProgramError
 from .program import COMM_KINDS, F, RECV_B, RECV_F, SEND_B, SEND_F, Program, action, comm_action
@@ -181,7 +181,7 @@ def _missing(program: Program, producer: int, consumer: int, what: str) -> Progr
 
 
 @dataclass(frozen=True)
-class Transfers(Columns):
+class Transfers(Queue):
     """The simulated transfers, one row each, as equal-length columns.
 
     ``src`` and ``dst`` (devices), ``stage`` (the sending stage) and ``microbatch``, ``kind``
@@ -204,13 +204,4 @@ class Transfers(Columns):
     consumer: np.ndarray
 
     COLUMNS = ("src", "dst", "stage", "microbatch", "kind", "bytes", "ready", "start", "end", "producer", "consumer")
-
-    @property
-    def queued(self) -> np.ndarray:
-        """Time each transfer waited for its link after it was ready."""
-        return self.start - self.ready
-
-    @classmethod
-    def empty(cls) -> "Transfers":
-        i, f = np.zeros(0, np.int32), np.zeros(0)
-        return cls(i, i, i, i, np.zeros(0, "<U1"), f, f, f, f, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    EMPTY = ("int32", "int32", "int32", "int32", "<U1", "float64", "float64", "float64", "float64", "int64", "int64")
