@@ -3,8 +3,10 @@
 // selected microbatch, hit-testing and the tooltip text. Like the bars, a lane is a 1-D pixel
 // image per half: transfers narrower than a pixel add up in their pixel column's opacity.
 
-import { FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
-  endOf, isHostCopy } from "./data";
+import {
+  FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
+  endOf, isHostCopy,
+} from "./data";
 import { bytes, num, withUnit } from "./format";
 import type { Layout } from "./layout";
 import type { Meta } from "./meta";
@@ -236,9 +238,7 @@ export function linkText(meta: Meta, src: number, dst: number): string {
 }
 
 function kindName(tl: Timeline, i: number): string {
-  const kind = tl.transfers.kind[i];
-  return kind === TRANSFER_F ? "activation" : kind === TRANSFER_B ? "gradient" : kind === HOST_OFFLOAD ? "offload"
-    : "reload";
+  return tl.transfers.kind[i] === TRANSFER_F ? "activation" : "gradient";
 }
 
 /** One line about transfer i, for an op's tooltip: "device 3 → 4, inter-node, 64 MiB, 1.2–1.5 ms, queued 0 ms"
@@ -262,27 +262,25 @@ export function transferLine(tl: Timeline, meta: Meta, i: number): string {
   ].filter(Boolean).join(", ");
 }
 
-/** Rows for an op's tooltip: the transfer that brought its input, if one did. */
+/** Rows for an op's tooltip: the transfer that brought its input, if one did; with offload, the
+ * copy of an F's activation to the host, or the reload a backward waited for. */
 export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "input transfer"): [string, string][] {
   const tr = tl.transfers;
+  const time = (t: number) => withUnit(num(t), meta.time_unit);
   const rows: [string, string][] = [];
   if (tr.outOfOp[k] >= 0) rows.push(["offload", transferLine(tl, meta, tr.outOfOp[k])]);
   const i = tr.intoOp[k];
   if (i < 0) return rows;
-  if (isHostCopy(tr, i)) {
-    // a backward starts no earlier than its reload's end
-    const early = tl.start[k] - tr.end[i];
-    const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const early = tl.start[k] - tr.end[i];
+  if (isHostCopy(tr, i)) {  // a backward starts no earlier than its reload's end
     return [...rows, ["reload", `${transferLine(tl, meta, i)} · ` +
       (early <= 0 ? "back just as it started" : `back ${time(early)} before it started`)]];
   }
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
-  const early = tl.start[k] - tr.end[i];
   const waited = (tl.flags[k] & FLAG_WAITED) !== 0;
   const note = waited && early <= 0 ? "it waited for this transfer"
     : `arrived ${time(Math.max(0, early))} before it started` +
       (waited && meta.communication?.p2p === "blocking" ? " (it waited for the rest of its blocking P2P batch)" : "");
-  return [[label, `${transferLine(tl, meta, i)} · ${note}`]];
+  return [...rows, [label, `${transferLine(tl, meta, i)} · ${note}`]];
 }
 
 /** The tooltip of transfer i. */
@@ -343,7 +341,7 @@ function describeHostCopy(tl: Timeline, meta: Meta, i: number): { title: string;
 
 // Legend ---------------------------------------------------------------------------------
 
-/** The legend's transfer entries: the lane's switch and its two colours. */
+/** The legend's transfer entries: the lane's switch and its colours (host copies: the activation's only). */
 export function transferLegend(P: Palette, on: boolean, compact: boolean, onToggle: (on: boolean) => void,
   host = false): HTMLElement[] {
   const toggle = document.createElement("label");

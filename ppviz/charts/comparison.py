@@ -186,7 +186,8 @@ def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static
 
 @shown_offline
 def memory_chart(items) -> alt.LayerChart:
-    """Peak memory of every device, bars grouped by device, one colour per run.
+    """Peak memory of every device, bars grouped by device, one colour per run; with more runs
+    than colours, a table of runs × devices shaded by the peak.
 
     Activation units, or bytes when every config gives ``activation_bytes``; static memory is
     included when any config has ``params > 0``. The published closed-form peak is a black tick.

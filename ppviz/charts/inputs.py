@@ -140,7 +140,7 @@ class Runs:
     def labelled(self) -> bool:
         """Whether charts must name the runs themselves rather than rely on a legend: where runs
         share a colour, grouped bars of one colour could not be told apart by it."""
-        return self.shapes() is not None
+        return len(set(self.colors.values())) < len(self.names)
 
     def legend(self, legend: bool | str = True) -> alt.Legend | None:
         """``legend`` False for none, True for one at the right, or ``"bottom"`` for one across the
@@ -159,7 +159,7 @@ class Runs:
         """Where there are more runs than colours, a shape per run that tells apart runs of one
         colour (the first a circle, the next a square, …); None while every run has a colour of
         its own."""
-        if len(set(self.colors.values())) == len(self.names):
+        if not self.labelled:
             return None
         seen: dict[str, int] = {}
         shapes = {}
@@ -177,6 +177,7 @@ class Runs:
             return None
         return alt.Shape("name:N", title="schedule", legend=self.legend(legend),
                          scale=alt.Scale(domain=self.names, range=[shapes[n] for n in self.names]))
+
 
 #: shapes for the runs that share a colour, in order
 _SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross")

@@ -37,13 +37,13 @@ class Ops(Columns):
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
 
 
-
 def size_text(nbytes: float) -> str:
     """Bytes as one says them: "64 MiB", "1.5 GiB", "512 bytes"."""
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if abs(nbytes) >= scale:
             return f"{nbytes / scale:.4g} {unit}"
     return f"{nbytes:.4g} bytes"
+
 
 class Result:
     """What :func:`ppviz.simulate` returns.
