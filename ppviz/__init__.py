@@ -98,3 +98,8 @@ def __getattr__(name):
 
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'ppviz' has no attribute {name!r}")
+
+
+def __dir__():
+    # the lazily loaded names too, so that tab completion offers ppviz.show and ppviz.compare
+    return sorted(set(globals()) | set(__all__) | {"widgets"})

@@ -5,32 +5,45 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
-from .core.errors import PpvizError
+from .core.errors import ConfigError, DeadlockError, PpvizError
+
+#: ``-p`` and ``-m`` when not given (None in the parsed arguments, so that a given one can be told apart)
+DEFAULT_DEVICES, DEFAULT_MICROBATCHES = 4, 8
 
 
 def _run(args) -> int:
     from .core.config import Config
     from .core.program import Program
     from .core.engine import simulate
+    from .core.registry import lookup
+    from .io.text_gantt import text_gantt
 
-    _check_writable(args.trace, args.csv, args.html, args.svg, args.png)
+    _check_outputs(args, _RUN_OUTPUTS)
     options = _config_options(args)
     if args.program:
         if args.schedule not in (None, "custom"):
             raise _UsageError("give either a schedule name or --program FILE, not both")
+        sizes = [flag for flag, value in (("-p", args.p), ("-m", args.m), ("-v", args.v),
+                                          ("--group-size", args.group_size)) if value is not None]
+        if sizes:  # ignoring them would run another size than the one asked for, and say nothing
+            raise _UsageError(f"{' and '.join(sizes)} cannot be given with --program: the program file sets the "
+                              "devices, microbatches, stages per device and the order of the ops")
         program = Program.from_torch_csv(args.program) if args.program.endswith(".csv") else \
             Program.from_text(_read(args.program))
-        options.pop("stages_per_device", None)
-        options.pop("microbatch_group_size", None)
         result = simulate(program, label=os.path.basename(args.program), **options)
     else:
         if args.schedule is None:
             raise _UsageError("name a schedule (see `ppviz list`) or give --program FILE")
-        result = simulate(Config(schedule=args.schedule, devices=args.p, microbatches=args.m, **options))
+        if lookup(args.schedule).builder is None:  # the library's hint is a Python call
+            raise _UsageError(f"{args.schedule} is a program of your own: give it with --program FILE "
+                              "(a torch CSV, or text with one line of ops per device)")
+        result = simulate(Config(schedule=args.schedule, devices=_given(args.p, DEFAULT_DEVICES),
+                                 microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options))
     # the label is the --program file's name: a name holding an escape sequence is shown, not run
-    print(_shown_lines(result.to_text(args.width)))
+    print(_shown_lines(text_gantt(result, args.width, widen="--width {}")))
     print()
     print(_shown_lines(result.summary()))
     written = []
@@ -48,13 +61,43 @@ def _run(args) -> int:
     return _report_written(written)
 
 
-def _check_writable(*paths: str | None) -> None:
-    """Refuse, before any work, an output file whose folder does not exist."""
-    for path in paths:
-        if path is not None:
-            folder = os.path.dirname(os.path.abspath(path))
-            if not os.path.isdir(folder):
-                raise _UsageError(f"cannot write {path}: there is no folder {folder}")
+def _given(value, default):
+    return default if value is None else value
+
+
+#: each output option: its attribute, what it writes and the file name endings that say so
+_OUTPUTS = {"--trace": ("trace", "a Chrome trace (JSON)", (".json",)), "--csv": ("csv", "CSV", (".csv",)),
+            "--html": ("html", "HTML", (".html", ".htm")), "--svg": ("svg", "SVG", (".svg",)),
+            "--png": ("png", "PNG", (".png",))}
+_RUN_OUTPUTS = ("--trace", "--csv", "--html", "--svg", "--png")
+_COMPARE_OUTPUTS = ("--png", "--svg")
+#: endings that name another format: a file so named would hold the wrong one (no ending is fine)
+_FORMAT_ENDINGS = {ending for _, _, endings in _OUTPUTS.values() for ending in endings} | \
+    {".jpg", ".jpeg", ".gif", ".webp", ".pdf", ".txt"}
+
+
+def _check_outputs(args, flags) -> None:
+    """Refuse, before any work, an output name that could not be written or would hold the wrong
+    format: the work can take minutes, and the error would come after the text."""
+    for flag in flags:
+        attr, what, endings = _OUTPUTS[flag]
+        path = getattr(args, attr)
+        if path is None:
+            continue
+        if not path:
+            raise _UsageError(f"{flag} needs a file name, e.g. {flag} run{endings[0]}; got an empty one")
+        ending = os.path.splitext(path)[1].lower()
+        if ending in _FORMAT_ENDINGS and ending not in endings:
+            other = next((f for f in flags if ending in _OUTPUTS[f][2]), None)
+            instead = f", or use {other} for {_OUTPUTS[other][1]}" if other else ""
+            raise _UsageError(f"{flag} {path}: {flag} writes {what}, not {ending}; give a name ending in "
+                              f"{' or '.join(endings)} (or no ending){instead}")
+        if os.path.isdir(path):
+            raise _UsageError(f"{flag} {path}: that is a folder; give a file name, e.g. "
+                              f"{os.path.join(path, 'run' + endings[0])}")
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise _UsageError(f"{flag} {path}: cannot write it, there is no folder {folder}")
 
 
 def _report_written(paths: list[str]) -> int:
@@ -86,27 +129,36 @@ def _compare(args) -> int:
     from .core.engine import simulate
     from .core.registry import list_schedules
 
-    _check_writable(args.png, args.svg)
+    _check_outputs(args, _COMPARE_OUTPUTS)
     options = _config_options(args)
-    if args.all == bool(args.schedules):
-        raise _UsageError("name two or more schedules to compare, or give --all for every one in the registry")
+    if args.all and args.schedules:
+        raise _UsageError(f"--all compares every schedule in the registry and takes no names; "
+                          f"drop {' '.join(args.schedules)} or --all")
+    if not args.all and len(args.schedules) < 2:
+        got = f"; got only {args.schedules[0]} (ppviz run {args.schedules[0]} shows one)" if args.schedules else ""
+        raise _UsageError(f"name two or more schedules to compare, or give --all for every one in the registry{got}")
     names = [spec.name for spec in list_schedules() if spec.builder is not None and not spec.forward_only] \
         if args.all else args.schedules
-    results, skipped, seen = [], [], set()
+    configs, skipped, seen = [], [], set()
     for name in names:
         try:
-            config = Config(schedule=name, devices=args.p, microbatches=args.m, **options)
+            config = Config(schedule=name, devices=_given(args.p, DEFAULT_DEVICES),
+                            microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options)
         except PpvizError as exc:
             if not args.all:  # a schedule named on purpose that cannot run is an error, not a footnote
                 raise
-            skipped.append((name, str(exc)))
+            skipped.append((name, _message(exc)))
             continue
         if config.schedule not in seen:  # one row per schedule, however often (or by whichever alias) named
             seen.add(config.schedule)
-            results.append(simulate(config))
-    if not results:
+            configs.append(config)
+    if not args.all and len(configs) < 2:
+        raise _UsageError(f"{', '.join(args.schedules)}: each names {configs[0].schedule}; "
+                          "name two or more different schedules to compare")
+    if not configs:
         raise _UsageError("no schedule in the registry accepts these sizes and options: " +
                           "; ".join(f"{name}: {why}" for name, why in skipped))
+    results = [simulate(config) for config in configs]
     results.sort(key=_SORT_KEYS[args.sort])
     print(_shown_lines(_comparison_table(results)))
     if skipped:
@@ -130,6 +182,8 @@ def _compare(args) -> int:
 def _comparison_table(results) -> str:
     """One line per run: makespan, bubble and peak activation, simulated and (in brackets) the
     published closed form where one applies."""
+    from .core.result import number_text
+
     unit = results[0].config.time_unit or ""
     static = any(r.static_memory.any() for r in results)  # then the peaks include the static memory
     header = ("schedule", "v", f"makespan{f' ({unit})' if unit else ''}", "bubble",
@@ -144,7 +198,7 @@ def _comparison_table(results) -> str:
             f"{r.program.stages_per_device:g}",
             f"{r.makespan:.6g}" + (f" ({cf.makespan:.6g})" if cf is not None else ""),
             f"{r.bubble_fraction:.1%}" + (f" ({cf.bubble_fraction:.1%})" if cf is not None else ""),
-            f"{peak:.4g}" + (f" ({closed_peak:.4g})" if closed_peak is not None else ""),
+            number_text(peak) + (f" ({number_text(closed_peak)})" if closed_peak is not None else ""),
         ))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
@@ -162,6 +216,43 @@ def _shown(text: str) -> str:
 def _shown_lines(text: str) -> str:
     """:func:`_shown` line by line, keeping the line breaks."""
     return "\n".join(_shown(line) for line in text.split("\n"))
+
+
+#: the option that sets each Config field, for errors in the words of the command line
+_FLAGS = {"devices": "-p", "microbatches": "-m", "stages_per_device": "-v", "microbatch_group_size": "--group-size",
+          "f": "--f", "b": "--b", "w": "--w", "comm": "--comm", "fb": "--fb", "w_share": "--w-share",
+          "params": "--params", "time_unit": "--time-unit", "topology": "--topology", "comm_bytes": "--comm-bytes",
+          "p2p": "--p2p", "width": "--width"}
+#: the library's advice that names a Python call, as the command line says it
+_ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)"}
+
+
+def _message(exc: PpvizError) -> str:
+    """An error's message with the Config fields it names written as the options that set them
+    (``devices=0`` → ``-p 0``): the user typed options, not keywords."""
+    text = str(exc)
+    if isinstance(exc, ConfigError) and exc.field in _FLAGS and text.startswith(f"{exc.field}="):
+        head = f"{exc.field}={exc.value!r}"
+        if exc.value is None and text.startswith(f"{head}: "):
+            text = f"{_FLAGS[exc.field]} not given" + text[len(head):]
+        else:
+            text = f"{_FLAGS[exc.field]} " + text[len(exc.field) + 1:]
+    if isinstance(exc, ConfigError):
+        # only the multi-word names: "f", "b" or "devices" are also plain words in the advice
+        for field, flag in _FLAGS.items():
+            if "_" in field:
+                text = re.sub(rf"\b{field}\b", flag, text)
+        for call, option in _ADVICE.items():
+            text = text.replace(call, option)
+    return text
+
+
+def _error_text(exc: Exception) -> str:
+    """An error as printed: one line, but a deadlock keeps its line per device (the library
+    lays those out; their op names are checked text, not the user's)."""
+    if isinstance(exc, DeadlockError):
+        return "\n  ".join(_shown(line) for line in _message(exc).split("\n"))
+    return _shown(_message(exc) if isinstance(exc, PpvizError) else exc)
 
 
 def _read(path: str) -> str:
@@ -217,8 +308,9 @@ def _whole(what: str):
 
 def _add_config_arguments(parser) -> None:
     """The sizes and costs, as ``run`` and ``compare`` both take them."""
-    parser.add_argument("-p", type=_whole("devices"), default=4, help="devices (default 4)")
-    parser.add_argument("-m", type=_whole("microbatches"), default=8, help="microbatches (default 8)")
+    parser.add_argument("-p", type=_whole("devices"), default=None, help=f"devices (default {DEFAULT_DEVICES})")
+    parser.add_argument("-m", type=_whole("microbatches"), default=None,
+                        help=f"microbatches (default {DEFAULT_MICROBATCHES})")
     parser.add_argument("-v", type=_whole("stages per device"), default=None,
                         help="stages per device (default: the schedule's)")
     parser.add_argument("--f", type=float, default=None, help="forward time per 1/p of the model (default 1)")
@@ -243,6 +335,7 @@ def _add_config_arguments(parser) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="ppviz", description="Simulate pipeline-parallel training schedules.", epilog=_EXAMPLES,
                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="simulate one schedule and print a text Gantt chart and its metrics",
                          description="Simulate one schedule (or your program) and print a text Gantt chart and "
@@ -250,7 +343,8 @@ def main(argv: list[str] | None = None) -> int:
                          epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("schedule", nargs="?", help="registry name or alias, e.g. 1f1b, zb-h1, Interleaved1F1B")
     run.add_argument("--program", metavar="FILE",
-                     help="simulate your own program: a torch CSV (.csv) or text, one device per line")
+                     help="simulate your own program: a torch CSV (.csv) or text, one device per line; it sets "
+                          "the sizes, so -p, -m, -v and --group-size are refused with it")
     _add_config_arguments(run)
     run.add_argument("--width", type=_whole("columns"), default=80, help="width of the text chart (default 80)")
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
@@ -265,10 +359,11 @@ def main(argv: list[str] | None = None) -> int:
                                          "makespan, bubble and peak activation (with the published closed forms); "
                                          "optionally write the comparison's charts.",
                              epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    compare.add_argument("schedules", nargs="*", help="registry names or aliases, e.g. 1f1b zb-h1 v-half")
+    compare.add_argument("schedules", nargs="*",
+                         help="two or more registry names or aliases, e.g. 1f1b zb-h1 v-half (none with --all)")
     compare.add_argument("--all", action="store_true",
-                         help="every training schedule in the registry (those that refuse the sizes are listed "
-                              "as skipped)")
+                         help="every training schedule in the registry instead of names (those that refuse the "
+                              "sizes are listed as skipped)")
     _add_config_arguments(compare)
     compare.add_argument("--sort", choices=tuple(_SORT_KEYS), default="makespan",
                          help="order of the rows (default makespan; given: as named)")
@@ -287,11 +382,32 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 0
     except (PpvizError, _UsageError) as exc:
-        print(f"ppviz: error: {_shown(exc)}", file=sys.stderr)
+        print(f"ppviz: error: {_error_text(exc)}", file=sys.stderr)
         return 2
     except OSError as exc:
         print(f"ppviz: error: {_shown(exc.filename or '')}: {exc.strerror}", file=sys.stderr)
         return 2
+
+
+class _Version(argparse.Action):
+    """``--version``: looked up only when asked for (reading the installed metadata takes a moment)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog} {_version()}")
+        parser.exit(0)
+
+
+def _version() -> str:
+    """The installed distribution's version (the module ``ppviz`` comes from ``pp-schedule-viz``),
+    else the module's own, for a checkout on the path without an install."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pp-schedule-viz")
+    except PackageNotFoundError:
+        from . import __version__
+
+        return __version__
 
 
 def _silence_stdout() -> None:

@@ -98,3 +98,29 @@ def test_bad_arguments():
         ppviz.residuals(measured, ppviz.simulate(ppviz.Config(schedule="gpipe")))
     with pytest.raises(ppviz.ConfigError, match="against"):
         ppviz.residuals(measured, "1f1b")
+
+
+def test_the_report_and_the_residuals_state_one_gap_in_the_same_words():
+    # before: the report said "(-0.7%)" and the residuals "(+3.637 ms, +0.7%)" of the same gap
+    measured = ppviz.load_trace(ppviz.example_trace())
+    cal = ppviz.calibrate(measured)
+    simulated = cal.simulate().makespan
+    gap = measured.makespan - simulated
+    assert gap > 0
+    words = f"{gap / measured.makespan:.1%} under the measured"
+    report = [line for line in cal.report().splitlines() if "measured pipeline time" in line]
+    assert report == [f"  measured pipeline time {measured.makespan:.4g} ms, simulated {simulated:.4g} ms ({words})"]
+    first = ppviz.residuals(measured, cal).summary().splitlines()[0]
+    assert first == (f"pipeline time  measured {measured.makespan:.4g} ms, simulated {simulated:.4g} ms "
+                     f"({gap:.4g} ms, {words})")
+
+
+def test_a_unitless_run_calibrates_to_a_unitless_config_that_compares_with_it(tmp_path):
+    # the calibrated config took "ms" whatever the trace's unit, and compare refused the pair
+    run = ppviz.simulate(ppviz.Config("zb-h1", devices=4, microbatches=8))
+    run.to_chrome_trace(tmp_path / "run.json")
+    measured = ppviz.load_trace(tmp_path / "run.json")
+    config = ppviz.calibrate(measured).config_for("zb-h1")
+    assert measured.config.time_unit is None and config.time_unit is None
+    assert ppviz.simulate(config).makespan == pytest.approx(run.makespan)
+    assert ppviz.compare([measured, config]).ranking == ["measured zb-h1", "zb-h1 (calibrated)"]

@@ -162,6 +162,15 @@ def test_memory_of_more_runs_than_colours_is_a_table_naming_each_run():
     assert all(svg.count(f">{name}<") >= 3 for name in names)  # bubble axis, Pareto label, memory row
 
 
+def test_a_wide_memory_table_names_one_device_in_a_few_so_its_labels_do_not_run_together():
+    # before, at p = 64 the 64 labels ran into one another: "…9101112131415…"
+    names = ("1f1b", "zb-h1", "gpipe", "v-half", "v-min", "zb-v")
+    for p, step in ((8, 1), (24, 1), (32, 2), (64, 4)):
+        results = [simulate(cfg(s, p=p, m=m)) for m in (p, p + 1) for s in names]
+        cells = charts.memory_chart(results).to_dict()["layer"][0]
+        assert cells["encoding"]["x"]["axis"]["values"] == list(range(0, p, step))
+
+
 def test_memory_includes_static_and_converts_to_bytes():
     gib = 2 ** 30
     runs = [simulate(cfg(s, params=3, activation_bytes=gib / 4)) for s in ("1f1b", "zb-h1")]

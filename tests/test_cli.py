@@ -6,11 +6,15 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import ppviz
+import ppviz.io.text_gantt as text_gantt_module
 from ppviz import Config, Program, simulate
 from ppviz.cli import main
+from ppviz.core.result import number_text
+from ppviz.io.text_gantt import text_gantt
 from ppviz.widgets import standalone_html
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,17 +70,56 @@ def test_an_export_that_cannot_be_written_is_one_line(tmp_path, capsys):
         target = tmp_path / "missing" / "g"
         code, out, err = run(capsys, "run", "1f1b", flag, str(target))
         # refused before any work: nothing printed first
-        assert code == 2 and out == "" and err == f"ppviz: error: cannot write {target}: there is no folder {target.parent}\n"
-    # a file that cannot be opened for another reason still gets one line
-    (tmp_path / "dir").mkdir()
-    code, _, err = run(capsys, "run", "1f1b", "--png", str(tmp_path / "dir"))
-    assert code == 2 and err.count("\n") == 1 and err.startswith(f"ppviz: error: {tmp_path / 'dir'}")
+        assert code == 2 and out == "" and \
+            err == f"ppviz: error: {flag} {target}: cannot write it, there is no folder {target.parent}\n"
+
+
+@pytest.mark.parametrize("flag, ending", [("--html", ".html"), ("--svg", ".svg"), ("--png", ".png"),
+                                          ("--trace", ".json"), ("--csv", ".csv")])
+def test_a_folder_given_as_an_export_is_refused_before_any_work_naming_the_option(tmp_path, capsys, flag, ending):
+    folder = tmp_path / "adir"
+    folder.mkdir()
+    code, out, err = run(capsys, "run", "1f1b", flag, str(folder))
+    assert code == 2 and out == ""
+    assert err == f"ppviz: error: {flag} {folder}: that is a folder; give a file name, e.g. {folder / ('run' + ending)}\n"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("run", "1f1b", "--png", "x.svg"),
+     "--png x.svg: --png writes PNG, not .svg; give a name ending in .png (or no ending), or use --svg for SVG"),
+    (("run", "1f1b", "--svg", "x.PNG"),
+     "--svg x.PNG: --svg writes SVG, not .png; give a name ending in .svg (or no ending), or use --png for PNG"),
+    (("run", "1f1b", "--trace", "t.csv"), "--trace t.csv: --trace writes a Chrome trace (JSON), not .csv; give a name "
+                                          "ending in .json (or no ending), or use --csv for CSV"),
+    (("run", "1f1b", "--csv", "p.json"), "--csv p.json: --csv writes CSV, not .json; give a name ending in .csv "
+                                         "(or no ending), or use --trace for a Chrome trace (JSON)"),
+    (("run", "1f1b", "--html", "page.pdf"),
+     "--html page.pdf: --html writes HTML, not .pdf; give a name ending in .html or .htm (or no ending)"),
+    # compare has no --html: the advice names only its own options
+    (("compare", "1f1b", "zb-h1", "--png", "c.html"),
+     "--png c.html: --png writes PNG, not .html; give a name ending in .png (or no ending)"),
+    (("run", "1f1b", "--png", ""), "--png needs a file name, e.g. --png run.png; got an empty one"),
+    (("compare", "1f1b", "zb-h1", "--svg", ""), "--svg needs a file name, e.g. --svg run.svg; got an empty one"),
+])
+def test_an_export_named_for_another_format_or_not_named_is_refused(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", f"ppviz: error: {message}\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_export_without_an_ending_or_with_its_own_is_written(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "2", "-m", "2", "--png", "picture", "--html", "page.htm",
+                       "--trace", "T.JSON")
+    assert code == 0 and out.splitlines()[-3:] == ["wrote T.JSON", "wrote page.htm", "wrote picture"]
+    assert Path("picture").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_errors_are_one_line_with_non_zero_exit(capsys, tmp_path):
     for argv, fragment in [
         (("run", "zb-h3"), "'zb-h1'"),
-        (("run", "1f1b", "-p", "0"), "devices=0"),
+        (("run", "1f1b", "-p", "0"), "-p 0 is not accepted"),
         (("run",), "name a schedule"),
         (("run", "--program", str(tmp_path / "missing.csv")), "No such file"),
         (("run", "1f1b", "--program", "x.csv"), "not both"),
@@ -101,7 +144,9 @@ def test_run_with_transfers_over_a_preset_writes_the_sends_and_receives(tmp_path
     first = csv.read_text().splitlines()[0].split(",")
     assert first[:3] == ["0F0", "0SEND_F0", "0F1"]
     code, _, err = run(capsys, "run", "1f1b", "--topology", "dgx-h100", "--comm-bytes", "1")
-    assert code == 2 and "set time_unit" in err
+    assert err == ("ppviz: error: --time-unit not given: the topology 'dgx-h100' is in seconds and bytes per second, "
+                   "and f, b, w have no unit; set --time-unit (one of s, ms, us, µs, μs, ns) to use the topology "
+                   "'dgx-h100': ppviz converts its latency and bandwidth to the unit of f, b and w\n") and code == 2
 
 
 def ppviz_process(*argv, **kw):
@@ -174,9 +219,9 @@ def test_the_text_gantt_keeps_the_labels_that_fit(capsys):
 
 @pytest.mark.parametrize("argv, fragment", [
     (("run", "1f1b", "-p", "1e9"), "give a whole number of devices"),
-    (("run", "1f1b", "--f", "1e308"), "f=1e+308"),
-    (("run", "1f1b", "--width", "100000"), "width=100000"),
-    (("run", "1f1b", "-m", "99999999999"), "microbatches=99999999999"),
+    (("run", "1f1b", "--f", "1e308"), "--f 1e+308 is not accepted"),
+    (("run", "1f1b", "--width", "100000"), "--width 100000 is not accepted"),
+    (("run", "1f1b", "-m", "99999999999"), "-m 99999999999 is not accepted"),
     (("run", "1f1b", "-m", "100000000"), "budget"),
     (("run", "--program", "{latin1}"), "not UTF-8 text"),
     (("run", "1f1b", "--bogus"), "unrecognized arguments: --bogus"),
@@ -219,11 +264,11 @@ def test_compare_prints_each_schedules_numbers_beside_its_closed_form(capsys):
         simulated = [cell for cell in cells if not cell.startswith("(")]
         published = [cell.strip("()") for cell in cells if cell.startswith("(")]
         assert simulated == [f"{r.program.stages_per_device:g}", f"{r.makespan:.6g}", f"{r.bubble_fraction:.1%}",
-                             f"{r.peak_activation.max():.4g}"]
+                             number_text(r.peak_activation.max())]
         # the published figures, in brackets, only where their assumptions hold
         expected = [f"{cf.makespan:.6g}", f"{cf.bubble_fraction:.1%}"] if cf.applies else []
         if cf.applies and cf.peak_activation:
-            expected.append(f"{max(cf.peak_activation):.4g}")
+            expected.append(number_text(max(cf.peak_activation)))
         assert published == expected, name
     assert any(results[n].closed_form.applies for n in names) and "v-min" in rows
 
@@ -244,12 +289,18 @@ def test_compare_all_runs_the_registry_and_says_what_refused_the_sizes(capsys, t
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (("compare",), "name two or more schedules"),
-    (("compare", "1f1b", "--all"), "or give --all"),
+    (("compare",), "name two or more schedules to compare, or give --all for every one in the registry"),
+    (("compare", "1f1b"), "name two or more schedules to compare, or give --all for every one in the registry; "
+                          "got only 1f1b (ppviz run 1f1b shows one)"),
+    (("compare", "1f1b", "--all"), "--all compares every schedule in the registry and takes no names; drop 1f1b or --all"),
+    (("compare", "--all", "1f1b", "zb-h1"), "takes no names; drop 1f1b zb-h1 or --all"),
+    (("compare", "1f1b", "Schedule1F1B", "1F1B"), "1f1b, Schedule1F1B, 1F1B: each names 1f1b; name two or more "
+                                                   "different schedules to compare"),
     (("compare", "1f1b", "dualpipe", "-p", "4", "-m", "6"), "dualpipe needs at least 2p = 8 microbatches"),
     (("compare", "--all", "-m", "99999999999999"), "no schedule in the registry accepts"),
     (("compare", "1f1b", "zb-h1", "--sort", "speed"), "invalid choice: 'speed'"),
-    (("compare", "1f1b", "zb-h1", "--png", "/nonexistent/dir/all.png"), "there is no folder /nonexistent/dir"),
+    (("compare", "1f1b", "zb-h1", "--png", "/nonexistent/dir/all.png"),
+     "--png /nonexistent/dir/all.png: cannot write it, there is no folder /nonexistent/dir"),
 ])
 def test_compare_refusals_are_one_line(capsys, argv, fragment):
     try:
@@ -264,3 +315,258 @@ def test_compare_gives_a_schedule_named_twice_one_row(capsys):
     code, out, _ = run(capsys, "compare", "1f1b", "Schedule1F1B", "zb-h1", "1F1B", "-p", "4", "-m", "8")
     assert code == 0 and list(table_rows(out)) == ["zb-h1", "1f1b"]
     assert out.startswith("2 schedules at p=4 m=8")
+
+
+def test_compare_takes_the_same_options_as_run_without_flags_named_as_keywords(capsys):
+    code, out, err = run(capsys, "compare", "1f1b", "zb-h1", "-p", "0")
+    assert (code, out, err) == (2, "", "ppviz: error: -p 0 is not accepted; give a whole number from 1 to 1,000,000,000\n")
+
+
+# the text Gantt ----------------------------------------------------------------------------------
+
+
+def chart_rows(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("dev ")]
+
+
+def test_a_column_several_ops_share_is_marked_and_the_width_that_shows_them_named():
+    # one device: three forwards of 0.5 then three backwards of 3; at 20 columns a column is one
+    # time unit, so F0 and F1 share the first column (marked ':'), F2 fills the middle of the next
+    res = simulate(Program.from_text("0F0 0F1 0F2 0B0 0B1 0B2"), f=0.5, b=3, w=0)
+    assert text_gantt(res, 20) == "\n".join([
+        "dev 0 :FB0B1BBB2·",
+        "      0      10.5",
+        ": several ops in a",
+        "column of 1 time",
+        "unit; width=28 shows",
+        "each op",
+        "F forward",
+        "B backward",
+        "I input-grad",
+        "W weight-grad",
+        "# F&B pair  · idle"])
+    # the width named shows each op, and then there is no note; the forwards touch, and one label
+    # does not fit, so none is drawn (a bare F beside an F2 would read as part of F2)
+    assert text_gantt(res, 28) == "\n".join([
+        "dev 0 FFFB0BBBBB1BBBBB2BBBB",
+        "      0                10.5",
+        "F forward  B backward",
+        "I input-grad  W weight-grad",
+        "# F&B pair  · idle"])
+    # the command line names its option and the unit of the times
+    timed = simulate(Program.from_text("0F0 0F1 0F2 0B0 0B1 0B2"), f=0.5, b=3, w=0, time_unit="ms")
+    assert text_gantt(timed, 24, widen="--width {}").splitlines()[:5] == [
+        "dev 0 :FB0B1BBB2·",
+        "      0      10.5",
+        ": several ops in a",
+        "column of 1 ms;",
+        "--width 28 shows each op"]  # the option and its value are not split
+
+
+def test_run_marks_merged_columns_instead_of_dropping_ops(capsys):
+    # was `dev 7 ····FBFBFBFBB4B5BFBFBF...`: device 7 alternates F and B, but most forwards are
+    # narrower than a column and were dropped, and two backwards looked labelled side by side
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "8", "-m", "32")
+    lines = out.splitlines()
+    assert code == 0 and lines[7:10] == [
+        "dev 7 ····FBFBFBF::::::FBFBFBFBF::::::FBFBFBFBF::::::FBFBFBFBF::::::FB·········",
+        "      0                                                                     117",
+        ": several ops in a column of 1.6 time units; --width 124 shows each op"]
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "8", "-m", "32", "--width", "124")
+    assert code == 0 and ": several ops" not in out
+    assert chart_rows(out)[7] == ("dev 7 ·······FB0FB1FB2FB3FB4FB5FB6FB7FB8FB9FBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBBFBB"
+                                  "FBBFBBFBBFBBFBBFBBFBBFBB··············")
+
+
+def test_run_at_60_columns_shows_every_forward(capsys):
+    # was: F1 and F5 of device 11 lost (`dev 11 ········FB0B1FBFBFB4B5...`)
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "12", "-m", "12", "--width", "60")
+    assert code == 0 and out.splitlines()[:15] == [
+        "dev 0  F::F::F::·················B·B·B2B3·B·B·B6B7·B·B·BBBB",
+        "dev 1  ·::F::F::···············B::B·B·B·B4B5·B·B·B8B9·B·B··",
+        "dev 2  ·F:F::F::··············BFBFB2B3·B·B·B6B7·B·B·BBBB···",
+        "dev 3  ··FF::F::············B::BFBFB·B4B5·B·B·B8B9·B·B·····",
+        "dev 4  ···F::F::···········BFBFB::BFB·B·B6B7·B·B·BBBB······",
+        "dev 5  ····::F::·········B::BFBFBFB::B·B·B·B8B9·B·B········",
+        "dev 6  ····F:F::········BFBFB::BFBFBFB6B7·B·B·BBBB·········",
+        "dev 7  ·····FF::······B::BFBFBFB::BFBFB·B8B9·B·B···········",
+        "dev 8  ······F::·····BFBFB::BFBFBFB::BFB·B·BBBB············",
+        "dev 9  ·······::···B::BFBFBFB::BFBFBFB::B·B·B··············",
+        "dev 10 ·······F:··BFBFB::BFBFBFB::BFBFBFBBBB···············",
+        "dev 11 ········FB::BFBFBFB::BFBFBFB::BFBFB·················",
+        "       0                                                 69",
+        ": several ops in a column of 1.33 time units; --width 77",
+        "shows each op"]
+
+
+def test_touching_ops_of_one_kind_are_labelled_all_or_none(capsys):
+    # was `dev 0 FF1FF3FF5FFI0W...`: forwards alternately one and two columns wide, the narrow
+    # ones unlabelled, so each pair read as one op (F1, F3, F5); now a run of forwards that cannot
+    # all be labelled is drawn bare
+    code, out, _ = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
+    assert code == 0 and out.splitlines()[:6] == [
+        "dev 0 FFFFFFFFFFFI0WF1IW1FIW2FI3WF7IWF4IW4IW1FI5WIW2FI6WI3WFI7WI4WI5WIW6IW7····",
+        "dev 1 ·FFFFFFFFFFFFIW0FI1WFI2WF6IW0FIW3FI1WF5IW4IWF6IW5IW3FIW6IIIIW4IWI7WWWW···",
+        "dev 2 ···FFFFFFFFFFFI0WF3IWF5IW0FI2WFI1WF5IW3FI2WFI4WI3WF7IWIIIIIIIIWIWWWWWWWW·",
+        "dev 3 ····FFFFFFFFFFFFIW0FIW0FI1WF5IWF5IW2FI2WF6IWF7IW3FI4WIIIIIIIIIIWWWWWWWWWW",
+        "      0                                                                    25.5",
+        "F forward  B backward  I input-grad  W weight-grad  # F&B pair  · idle"]
+
+
+def check_every_op_drawn_honestly(res, width: int) -> None:
+    """Every op that takes time shows, in a column it reaches, its letter or ':'; a column shows
+    a letter only where one op of that kind is alone in it or covers its middle, and ':' where
+    an op narrower than a column shares it."""
+    ops = text_gantt_module._drawn_ops(res)
+    lw = len(f"dev {res.devices - 1} ")
+    scale = text_gantt_module._fit(ops, res.makespan, res.devices, width - lw - 1).scale
+    rows = [line[lw:] for line in res.to_text(width).splitlines()[:res.devices]]
+    eps = 1e-6
+    reach = {}
+    for d, s, e, k in zip(ops["device"], ops["start"] * scale, ops["end"] * scale, ops["kind"]):
+        cols = range(max(0, int(np.floor(s + eps))), min(len(rows[d]), max(int(np.floor(s + eps)) + 1,
+                                                                            int(np.ceil(e - eps)))))
+        narrow = np.rint(e) <= np.rint(s)
+        assert any(rows[d][c] in (k, ":") for c in cols), (d, s / scale, k)
+        for c in cols:
+            reach.setdefault((int(d), c), []).append((s, e, k, narrow))
+    for d, row in enumerate(rows):
+        for c, char in enumerate(row):
+            there = reach.get((d, c), [])
+            if char == "·":
+                assert not any(n or s <= c + 0.5 < e for s, e, _, n in there), (d, c)
+            elif char == ":":
+                assert len(there) >= 2 and any(n for *_, n in there), (d, c)
+            else:
+                assert not (len(there) >= 2 and any(n for *_, n in there)), (d, c)
+                if char.isdigit():
+                    continue
+                assert (len(there) == 1 and there[0][2] == char) or \
+                    any(k == char and s <= c + 0.5 < e for s, e, k, _ in there), (d, c, char)
+
+
+@pytest.mark.parametrize("config, width", [
+    (dict(schedule="1f1b", devices=12, microbatches=12), 60),
+    (dict(schedule="1f1b", devices=8, microbatches=32), 80),
+    (dict(schedule="zb-v", devices=4, microbatches=8), 80),
+    (dict(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2, comm=0.3), 45),
+    (dict(schedule="zb-h1", devices=12, microbatches=3, f=1234567.5), 33),
+    (dict(schedule="1f1b-overlap", devices=4, microbatches=16, b=1.7), 50),
+])
+def test_no_op_is_dropped_or_merged_into_another_letter(config, width):
+    check_every_op_drawn_honestly(simulate(Config(**config)), width)
+
+
+def test_the_time_axis_starts_under_the_first_column(capsys):
+    # the axis began one column right of the rows: the labels already hold their trailing space
+    code, out, _ = run(capsys, "run", "gpipe", "-p", "2", "-m", "2", "--width", "30")
+    assert code == 0 and out.splitlines()[:3] == ["dev 0 F0F1······B0BBB1BB",
+                                                  "dev 1 ··F0F1B0BBB1BB····",
+                                                  "      0                9"]
+    lines = simulate(Config(schedule="1f1b", devices=12, microbatches=3)).to_text(40).splitlines()
+    assert lines[12].index("0") == len("dev 11 ") and len(lines[12]) == len(lines[0])
+
+
+# the summary's numbers -----------------------------------------------------------------------------
+
+def test_numbers_print_whole_or_with_their_whole_part(capsys):
+    assert [number_text(x) for x in (1234.0, 1234.5, 1234.56, 3.9375, 0.5, 0.0123, 2.0, -3.0, 1e20)] == \
+        ["1234", "1234.5", "1234.6", "3.94", "0.5", "0.0123", "2", "-3", "1e+20"]
+    # was `peak activation  1.23e+03 1.23e+03` where compare printed 1234
+    code, out, _ = run(capsys, "run", "gpipe", "-p", "2", "-m", "1234", "--f", "1.5")
+    assert code == 0 and out.splitlines()[-2:] == ["  peak activation  1234 1234", "    closed form    1234 1234  [m]"]
+    code, out, _ = run(capsys, "compare", "gpipe", "1f1b", "-p", "2", "-m", "1234", "--f", "1.5")
+    assert code == 0 and table_rows(out)["gpipe"][-2:] == ["1234", "(1234)"]
+
+
+def test_many_devices_summarise_their_peaks(capsys):
+    # was one value per device: about 800 characters at p = 200
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "200", "-m", "4")
+    assert code == 0 and out.splitlines()[-2:] == [
+        "  peak activation  max 4 (device 0), min 1 (device 199) of 200 devices",
+        "    closed form    max 4 (device 0), min 1 (device 199) of 200 devices  [min(p−r, m) on rank r]"]
+    code, out, _ = run(capsys, "run", "gpipe", "-p", "17", "-m", "4")
+    assert out.splitlines()[-2] == "  peak activation  4 on each of 17 devices"
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "16", "-m", "4")  # 16 devices are still listed
+    assert out.splitlines()[-2] == "  peak activation  4 4 4 4 4 4 4 4 4 4 4 4 4 3 2 1"
+
+
+# errors in the command line's words ------------------------------------------------------------
+
+def test_a_deadlock_keeps_its_lines(tmp_path, capsys):
+    prog = tmp_path / "dl.txt"
+    prog.write_text("device 0: 0F0 0B0 0F1 0B1\ndevice 1: 1F1 1F0 1B0 1B1\n")
+    code, out, err = run(capsys, "run", "--program", str(prog))
+    assert code == 2 and out == "" and err.splitlines() == [
+        "ppviz: error: deadlock: no device can make progress; 7 ops never run. Each stuck device's next op is in "
+        "[brackets]:",
+        "  device 0: 0F0 [0B0] 0F1 0B1   0B0 waits for 1B0 (device 1, position 2)",
+        "  device 1: [1F1] 1F0 1B0 1B1   1F1 waits for 0F1 (device 0, position 2)"]
+
+
+def test_control_characters_are_still_shown_not_run(tmp_path, capsys):
+    from ppviz.cli import _error_text
+    from ppviz.core.errors import DeadlockError
+
+    assert _error_text(DeadlockError("deadlock\x1b[2J:\ndevice 0: 0F0\r", {})) == \
+        "deadlock\\x1b[2J:\n  device 0: 0F0\\r"
+    # a line break in the user's own text stays escaped: one line
+    code, _, err = run(capsys, "run", "--program", str(tmp_path / "a\nb\x1b[31m.txt"))
+    assert code == 2 and err == f"ppviz: error: cannot read {tmp_path}/a\\nb\\x1b[31m.txt: No such file or directory\n"
+
+
+@pytest.mark.parametrize("options, named", [
+    (("-p", "8", "-m", "3"), "-p and -m"), (("-p", "2"), "-p"), (("-v", "2"), "-v"),
+    (("--group-size", "2"), "--group-size"), (("-m", "2", "-v", "1", "--group-size", "2"), "-m and -v and --group-size"),
+])
+def test_a_program_file_refuses_the_sizes_it_sets(tmp_path, capsys, options, named):
+    # these were ignored: `--program prog.txt -p 8 -m 3` ran p = 2, m = 2 with exit code 0
+    prog = tmp_path / "prog.txt"
+    prog.write_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1\n")
+    code, out, err = run(capsys, "run", "--program", str(prog), *options)
+    assert (code, out) == (2, "") and err == (
+        f"ppviz: error: {named} cannot be given with --program: the program file sets the devices, microbatches, "
+        "stages per device and the order of the ops\n")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("run", "1f1b", "-p", "0"), "-p 0 is not accepted; give a whole number from 1 to 1,000,000,000"),
+    (("run", "1f1b", "-v", "3"), "-v 3: 1f1b holds one stage per device; use 1, or interleaved-1f1b for v >= 2"),
+    (("run", "1f1b", "--group-size", "2"),
+     "--group-size 2: 1f1b has no microbatch groups; leave it unset (it applies to interleaved schedules)"),
+    (("run", "1f1b", "--w-share", "2"), "--w-share 2.0 is not accepted; give a share between 0 and 1"),
+    (("run", "custom"), "custom is a program of your own: give it with --program FILE (a torch CSV, or text with "
+                        "one line of ops per device)"),
+    (("run", "1f1b", "-m", "100000000"),
+     "size='p=4, v=1, m=100000000': too large to simulate here; that is about 800,000,000 ops, over the budget of "
+     "4,000,000; use fewer devices, stages or microbatches, or raise the budget with the environment variable "
+     "PPVIZ_MAX_OPS (a number of ops)"),
+])
+def test_errors_name_the_options_not_the_python_keywords(capsys, monkeypatch, argv, message):
+    monkeypatch.delenv("PPVIZ_MAX_OPS", raising=False)
+    code, out, err = run(capsys, *argv)
+    assert (code, out, err) == (2, "", f"ppviz: error: {message}\n")
+
+
+def test_the_budget_variable_named_in_the_error_is_honoured(capsys, monkeypatch):
+    monkeypatch.setenv("PPVIZ_MAX_OPS", "10")
+    code, out, err = run(capsys, "run", "1f1b", "-p", "2", "-m", "4")
+    assert code == 2 and "that is about 16 ops, over the budget of 10;" in err
+
+
+# --version -------------------------------------------------------------------------------------
+
+def test_version_is_the_installed_distributions(capsys, monkeypatch):
+    from importlib import metadata
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out == f"ppviz {metadata.version('pp-schedule-viz')}\n"
+
+    def missing(name):
+        raise metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(metadata, "version", missing)  # a checkout on the path, not installed
+    with pytest.raises(SystemExit):
+        main(["--version"])
+    assert capsys.readouterr().out == f"ppviz {ppviz.__version__}\n"

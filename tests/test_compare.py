@@ -253,3 +253,16 @@ def test_a_bad_option_is_the_callers_mistake_not_a_refusal():
     with pytest.raises(ConfigError, match="devices=0") as info:
         ppviz.compare(ppviz.Config(), schedules=["1f1b", "zb-h1"], devices=0)
     assert not isinstance(info.value, ScheduleConstraintError)
+
+
+def test_runs_in_different_time_units_are_refused_not_ranked_on_one_axis():
+    # before, 27 µs, 33 ms and 33 (no unit) were ranked on one axis: zb-h1 "fastest"
+    runs = [ppviz.Config("1f1b", time_unit="ms"), ppviz.Config("zb-h1", time_unit="us"), ppviz.Config("gpipe")]
+    for make in (ppviz.compare, ppviz.charts.bubble_chart):
+        with pytest.raises(ppviz.ConfigError) as info:
+            make(runs)
+        message = str(info.value)
+        assert "1f1b in ms, zb-h1 in us, gpipe in no unit" in message
+        assert "give every run the same time_unit" in message
+    same = ppviz.compare([ppviz.Config("1f1b", time_unit="ms"), ppviz.Config("zb-h1", time_unit="ms")])
+    assert same.ranking == ["zb-h1", "1f1b"]

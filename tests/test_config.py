@@ -100,6 +100,18 @@ def test_replace_revalidates():
         cfg.devices = 3  # frozen
 
 
+def test_a_new_schedule_brings_its_own_default_v():
+    cfg = Config(schedule="1f1b", devices=4, microbatches=8)
+    assert cfg.replace(schedule="zb-v").stages_per_device == 2
+    assert cfg.replace(schedule="looped-bfs").stages_per_device == Config("looped-bfs").stages_per_device == 2
+    assert cfg.replace(schedule="interleaved-1f1b").replace(schedule="gpipe").stages_per_device == 1
+    # a v set away from the schedule's default is the user's, and stays
+    assert Config("interleaved-1f1b", stages_per_device=4).replace(schedule="looped-bfs").stages_per_device == 4
+    assert cfg.replace(schedule="interleaved-1f1b", stages_per_device=3).stages_per_device == 3
+    with pytest.raises(ppviz.ScheduleConstraintError, match="stages_per_device=4"):
+        Config("interleaved-1f1b", stages_per_device=4).replace(schedule="zb-v")
+
+
 def test_registry_lists_every_schedule_with_aliases():
     table = ppviz.list_schedules()
     names = table.names()
@@ -161,3 +173,14 @@ def test_a_huge_value_is_refused_with_the_fields_own_lower_bound(field, bound):
     assert info.value.field == field
     assert str(info.value) == (f"{field}=1e+300 is not accepted; give a finite number {bound} 0 and at most 1e+200 "
                                "(sums of larger times overflow)")
+
+
+@pytest.mark.parametrize("bad", [-0.1, 1.5, float("nan"), "half"])
+def test_a_share_out_of_range_gets_one_message_whichever_side(bad):
+    # before, -0.1 read "give a finite number >= 0" and 1.5 "give a share between 0 and 1"
+    with pytest.raises(ConfigError) as info:
+        Config(w_share=bad)
+    assert str(info.value) == f"w_share={bad!r} is not accepted; give a share between 0 and 1"
+    with pytest.raises(ConfigError) as info:
+        ppviz.Hardware(peak_tflops=100, memory_gib=16, efficiency=bad if bad != 1.5 else 0)
+    assert str(info.value).endswith("give a share of the peak, in (0, 1]")

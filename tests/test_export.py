@@ -50,7 +50,7 @@ def test_pairs_are_one_event(tmp_path):
     assert complete[1]["cat"] == "F&B" and complete[1]["args"] == {"forward": "0F1", "backward": "0B0"}
 
 
-def reference_trace(res, scale):
+def reference_trace(res, scale, unitless=False):
     """The trace as Python objects, built op by op from the result (how the exporter used to build it)."""
     program, ops = res.program, res.ops
     events = [{"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": f"ppviz: {res.config.display_name}"}}]
@@ -79,7 +79,8 @@ def reference_trace(res, scale):
     return {"traceEvents": events, "displayTimeUnit": "ms",
             "otherData": {"makespan": res.makespan, "bubble_fraction": res.bubble_fraction,
                           "schedule": res.config.schedule, "devices": program.devices,
-                          "microbatches": program.microbatches, "time_unit_us": scale}}
+                          "microbatches": program.microbatches, "time_unit_us": scale,
+                          "time_unit": res.config.time_unit, "unitless": unitless}}
 
 
 @pytest.mark.parametrize("cfg, unit", [
@@ -104,4 +105,74 @@ def test_a_trace_longer_than_one_block_is_one_valid_document(tmp_path, monkeypat
 
     monkeypatch.setattr(chrome_trace, "_BLOCK", 7)
     res = simulate(Config(schedule="dualpipe-v", devices=4, microbatches=10, comm=0.5))
-    assert load(tmp_path, res) == reference_trace(res, 1000.0)
+    assert load(tmp_path, res) == reference_trace(res, 1000.0, unitless=True)
+
+
+# The trace in microseconds, whatever the config's time unit ------------------------------------
+
+#: one config unit in ms, and in µs (what the trace's otherData.time_unit_us must say)
+PER_MS = {"s": 1e-3, "ms": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ns": 1e6}
+UNIT_US = {"s": 1e6, "ms": 1e3, "us": 1.0, "µs": 1.0, "μs": 1.0, "ns": 1e-3}
+
+
+def run_in(unit, schedule="1f1b", m=2, **extra):
+    """8 ms forwards and backwards and 6 ms W, written in ``unit``."""
+    k = PER_MS[unit]
+    return simulate(Config(schedule=schedule, devices=2, microbatches=m, f=8 * k, b=8 * k, w=6 * k, time_unit=unit,
+                           **extra))
+
+
+def assert_same_times(got, want):
+    """Two traces' events equal, their numbers to float precision (µs from different units)."""
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.keys() == b.keys()
+        for key in a:
+            if isinstance(a[key], dict):
+                assert_same_times([a[key]], [b[key]])
+            elif isinstance(a[key], float):
+                assert a[key] == pytest.approx(b[key], rel=1e-12, abs=1e-9), (a, key)
+            else:
+                assert a[key] == b[key]
+
+
+@pytest.mark.parametrize("unit", list(PER_MS))
+def test_the_trace_converts_the_config_time_unit_to_microseconds(tmp_path, unit):
+    # before: every unit was written as if it were ms, a 0.008 s forward lasting 8 µs
+    res = run_in(unit, topology="dgx-h100", comm_bytes=67108864)
+    trace = load(tmp_path, res)
+    assert trace["otherData"]["time_unit_us"] == UNIT_US[unit]
+    assert (trace["otherData"]["time_unit"], trace["otherData"]["unitless"]) == (unit, False)
+    ops = {e["name"]: e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] != "transfer"}
+    assert (ops["0F0"]["ts"], ops["0F0"]["dur"]) == (0.0, pytest.approx(8000.0, rel=1e-12))
+    assert ops["1B0"]["dur"] == pytest.approx(14000.0, rel=1e-12)  # B = b + w
+    sent = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "transfer"]
+    # 64 MiB over an H100 node's NVLink: 160.93 µs
+    assert (sent[0]["ts"], sent[0]["dur"]) == (pytest.approx(8000.0, rel=1e-12),
+                                               pytest.approx(160.930808888889, rel=1e-9))
+    assert_same_times(trace["traceEvents"], load(tmp_path, run_in("ms", topology="dgx-h100",
+                                                                  comm_bytes=67108864))["traceEvents"])
+
+
+@pytest.mark.parametrize("unit", ["s", "us", "ns"])
+def test_host_copies_are_converted_too(tmp_path, unit):
+    # 64 MB per activation over 64 GB/s: 1 ms = 1000 µs per copy in every unit
+    extra = dict(offload=1.0, host_link=ppviz.Link(0.0, 64e9, "s"), activation_bytes=64e6)
+    trace = load(tmp_path, run_in(unit, "gpipe", 4, **extra))
+    copies = [e for e in trace["traceEvents"] if e.get("cat") == "host copy" and e["ph"] == "X"]
+    assert len(copies) == 16 and {round(e["dur"], 6) for e in copies} == {1000.0}
+    assert (copies[0]["ts"], copies[0]["args"]["ready"]) == (pytest.approx(8000.0, rel=1e-12),
+                                                            pytest.approx(8000.0, rel=1e-12))
+    assert_same_times(trace["traceEvents"], load(tmp_path, run_in("ms", "gpipe", 4, **extra))["traceEvents"])
+
+
+def test_a_run_without_a_unit_ppviz_converts_draws_one_unit_as_a_millisecond(tmp_path):
+    for unit in (None, "cycles"):
+        trace = load(tmp_path, simulate(Config(schedule="1f1b", devices=2, microbatches=2, f=8, time_unit=unit)))
+        assert {k: trace["otherData"][k] for k in ("time_unit_us", "time_unit", "unitless")} == \
+            {"time_unit_us": 1000.0, "time_unit": unit, "unitless": True}
+        assert [e["dur"] for e in trace["traceEvents"] if e.get("name") == "0F0"] == [8000.0]
+    # a unit given by the caller is the microseconds in one of the run's units, whatever its config says
+    trace = load(tmp_path, run_in("s"), time_unit_us=1.0)
+    assert [e["dur"] for e in trace["traceEvents"] if e.get("name") == "0F0"] == [0.008]
+    assert trace["otherData"]["unitless"] is False

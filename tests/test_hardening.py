@@ -263,6 +263,23 @@ def test_result_exports_write_their_formats(tmp_path):
     assert svg == str(tmp_path / "a.svg") and (tmp_path / "a.svg").read_text().startswith("<svg")
     png = res.to_png(tmp_path / "a.png", scale=1)
     assert png == str(tmp_path / "a.png") and (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert res.to_torch_csv(tmp_path / "a.csv") == str(tmp_path / "a.csv")  # was None
+    assert (tmp_path / "a.csv").read_text().splitlines() == ["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]
+
+
+def test_an_export_into_a_folder_or_a_missing_folder_is_a_config_error(tmp_path):
+    # before: a bare IsADirectoryError / FileNotFoundError from open, after the export was rendered
+    res = simulate(Config(devices=2, microbatches=2))
+    exports = (res.to_html, res.to_svg, res.to_chrome_trace, res.to_torch_csv)
+    for export in exports:
+        with pytest.raises(ConfigError) as info:
+            export(tmp_path)
+        assert str(info.value) == f"path={str(tmp_path)!r}: it is a folder; give a file name (a file inside it, for one)"
+        missing = tmp_path / "no such folder" / "run.out"
+        with pytest.raises(ConfigError) as info:
+            export(missing)
+        assert f"its folder {str(missing.parent)!r} does not exist" in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def test_budget_refusals_name_the_value(monkeypatch):

@@ -121,6 +121,29 @@ def test_error_carries_device_and_position():
     assert (err.value.device, err.value.position) == (0, 2)
 
 
+@pytest.mark.parametrize("schedule", ["dualpipe", "chimera", "bitpipe"])
+def test_a_stage_on_two_devices_points_every_bidirectional_schedule_at_its_placement(tmp_path, schedule):
+    # before: every one was told "for DualPipe's two replicas pass placement='bidirectional'"
+    config = Config(schedule=schedule, devices=4, microbatches=8)
+    path = tmp_path / f"{schedule}.csv"
+    simulate(config).to_torch_csv(path)
+    with pytest.raises(ProgramError) as err:
+        Program.from_torch_csv(path)
+    head = ("device 3, position 0 (0F4): stage 0 already runs on device 0; a stage lives on one device, unless the "
+            "schedule runs two replicas of the model in opposite directions (DualPipe, Chimera, BitPipe): ")
+    if schedule == "bitpipe":
+        from ppviz.schedules.bitpipe import bidirectional_v
+
+        assert str(err.value) == head + ("for this program's 8 stages on 4 devices pass placement=ppviz.schedules."
+                                         "bitpipe.bidirectional_v(4, 8) (BitPipe: two stages of each replica per device)")
+        placement = bidirectional_v(4, 8)
+    else:
+        assert str(err.value) == head + ("for this program's 4 stages on 4 devices pass placement='bidirectional' "
+                                         "(DualPipe and Chimera: one stage of each replica per device)")
+        placement = "bidirectional"
+    assert Program.from_torch_csv(path, placement=placement) == config.build()  # the advice works
+
+
 def test_a_row_that_is_not_a_list_is_named():
     with pytest.raises(ParseError, match=r"device 1: expected a list of actions or a string of them; got int 5"):
         Program.from_torch({0: ["0F0", "0B0"], 1: 5})

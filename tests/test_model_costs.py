@@ -249,3 +249,20 @@ def test_an_mtp_layer_costs_a_projection_a_layer_and_the_head():
                             + 2 * 256 + 2 * 256 * 256 + model.layer_params())
     with pytest.raises(LayoutError, match="0 × m"):
         Config.from_model(model, H100, schedule="1f1b", devices=3, microbatches=3, layout="Et*2|t*2|L")
+
+
+def test_from_model_takes_a_topology_and_names_its_own_options_when_one_is_misspelt():
+    # before, the topology was checked before from_model set the unit (ms), and refused
+    model, gpu = Transformer.preset("llama-3-70b"), Hardware.preset("h100-sxm")
+    sizes = dict(schedule="1f1b", devices=4, microbatches=8, tensor_parallel=8)
+    cfg = Config.from_model(model, gpu, **sizes, topology="dgx-h100", comm_bytes=1e8, p2p="overlapped")
+    plain = Config.from_model(model, gpu, **sizes)
+    assert cfg == plain.replace(topology="dgx-h100", comm_bytes=1e8, p2p="overlapped")
+    assert cfg.time_unit == "ms" and simulate(cfg).makespan > simulate(plain).makespan
+    with pytest.raises(ConfigError) as info:
+        Config.from_model(model, gpu, **{**sizes, "tensor_parallel": 1}, tensor_paralel=8)
+    message = str(info.value)
+    assert message.startswith("tensor_paralel=8: from_model has no such option; did you mean 'tensor_parallel'?")
+    for option in ("data_parallel", "zero_stage", "layout", "topology", "comm_bytes"):
+        assert option in message
+    assert "time_unit" not in message.split("from_model takes")[1]  # set by from_model, not an option

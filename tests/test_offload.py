@@ -17,6 +17,7 @@ import ppviz
 from ppviz import Config, ConfigError, Link, simulate
 from ppviz.core import metrics as fast
 from ppviz.core.registry import lookup
+from ppviz.widgets.wire import describe
 
 from . import oracle
 from .test_oracle import configs as oracle_configs
@@ -353,3 +354,19 @@ def test_the_chrome_trace_shows_every_host_copy_and_what_each_reload_holds_up(tm
     # read back, the trace is the ops alone, at their times
     back = ppviz.load_trace(path)
     assert len(back.program) == len(res.program) and back.makespan == pytest.approx(res.makespan)
+
+
+def test_without_activation_bytes_the_copies_are_counted_in_activation_units_not_bytes():
+    # before, the summary read "12 bytes each way" and "2 bytes per time unit" for 12 activation units
+    link = ppviz.Link(0.1, 2.0)
+    result = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=0.5, host_link=link))
+    moved = float(result.host_copies.bytes[result.host_copies.kind == "offload"].sum())
+    assert moved == 12.0  # 24 offloads of half an activation unit
+    text = result.summary()
+    assert "latency 0.1 time unit, 2 activation units per time unit (per direction)" in text
+    assert "24 offloads, 24 reloads (12 activation units each way)" in text
+    assert "bytes" not in text
+    assert describe(result)["offload"]["link"] == "latency 0.1 time unit, 2 activation units per time unit"
+    in_bytes = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=0.5, host_link=link,
+                                           activation_bytes=2**20))
+    assert "(12 MiB each way)" in in_bytes.summary() and "2 bytes per time unit" in in_bytes.summary()

@@ -68,6 +68,43 @@ def test_the_grid_is_checked_before_anything_runs():
         ppviz.sweep([Config()], client="tcp://localhost:8786")
 
 
+def test_fields_that_only_make_sense_together_are_checked_together():
+    # a topology needs comm_bytes and a unit, offload a host link: each value alone is refused,
+    # but every combination of these grids is a valid config
+    grid = {"devices": [4], "microbatches": [8], "time_unit": ["ms"], "topology": ["dgx-h100"], "comm_bytes": [1e8]}
+    df = ppviz.sweep(grid, n_jobs=1, progress=False)
+    cfg = Config(devices=4, microbatches=8, time_unit="ms", topology="dgx-h100", comm_bytes=1e8)
+    assert list(df.makespan) == [simulate(cfg).makespan]
+    link = ppviz.Link(1e-3, 1e3)
+    df = ppviz.sweep({"devices": [4], "offload": [0.25, 0.5], "host_link": [link]}, n_jobs=1, progress=False)
+    assert list(df.makespan) == [simulate(Config(offload=o, host_link=link)).makespan for o in (0.25, 0.5)]
+    df = ppviz.sweep({"topology": ["dgx-h100"], "comm_bytes": [1e8]}, base=Config(time_unit="ms"), n_jobs=1,
+                     progress=False)
+    assert list(df.makespan) == [simulate(cfg).makespan]
+    # a value no combination accepts is still refused up front, named once, and blamed on its own field
+    with pytest.raises(ConfigError) as error:
+        ppviz.sweep({"devices": [4], "topology": ["dgx-h101"], "comm_bytes": [1e8]}, base=Config(time_unit="ms"),
+                    progress=False)
+    assert str(error.value).startswith("grid['topology']='dgx-h101'")
+    assert str(error.value).count("use one of dgx-h100") == 1
+    with pytest.raises(ConfigError, match=r"grid\['topology'\].*set time_unit"):
+        ppviz.sweep({"topology": ["dgx-h100"], "comm_bytes": [1e8]}, progress=False)
+
+
+def test_a_grid_of_schedules_takes_each_schedules_own_v():
+    # before, 1f1b's v = 1 was carried into every schedule of the grid and zb-v refused it
+    base = Config("1f1b", devices=4, microbatches=8)
+    schedules = ["1f1b", "zb-v", "interleaved-1f1b"]
+    df = ppviz.sweep({"schedule": schedules}, base=base, n_jobs=1, progress=False)
+    assert df.refusal.isna().all()
+    assert list(df.makespan) == [simulate(Config(s, devices=4, microbatches=8)).makespan for s in schedules]
+    # a v the user set away from the default is theirs: a schedule that cannot take it refuses
+    df = ppviz.sweep({"schedule": ["interleaved-1f1b", "zb-v"]}, base=Config("interleaved-1f1b", stages_per_device=3),
+                     n_jobs=1, progress=False)
+    assert df.refusal.isna().tolist() == [True, False]
+    assert df.refusal[1].startswith("stages_per_device=3")
+
+
 def test_progress_is_a_tqdm_bar(capsys):
     ppviz.sweep({"microbatches": [4, 8, 12]}, n_jobs=1)
     err = capsys.readouterr().err

@@ -9,6 +9,7 @@ found and what was expected.
 
 import gzip
 import json
+import re
 
 import numpy as np
 import pytest
@@ -48,6 +49,70 @@ def test_ppviz_chrome_trace_units(tmp_path):
     result = ppviz.simulate(ROUND_TRIP[0])
     back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json", time_unit_us=250.0))
     np.testing.assert_allclose(back.ops.end, result.ops.end / 4, atol=1e-9)
+
+
+#: a unitless run: 33 units long
+UNITLESS = ppviz.Config(schedule="1f1b", devices=4, microbatches=8)
+
+
+def test_a_unitless_run_reads_back_unitless(tmp_path):
+    # before: it came back labelled ms ("pipeline time 33 ms")
+    result = ppviz.simulate(UNITLESS)
+    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json"))
+    assert back.config.time_unit is None
+    np.testing.assert_allclose(back.ops.end, result.ops.end, rtol=1e-12)
+    assert repr(back) == "<Measured 1f1b: 4 devices, pipeline time 33, bubble 27.3%, 1 step(s)>"
+    assert "  pipeline time    33\n" in back.summary() and " ms" not in back.summary()
+    # a unit ppviz cannot convert is drawn as a unitless one, and read back with its name
+    cycles = ppviz.simulate(UNITLESS.replace(time_unit="cycles"))
+    back = ppviz.load_trace(cycles.to_chrome_trace(tmp_path / "cycles.json"))
+    assert back.config.time_unit == "cycles" and back.makespan == 33.0
+    assert repr(back).startswith("<Measured 1f1b: 4 devices, pipeline time 33 cycles,")
+
+
+@pytest.mark.parametrize("unit, ms", [("s", 1e3), ("us", 1e-3), ("ns", 1e-6)])
+def test_a_run_in_real_time_reads_back_in_milliseconds_with_its_times(tmp_path, unit, ms):
+    # measured runs are in ms: a run in s reads back with the same times, a thousand times the numbers
+    result = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=3, microbatches=4, f=1.5 / ms, b=1.0 / ms,
+                                         w=0.5 / ms, comm=0.1 / ms, time_unit=unit))
+    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json"))
+    assert back.config.time_unit == "ms" and back.program == result.program
+    np.testing.assert_allclose(back.ops.start, result.ops.start * ms, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(back.ops.end, result.ops.end * ms, rtol=1e-12)
+    assert back.makespan == pytest.approx(16.8, rel=1e-12) == pytest.approx(result.makespan * ms, rel=1e-12)
+
+
+def test_traces_written_before_ppviz_recorded_unitless_read_in_milliseconds(tmp_path):
+    trace = json.loads(open(ppviz.simulate(UNITLESS).to_chrome_trace(tmp_path / "run.json")).read())
+    for key in ("unitless", "time_unit"):
+        del trace["otherData"][key]
+    back = ppviz.load_trace(_write(tmp_path, trace, "old.json"))
+    assert back.config.time_unit == "ms" and back.makespan == 33.0
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"unitless": "yes"}, "otherData.unitless must be true or false; found 'yes'"),
+    ({"time_unit_us": 0}, "otherData.time_unit_us must be a number from 1e-3 to 1e12 (the microseconds one unit is "
+                          "drawn as; ppviz writes 1000 for a unitless run); found 0"),
+    ({"time_unit_us": 1e-300}, "otherData.time_unit_us must be a number from 1e-3 to 1e12"),
+    ({"time_unit": "two words"}, "otherData.time_unit 'two words' is not a time unit"),
+])
+def test_a_unitless_trace_with_bad_metadata_is_refused(tmp_path, change, message):
+    trace = json.loads(open(ppviz.simulate(UNITLESS).to_chrome_trace(tmp_path / "run.json")).read())
+    trace["otherData"].update(change)
+    with pytest.raises(ppviz.ParseError, match="bad.json: " + re.escape(message)):
+        ppviz.load_trace(_write(tmp_path, trace, "bad.json"))
+
+
+def test_a_unitless_trace_and_a_timed_one_are_not_one_run(tmp_path):
+    one = ppviz.simulate(ppviz.Config(schedule="inference", devices=1, microbatches=2))
+    unitless = one.to_chrome_trace(tmp_path / "unitless.json")
+    timed = _write(tmp_path, {"ppviz_measured": 1, "ops": [{"rank": 1, "action": "1F0", "start": 1, "end": 2}]},
+                   "timed.json")
+    with pytest.raises(ppviz.ParseError) as err:
+        ppviz.load_trace([unitless, timed])
+    assert str(err.value) == (f"{unitless} (device 0) holds times in no unit and {timed} (rank 1) in 'ms'; give "
+                              f"traces of one run, all in real time or all from one unitless ppviz run")
 
 
 @given(st.floats(0.01, 50), st.floats(0.01, 50), st.floats(0, 50), st.floats(0, 5), st.sampled_from(["1f1b", "zb-h1"]))
@@ -98,8 +163,9 @@ def test_minimal_json_round_trip(config, tmp_path):
 def test_minimal_json_steps_and_split_files(tmp_path):
     """Two steps, each rank in its own file; the faster step is not the median of two."""
     ops = README_EXAMPLE["ops"]
-    second = [dict(op, step=1, start=op["start"] + 10_000, end=op["end"] + 12_000,
-                   **({"wait_start": op["wait_start"] + 10_000} if "wait_start" in op else {})) for op in ops]
+    # the second step is the first slowed down by a third (6.4 → 8.4 ms): its ops still never overlap
+    second = [dict(op, step=1, **{k: 10_000 + op[k] * 1.3125 for k in ("start", "end", "wait_start") if k in op})
+              for op in ops]
     first = [dict(op, step=0) for op in ops]
     files = []
     for rank in (0, 1):
@@ -110,6 +176,52 @@ def test_minimal_json_steps_and_split_files(tmp_path):
     assert m.steps.pipeline_time == pytest.approx([6.4, 8.4])
     assert m.step == 0 and ppviz.load_trace(files, step="last").makespan == pytest.approx(8.4)
     assert len(m.samples) == 8
+
+
+def test_compute_ops_that_overlap_on_one_rank_are_refused(tmp_path):
+    # before: loaded, "pipeline time 3 ms, bubble -33.3%"
+    path = _write(tmp_path, {"ppviz_measured": 1, "ops": [{"rank": 0, "action": "0F0", "start": 0, "end": 2},
+                                                          {"rank": 0, "action": "0F1", "start": 1, "end": 3}]})
+    with pytest.raises(ppviz.ParseError) as err:
+        ppviz.load_trace(path)
+    assert str(err.value) == (
+        f"{path} (rank 0): compute ops 0F0 at [0, 2] ms and 0F1 at [1, 3] ms overlap on rank 0 (by 1 ms); a rank "
+        f"computes one op at a time, so each op must start at or after the end of the one before it (an overlapped "
+        f"forward and backward is one op: '(0F7;7B3)OVERLAP_F_B')")
+
+
+def test_an_op_inside_another_and_an_overlapped_pair_are_named(tmp_path):
+    ops = [{"rank": 0, "action": "(0F1;0B0)OVERLAP_F_B", "start": 0, "end": 10},
+           {"rank": 0, "action": "0F0", "start": 4, "end": 5}, {"rank": 0, "action": "0B1", "start": 10, "end": 12}]
+    with pytest.raises(ppviz.ParseError, match=re.escape(
+            "compute ops (0F1;0B0)OVERLAP_F_B at [0, 10] ms and 0F0 at [4, 5] ms overlap on rank 0 (by 6 ms)")):
+        ppviz.load_trace(_write(tmp_path, {"ppviz_measured": 1, "ops": ops}))
+
+
+def test_ops_that_touch_or_overlap_by_float_rounding_load(tmp_path):
+    # 0.1 + 0.2 s ends 5.6e-17 s after 0.3 s: rounding, not an overlap; one nanosecond more is one
+    ops = [{"rank": 0, "action": "0F0", "start": 0.0, "end": 0.1 + 0.2}, {"rank": 0, "action": "0B0", "start": 0.3,
+                                                                         "end": 0.5},
+           {"rank": 0, "action": "0F1", "start": 0.5, "end": 0.7}, {"rank": 0, "action": "0B1", "start": 0.7, "end": 1}]
+    m = ppviz.load_trace(_write(tmp_path, {"ppviz_measured": 1, "time_unit": "s", "ops": ops}))
+    assert m.makespan == 1000.0 and m.bubble_fraction == 0.0
+    ops[0]["end"] = 0.300000001
+    with pytest.raises(ppviz.ParseError, match=re.escape("0F0 at [0, 300.000001] ms and 0B0 at [300, 500] ms overlap "
+                                                         "on rank 0 (by 1e-06 ms)")):
+        ppviz.load_trace(_write(tmp_path, {"ppviz_measured": 1, "time_unit": "s", "ops": ops}, "over.json"))
+
+
+def test_ranks_overlap_each_other_and_ppviz_traces_are_checked_per_device(tmp_path):
+    # every pipeline's ranks compute at once: only one device's own ops may not overlap
+    two = ppviz.simulate(ppviz.Config(schedule="gpipe", devices=2, microbatches=2))
+    assert ppviz.load_trace(two.to_chrome_trace(tmp_path / "ok.json")).makespan == two.makespan
+    trace = json.loads(open(tmp_path / "ok.json").read())
+    second = next(e for e in trace["traceEvents"] if e.get("name") == "1F1")
+    second["ts"] -= 500.0  # 1F1 starts half a unit before 1F0 ends, on device 1's thread
+    path = _write(tmp_path, trace, "bad.json")
+    with pytest.raises(ppviz.ParseError, match=re.escape(
+            f"{path} (device 1): compute ops 1F0 at [1, 2] and 1F1 at [1.5, 2.5] overlap on rank 1 (by 0.5); ")):
+        ppviz.load_trace(path)
 
 
 def test_measured_json_of_a_measured_run_keeps_waits(tmp_path):
@@ -157,6 +269,18 @@ def test_torch_profiler_edge_cases(tmp_path):
     assert sorted(zip(t.src.tolist(), t.dst.tolist(), t.kind.tolist())) == [(0, 1, "F"), (1, 0, "B")]
     forward = int(np.flatnonzero(t.kind == "F")[0])
     assert (t.start[forward], t.end[forward]) == pytest.approx((0.101, 0.41))  # posted → received
+
+
+def test_torch_profiler_ops_of_one_rank_overlap_across_its_threads(tmp_path):
+    """A rank's compute annotations are its device's compute whichever thread recorded them: rank
+    1's 1B0 on another thread, starting while 1F0 computes (from its receive at 420 µs to 520)."""
+    r0, r1 = _edge_fixture()
+    r1["traceEvents"] = [dict(e, tid=7, ts=450, dur=300) if e["name"] == "PP:1B0" else e for e in r1["traceEvents"]]
+    files = [_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate((r0, r1))]
+    with pytest.raises(ppviz.ParseError) as err:
+        ppviz.load_trace(files)
+    assert str(err.value).startswith(f"{files[1]}: compute ops 1F0 at [0.42, 0.52] ms and 1B0 at [0.45, 0.75] ms "
+                                     f"overlap on rank 1 (by 0.07 ms); ")
 
 
 def test_torch_profiler_reshard_and_reduce_grad_are_not_ops(tmp_path):
@@ -253,6 +377,7 @@ def _one_rank(events, **meta):
     ('{"traceEvents": [', ["not JSON"]),
     ("[1, 2, 3]", ["unknown trace format", "a JSON list", "ppviz_measured"]),
     ({"hello": 1}, ["unknown trace format", "'hello'", "PyTorch profiler"]),
+    ({}, ["unknown trace format: found an empty object;"]),
     ("3", ["unknown trace format", "a JSON int"]),
     (_one_rank("nope"), ["'traceEvents' must be a list", "str"]),
     (_one_rank([1]), ["every trace event must be a JSON object", "1"]),

@@ -132,14 +132,14 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
           `last (none for m = 1)${caveat}`),
       metric("fill + drain", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
         `the bubble of a forward-only program, idle / (p × makespan), is ${INFERENCE_BUBBLE}` +
-          (cf ? `; closed form ${cf.bubble_formula} idle per device` : "") + caveat),
+          (cf ? `; closed form, idle per device: ${cf.bubble_formula}` : "") + caveat),
     );
     // what this bubble is, in a few words on the card itself
     cards[cards.length - 1].append(el("span", "ppviz-metric-closed", "idle once per batch, not per output"));
   } else {
     cards.push(metric("bubble", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
       `idle / (p × makespan); bubble rate (makespan − ideal) / ideal = ${percent(meta.bubble_rate)}` +
-        (cf ? `; closed form ${cf.bubble_formula} idle per device` : "") + caveat));
+        (cf ? `; closed form, idle per device: ${cf.bubble_formula}` : "") + caveat));
   }
   const comm = communicationCard(meta);
   if (comm) cards.push(comm);

@@ -33,7 +33,7 @@ from ..core.engine import execute, simulate
 from ..core.errors import ConfigError
 from ..core.measured import Measured
 from ..core.result import Result
-from .calibrate import Calibration
+from .calibrate import Calibration, gap_words
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Residuals:
         tm, ts = self.pipeline_time
         bm, bs = self.bubble_fraction
         a = self.attribution
-        lines = [f"pipeline time  measured {tm:.4g} ms, simulated {ts:.4g} ms ({tm - ts:+.4g} ms, {tm / ts - 1:+.1%})",
+        lines = [f"pipeline time  measured {tm:.4g} ms, simulated {ts:.4g} ms ({gap_words(ts, tm, ' ms')})",
                  f"bubble         measured {bm:.1%}, simulated {bs:.1%}",
                  "the difference, re-simulating with one measured quantity at a time:",
                  f"  compute variance  {a.compute_variance:+.4g} ms  (ops' measured durations instead of the fit)",

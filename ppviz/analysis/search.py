@@ -164,7 +164,12 @@ def _search_ops(config: Config) -> int:
 
 
 def checked_size(config: Config) -> Config:
-    """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_OPS`."""
+    """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_OPS` or
+    it splits microbatches into sequence segments (the search orders whole microbatches)."""
+    if config.segments > 1:
+        raise ConfigError("segments", config.segments,
+                          "search with segments=1 (whole microbatches); set Seq1F1B beside the answer with "
+                          "ppviz.compare", reason="the search orders whole microbatches, not sequence segments")
     ops = _search_ops(config)
     if ops > MAX_SEARCH_OPS:
         raise ConfigError("microbatches", config.microbatches,
@@ -174,12 +179,15 @@ def checked_size(config: Config) -> Config:
     return config
 
 
-def library_runs(config: Config, fixed_v: bool):
+def library_runs(config: Config, fixed_v: bool, replicas: bool = True):
     """(name, v, config) of every library schedule that accepts the config's sizes and costs, at
-    its default v and the config's (only the config's, with the same stages, when ``fixed_v``)."""
+    its default v and the config's (only the config's, with the same stages, when ``fixed_v``);
+    without the two-replica schedules when ``replicas`` is False."""
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
     for spec in all_specs():
         if spec.builder is None or spec.forward_only:  # training schedules only
+            continue
+        if not replicas and spec.replicas > 1:
             continue
         vs = [config.stages_per_device] if fixed_v else sorted({spec.default_v, config.stages_per_device})
         for v in vs:
@@ -272,7 +280,9 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
         raise ConfigError("progress", progress, "give True, False or None (shown for long searches)")
     from tqdm.auto import tqdm
 
-    library = list(library_runs(config, fixed_v))
+    # asked for v stages per device, two replicas do not qualify: they hold two stages' weights on
+    # every device (twice the parameters, which an activation limit does not see)
+    library = list(library_runs(config, fixed_v, replicas=stages_per_device is None))
     placements = _placements(config, fixed_v)
     show = progress if progress is not None else _search_ops(config) >= PROGRESS_FROM_OPS
     with tqdm(total=len(library) + len(placements) + STARTS, desc="ppviz.search", unit="step",
@@ -281,8 +291,31 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     return result
 
 
+def _ordered_model_is_exact(config: Config) -> bool:
+    """Whether the order model the search builds and improves with times runs as the simulator
+    does. It has no links and no host copies: with a ``topology`` or ``offload`` its makespans
+    and peaks are estimates, and every order it proposes is simulated before it is compared."""
+    return not config.transfers and config.offload is None
+
+
+def _simulated_runs(runs, limit: float):
+    """``runs`` with the candidates the order model timed replaced by their simulation."""
+    out = []
+    for cand, cfg, problem, orders in runs:
+        if problem is not None:
+            got = simulate(problem.program(orders), cfg)
+            peak = float(got.peak_activation.max())
+            cand = Candidate(cand.name, got.makespan, peak, _fits(peak, limit), cand.stages_per_device)
+        out.append((cand, cfg, problem, orders))
+    return out
+
+
 def _search(config, limit, max_memory, effort, library, placements, bar) -> SearchResult:
     candidates, runs, bound = _candidates(config, limit, library, placements, bar)
+    exact = _ordered_model_is_exact(config)
+    if not exact:
+        runs = _simulated_runs(runs, limit)
+        candidates = [run[0] for run in runs]
     fitting = sorted((r for r in runs if r[0].fits), key=lambda r: (r[0].makespan, r[0].peak_activation, r[0].name))
     if not fitting:
         least = min(candidates, key=lambda c: (c.peak_activation, c.makespan))
@@ -302,9 +335,15 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
         new_orders, timing, spent = improve(start_problem, start_orders, _slack(limit), budget)
         evaluations += spent
         bar.update()
-        if timing.makespan < makespan:
+        found_makespan = timing.makespan
+        if not exact:
+            got = simulate(start_problem.program(new_orders), start_problem.config)
+            if not _fits(float(got.peak_activation.max()), limit):
+                continue
+            found_makespan = got.makespan
+        if found_makespan < makespan:
             program = start_problem.program(new_orders)
-            run_config, v, makespan = start_problem.config, cand.stages_per_device, timing.makespan
+            run_config, v, makespan = start_problem.config, cand.stages_per_device, found_makespan
     label = f"search ≤ {limit:g}"
     run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
     result = simulate(program, run_config)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -129,11 +130,15 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
             options = list(given) if isinstance(given, (list, tuple, range)) else [given]
             if not options:
                 raise ConfigError(f"grid[{name!r}]", given, "give at least one value")
-            for value in options:
-                _check_value(name, value, base)
             names.append(name)
             values.append(tuple(options))
+        for name, options in zip(names, values):
+            others = {n: v for n, v in zip(names, values) if n != name}
+            for value in options:
+                _check_value(name, value, base, others)
         fields = {} if base is None else {f: getattr(base, f) for f in _FIELDS if f not in names and f != "label"}
+        if base is not None and "schedule" in names and fields["stages_per_device"] == base.spec.default_v:
+            del fields["stages_per_device"]  # each schedule of the grid takes its own default v
         made = _Grid(tuple(fields.items()), tuple(names), tuple(values))
         if len(made) > MAX_CONFIGS:
             raise ConfigError("grid", f"{len(made):,} configs", f"give at most {MAX_CONFIGS:,} (split the sweep)",
@@ -157,18 +162,36 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
     return None, configs, CORE + tuple(n for n in _FIELDS if n in varying or n in shown)
 
 
-def _check_value(name: str, value, base: Config | None) -> None:
+def _check_value(name: str, value, base: Config | None, others: dict[str, tuple]) -> None:
     """A value no config accepts is a mistake in the grid; one that only some combinations
-    refuse (a schedule's constraint) is left to become a row."""
-    try:
-        if name == "stage_costs":  # which stages exist depends on the rest of the combination
-            Config(schedule="custom", stage_costs=value)
-        else:
-            (base if base is not None else Config()).replace(**{name: value})
-    except ScheduleConstraintError:
+    refuse (a schedule's constraint) is left to become a row. Fields that only make sense
+    together (``topology`` with ``comm_bytes`` and ``time_unit``, ``offload`` with ``host_link``)
+    are tried with the grid's other values before the value is called a mistake."""
+    start = base if base is not None else Config()
+    if name == "stage_costs":  # which stages exist depends on the rest of the combination
+        start = Config(schedule="custom")
+    first = None
+    for combination in itertools.islice(itertools.product(*others.values()), _VALUE_TRIES):
+        changes = {} if name == "stage_costs" else dict(zip(others, combination))
+        try:
+            start.replace(**changes, **{name: value})
+            return
+        except ScheduleConstraintError:
+            return
+        except ConfigError as exc:
+            # an error about another field of the grid is that field's to report
+            if exc.field not in others and (first is None or exc.field == name):
+                first = exc
+            if name == "stage_costs":
+                break
+    if first is None:
         return
-    except ConfigError as exc:
-        raise ConfigError(f"grid[{name!r}]", value, exc.accepted, reason=f"no config accepts it ({exc})") from None
+    raise ConfigError(f"grid[{name!r}]", value, first.accepted,
+                      reason=f"no config accepts it ({str(first).split('; ')[0]})") from None
+
+
+#: combinations of the grid's other values a value is tried with before it is called a mistake
+_VALUE_TRIES = 256
 
 
 def _chunks(total: int, workers: int, chunk_size: int | None) -> list[tuple[int, int]]:

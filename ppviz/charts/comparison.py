@@ -51,7 +51,7 @@ def _bubble(runs: Runs, metric: str, legend: bool | str = False, height: int | N
             "name": name, "schedule": c.schedule, "devices": r.devices, "microbatches": c.microbatches,
             "v": c.stages_per_device, "simulated": float(value), "closed": finite_or_none(closed),
             "closed_applies": cf.applies if cf else None,
-            "formula": f"{cf.bubble_formula} idle per device" if cf else "none published",
+            "formula": f"idle per device: {cf.bubble_formula}" if cf else "none published",
             "source": cf.source if cf else "", "makespan": float(r.makespan), "idle": float(r.idle.sum()),
             "end": float(max(value, closed if closed is not None else value)),
             "text": f"{value:.1%}",
@@ -151,6 +151,15 @@ def _memory(runs: Runs) -> alt.LayerChart:
 _TABLE_LABELS_UP_TO = 24
 
 
+def _label_step(devices: int) -> int:
+    """Every how many devices an axis of ``devices`` columns names one: 1 up to 24, then 2, 4, 8,
+    … so that at most about 24 labels share the axis."""
+    step = 1
+    while devices > _TABLE_LABELS_UP_TO * step:
+        step *= 2
+    return step
+
+
 def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static: bool,
                   devices: int) -> alt.LayerChart:
     """Peak memory as a table, a row per run and a column per device, shaded by the peak: with
@@ -164,7 +173,9 @@ def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static
     top = max((row["peak"] for row in rows), default=0.0) or 1.0
     cell = max(22, min(64, 720 // max(devices, 1)))
     base = alt.Chart({"values": rows}).encode(
-        x=alt.X("device:O", title="device (pipeline rank)", axis=alt.Axis(labelAngle=0, orient="top")),
+        # past about 24 columns every label would not fit: one device in `step` is named
+        x=alt.X("device:O", title="device (pipeline rank)",
+                axis=alt.Axis(labelAngle=0, orient="top", values=list(range(0, devices, _label_step(devices))))),
         y=alt.Y("name:N", sort=runs.names, title=None, axis=alt.Axis(labelLimit=240, labelFontSize=TEXT_SIZE)))
     cells = base.mark_rect(stroke="white", strokeWidth=1).encode(
         color=alt.Color("peak:Q", title=f"peak ({unit.label})",

@@ -62,7 +62,19 @@ RUNS_ACCEPTED = "give a ppviz.Result or ppviz.Config, or a non-empty list of the
 
 
 def results_of(items, field: str = "results") -> list[Result]:
-    return [x if isinstance(x, Result) else simulate(x) for x in items_of(items, field, RUNS_ACCEPTED, (Result, Config))]
+    results = [x if isinstance(x, Result) else simulate(x) for x in items_of(items, field, RUNS_ACCEPTED, (Result, Config))]
+    return one_time_unit(results, [r.config.display_name for r in results])
+
+
+def one_time_unit(results: Sequence[Result], names: Sequence[str]) -> Sequence[Result]:
+    """``results``, when their times can share one axis and one ranking: all in one time unit."""
+    units = {r.config.time_unit for r in results}
+    if len(units) > 1:
+        runs = ", ".join(f"{name} in {r.config.time_unit or 'no unit'}" for name, r in zip(names, results))
+        raise ConfigError("time_unit", sorted(units, key=str), "give every run the same time_unit (a run in real "
+                          "units cannot be set against one in units of f, b, w)",
+                          reason=f"the runs' times are in different units: {runs}")
+    return results
 
 
 def display_names(configs: Sequence[Config], ignore: tuple[str, ...] = ()) -> list[str]:

@@ -232,8 +232,11 @@ class Config:
             raise ConfigError("f+b+w", self.f + self.b + self.w, "at least one of f, b, w must be > 0")
         set_(self, "fb", _number("fb", self.fb, strict=True, allow_none=True))
         set_(self, "activation_bytes", _number("activation_bytes", self.activation_bytes, strict=True, allow_none=True))
-        share = _number("w_share", self.w_share)
-        if share > 1:
+        try:
+            share = _number("w_share", self.w_share)
+        except ConfigError:
+            share = math.nan  # one message for every value out of range, below or above
+        if not 0 <= share <= 1:
             raise ConfigError("w_share", self.w_share, "give a share between 0 and 1")
         set_(self, "w_share", share)
         set_(self, "microbatch_group_size",
@@ -410,7 +413,12 @@ class Config:
         return config_from_model(model, hardware, **options)
 
     def replace(self, **changes) -> "Config":
-        """A copy with some fields changed (validated again)."""
+        """A copy with some fields changed (validated again). A new ``schedule`` brings its own
+        default ``stages_per_device`` unless v is changed too or was set away from the old
+        schedule's default (1f1b's v = 1 is not carried into a V-shaped schedule)."""
+        if "schedule" in changes and "stages_per_device" not in changes \
+                and self.stages_per_device == self.spec.default_v:
+            changes["stages_per_device"] = None
         return dataclasses.replace(self, **changes)
 
     def build(self):

@@ -1,7 +1,8 @@
 """``ppviz.Measured``: a measured pipeline step, shaped like a simulated :class:`Result`.
 
 A measured run is a Result whose program is the per-device op order that was observed and whose
-start and end times were measured (in milliseconds, from the step's first op start), so
+start and end times were measured (in milliseconds, from the step's first op start; a Chrome
+trace ppviz wrote of a unitless run reads back in that run's units, ``config.time_unit`` None), so
 everything that takes a Result — ``ppviz.show``, ``ppviz.compare``, the charts, the exports —
 takes it unchanged. On top of a Result it carries what only a measurement has:
 
@@ -43,11 +44,12 @@ class Steps(Columns):
     busy: np.ndarray
     bubble_fraction: np.ndarray
 
-    def summary(self) -> str:
+    def summary(self, time_unit: str | None = MS) -> str:
         t = self.pipeline_time
-        lines = [f"{len(self)} complete step(s): pipeline time median {np.median(t):.4g} ms, "
+        unit = _suffix(time_unit)
+        lines = [f"{len(self)} complete step(s): pipeline time median {np.median(t):.4g}{unit}, "
                  f"min {t.min():.4g}, max {t.max():.4g}"]
-        lines += [f"  step {int(k)}: {x:.4g} ms, bubble {b:.1%}"
+        lines += [f"  step {int(k)}: {x:.4g}{unit}, bubble {b:.1%}"
                   for k, x, b in zip(self.label, t, self.bubble_fraction)]
         return "\n".join(lines)
 
@@ -97,27 +99,35 @@ class Measured(Result):
 
     @property
     def pipeline_time(self) -> float:
-        """First op start to last op end, in ms (the step's ``makespan``)."""
+        """First op start to last op end (the step's ``makespan``), in ``config.time_unit``: ms, or
+        none for a unitless run's Chrome trace."""
         return self.makespan
 
     def summary(self) -> str:
         p = self.devices
+        unit = _suffix(self.config.time_unit)
         lines = [f"measured {self.program.name}: p={p} m={self.program.microbatches} stages={self.program.stages} "
                  f"({len(self.ops)} ops, step {int(self.steps.label[self.step])} of {len(self.steps)})",
-                 f"  pipeline time    {self.makespan:.6g} ms",
+                 f"  pipeline time    {self.makespan:.6g}{unit}",
                  f"  bubble fraction  {self.bubble_fraction:.4f}",
-                 f"  busy per device  " + " ".join(f"{x:.4g}" for x in self.busy) + " ms",
+                 f"  busy per device  " + " ".join(f"{x:.4g}" for x in self.busy) + unit,
                  f"  waits in spans   " + " ".join(f"{x:.4g}" for x in np.bincount(
-                     self.ops.device, weights=self.wait, minlength=p)) + " ms",
+                     self.ops.device, weights=self.wait, minlength=p)) + unit,
                  f"  transfers        {len(self.transfers)}"
-                 + (f", median {np.median(self.transfers.duration):.4g} ms" if len(self.transfers) else "")]
+                 + (f", median {np.median(self.transfers.duration):.4g}{unit}" if len(self.transfers) else "")]
         if len(self.steps) > 1:
-            lines.append("  " + self.steps.summary().replace("\n", "\n  "))
+            lines.append("  " + self.steps.summary(self.config.time_unit).replace("\n", "\n  "))
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return (f"<Measured {self.program.name}: {self.devices} devices, pipeline time {self.makespan:.6g} ms, "
+        return (f"<Measured {self.program.name}: {self.devices} devices, pipeline time "
+                f"{self.makespan:.6g}{_suffix(self.config.time_unit)}, "
                 f"bubble {self.bubble_fraction:.1%}, {len(self.steps)} step(s)>")
+
+
+def _suffix(time_unit: str | None) -> str:
+    """What follows a time: its unit (`` ms``), or nothing for a unitless one."""
+    return f" {time_unit}" if time_unit else ""
 
 
 def _measured_waits(program: Program, start, end, dep) -> np.ndarray:

@@ -15,4 +15,11 @@ def checked_path(path) -> str:
     name = os.fspath(path)
     if not isinstance(name, str) or not name or "\0" in name:
         raise ConfigError("path", path, "give a non-empty file name without NUL characters")
+    # refused here rather than as an OSError from open, after the export has been rendered
+    if os.path.isdir(name):
+        raise ConfigError("path", name, "give a file name (a file inside it, for one)", reason="it is a folder")
+    folder = os.path.dirname(name)
+    if folder and not os.path.isdir(folder):
+        raise ConfigError("path", name, "create the folder first, or write to an existing one",
+                          reason=f"its folder {folder!r} does not exist")
     return name

@@ -393,9 +393,10 @@ class Program:
             parsed.append(_Row.of_items(cells, lambda i, line=line, columns=columns: f"line {line}, cell {columns[i]}"))
         return cls._from_rows(parsed, microbatches, stages, placement, name)
 
-    def to_torch_csv(self, path, *, comms: bool = False) -> None:
+    def to_torch_csv(self, path, *, comms: bool = False) -> str | None:
         """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it;
-        ``comms=True`` writes the ``compute_comms`` form with the SEND/RECV actions.
+        ``comms=True`` writes the ``compute_comms`` form with the SEND/RECV actions. Returns the
+        path (None for an open file given instead).
 
         torch's ``_load_csv`` reads the file back into this program's ``pipeline_order`` (pairs as
         ``OVERLAP_F_B`` actions); ppviz programs have no idle steps, so there are no empty cells.
@@ -403,9 +404,11 @@ class Program:
         rows = [self.device_actions(d, comms=comms) for d in range(self.devices)]
         if hasattr(path, "write"):
             csv.writer(path).writerows(rows)
-        else:
-            with open(checked_path(path), "w", newline="") as fh:
-                csv.writer(fh).writerows(rows)
+            return None
+        name = checked_path(path)
+        with open(name, "w", newline="") as fh:
+            csv.writer(fh).writerows(rows)
+        return name
 
     def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
         if len(self.kind) == 0:
@@ -452,9 +455,21 @@ class Program:
             k = order[np.argmax(clash)]
             s = int(self.stage[k])
             d, pos = self.locate(k)
+            p, S = self.devices, self.stages
+            # the bidirectional schedules run two replicas of the model, one down and one up the
+            # devices, so one stage number lives on two devices; only their placement says which
+            if S == p:
+                two_way = "placement='bidirectional' (DualPipe and Chimera: one stage of each replica per device)"
+            elif S == 2 * p:
+                two_way = (f"placement=ppviz.schedules.bitpipe.bidirectional_v({p}, {self.microbatches}) (BitPipe: "
+                           f"two stages of each replica per device)")
+            else:
+                two_way = "a ppviz.Placement with a reverse_device for the second replica"
             raise ProgramError(
                 f"device {d}, position {pos} ({self.action_at(k)}): stage {s} already runs on device {int(seen[s])}; "
-                f"a stage lives on one device (for DualPipe's two replicas pass placement='bidirectional')",
+                f"a stage lives on one device, unless the schedule runs two replicas of the model in opposite "
+                f"directions (DualPipe, Chimera, BitPipe): for this program's {S} stage{'s' * (S != 1)} on {p} devices "
+                f"pass {two_way}",
                 device=d, position=pos,
             )
         missing = np.flatnonzero(seen < 0)

@@ -37,6 +37,33 @@ class Ops(Columns):
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
 
 
+def number_text(x: float) -> str:
+    """A number as one reads it: a whole value whole (1234, not 1.23e+03), others to three
+    significant digits but never fewer than their whole part needs (3.94, 1234.5)."""
+    x = float(x)
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    whole = len(str(int(abs(x)))) if math.isfinite(x) and abs(x) >= 1 else 0
+    return f"{x:.{min(15, max(3, whole + 1))}g}"
+
+
+#: a summary lists a value per device up to this many devices; beyond, their maximum and minimum
+LISTED_DEVICES = 16
+
+
+def per_device_text(values) -> str:
+    """Values per device: all of them for a few devices, else where the largest and smallest are
+    (a list of hundreds is unreadable in a terminal)."""
+    values = [float(x) for x in values]
+    if len(values) <= LISTED_DEVICES:
+        return " ".join(number_text(x) for x in values)
+    hi, lo = int(np.argmax(values)), int(np.argmin(values))
+    if values[hi] == values[lo]:
+        return f"{number_text(values[hi])} on each of {len(values)} devices"
+    return (f"max {number_text(values[hi])} (device {hi}), min {number_text(values[lo])} (device {lo}) "
+            f"of {len(values)} devices")
+
+
 def size_text(nbytes: float) -> str:
     """Bytes as one says them: "64 MiB", "1.5 GiB", "512 bytes"."""
     for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -207,23 +234,23 @@ class Result:
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
                      (f"   closed form {cf.makespan:.6g}{unit}" if cf else ""))
         lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +
-                     (f"   closed form {cf.bubble_fraction:.4f}  [{cf.bubble_formula} per device]" if cf else ""))
+                     (f"   closed form {cf.bubble_fraction:.4f}  [idle per device: {cf.bubble_formula}]" if cf else ""))
         lines.append(f"  bubble rate      {self.bubble_rate:.4f}" + (f"   closed form {cf.bubble_rate:.4f}" if cf else ""))
-        peaks = " ".join(f"{x:.3g}" for x in self.peak_activation)
-        lines.append(f"  peak activation  {peaks}")
+        lines.append(f"  peak activation  {per_device_text(self.peak_activation)}")
         if cf and cf.peak_activation:
-            lines.append("    closed form    " + " ".join(f"{x:.3g}" for x in cf.peak_activation) + f"  [{cf.memory_formula}]")
+            lines.append(f"    closed form    {per_device_text(cf.peak_activation)}  [{cf.memory_formula}]")
         if self.static_memory.any():
-            lines.append("  peak memory      " + " ".join(f"{x:.3g}" for x in self.peak_memory))
+            lines.append(f"  peak memory      {per_device_text(self.peak_memory)}")
         if self.time_to_first_output is not None:
             lines.append(f"  first output     {self.time_to_first_output:.6g}{unit}" +
                          (f"   closed form {cf.first_output:.6g}{unit}" if cf and cf.first_output is not None else ""))
         if self.throughput is not None:
-            per = f" microbatches per{unit}" if unit else " microbatches per unit of time"
+            noun = "microbatch" if f"{self.throughput:.6g}" == "1" else "microbatches"
+            per = f" {noun} per{unit}" if unit else f" {noun} per unit of time"
             lines.append(f"  throughput       {self.throughput:.6g}{per}" +
                          (f"   closed form {cf.throughput:.6g}" if cf and cf.throughput is not None else ""))
         if c.activation_bytes is not None:
-            lines.append("  peak memory GiB  " + " ".join(f"{x / 2**30:.3g}" for x in self.peak_memory_bytes))
+            lines.append(f"  peak memory GiB  {per_device_text(self.peak_memory_bytes / 2**30)}")
         if self.fits is not None:
             lines.append("  " + self.fit_summary())
         if cf and not cf.applies:
@@ -244,10 +271,14 @@ class Result:
         late = 0.0
         if reload.any():
             late = float(np.maximum(h.end[reload] - self._ready_without_reload(h.op[reload]), 0.0).sum())
+        # without activation_bytes a copy moves activation units, and the link carries those
+        in_bytes = c.activation_bytes is not None
+        moved = float(h.bytes[off].sum())
+        size = size_text(moved) if in_bytes else f"{moved:.6g} activation units"
         lines = [f"  offload          {c.offload:g} of each activation to the host over "
-                 f"{c.host_link.describe(c.time_unit)} (per direction)",
+                 f"{c.host_link.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')} (per direction)",
                  f"    copies         {int(off.sum())} offloads, {int(reload.sum())} reloads "
-                 f"({size_text(float(h.bytes[off].sum()))} each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
+                 f"({size} each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
         lines.append(f"    backwards wait {late:.6g}{unit} in all for their reloads")
         return lines
 
@@ -317,13 +348,16 @@ class Result:
 
         return text_gantt(self, width)
 
-    def to_torch_csv(self, path, *, comms: bool = False) -> None:
+    def to_torch_csv(self, path, *, comms: bool = False) -> str | None:
         """Write the program in torch's ``compute_only`` CSV format (one row per device), or with
-        ``comms=True`` its ``compute_comms`` form with the sends and receives the run used."""
-        self.program.to_torch_csv(path, comms=comms)
+        ``comms=True`` its ``compute_comms`` form with the sends and receives the run used.
+        Returns the path, like the other exports."""
+        return self.program.to_torch_csv(path, comms=comms)
 
-    def to_chrome_trace(self, path, time_unit_us: float = 1000.0) -> str:
-        """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters."""
+    def to_chrome_trace(self, path, time_unit_us: float | None = None) -> str:
+        """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters.
+        Times are converted from the config's ``time_unit`` to microseconds (a unitless run draws
+        one unit as 1 ms); ``time_unit_us`` gives the microseconds in one unit instead."""
         from ..io.chrome_trace import write_chrome_trace
 
         return write_chrome_trace(self, path, time_unit_us)

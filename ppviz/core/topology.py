@@ -91,8 +91,10 @@ class Link:
         scale = SECONDS[self.unit] / seconds_per(time_unit, what or f"a Link(unit={self.unit!r})")
         return Link(self.latency * scale, self.bandwidth / scale)
 
-    def describe(self, time_unit: str | None = None) -> str:
-        """e.g. ``"11.8 µs + bytes / 450 GB/s"``, in the units the link was written in."""
+    def describe(self, time_unit: str | None = None, size: str = "bytes") -> str:
+        """e.g. ``"latency 11.8 µs, 450 GB/s"``, in the units the link was written in; ``size``
+        names what a unitless link's bandwidth carries (a host link's activation units when the
+        config gives no ``activation_bytes``)."""
         unit = self.unit or time_unit or "time unit"
         if self.unit is not None:  # in seconds, then in the unit that reads best
             seconds = self.latency * SECONDS[self.unit]
@@ -101,7 +103,7 @@ class Link:
             per_second = self.bandwidth / SECONDS[self.unit]
             bw = "no bandwidth limit" if math.isinf(self.bandwidth) else f"{per_second / 1e9:.3g} GB/s"
             return f"latency {lat}, {bw}"
-        bw = "no bandwidth limit" if math.isinf(self.bandwidth) else f"{self.bandwidth:.6g} bytes per {unit}"
+        bw = "no bandwidth limit" if math.isinf(self.bandwidth) else f"{self.bandwidth:.6g} {size} per {unit}"
         return f"latency {self.latency:.6g} {unit}, {bw}"
 
 

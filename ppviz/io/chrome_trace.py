@@ -7,13 +7,20 @@ memory a counter ("C") track. With transfers (``Config.topology``) each device a
 link), and a flow arrow from each transfer to the op that consumes it. With activation offload
 (``Config.offload``) each device has a "host copies" thread: each offload after its F and each
 reload before its backward while it occupies the host link, and a flow arrow from each reload to
-the backward that waits for it. Simulated time has no
-unit; ``time_unit_us`` says how many microseconds one unit is (default 1000: one unit displays
-as a millisecond).
+the backward that waits for it.
+
+Times are microseconds, converted from the config's ``time_unit`` (``"s"``, ``"ms"``, ``"us"``
+/ ``"µs"`` / ``"μs"``, ``"ns"``): a 0.008 s forward lasts 8000 µs whatever unit the run was
+written in. A unitless run (``time_unit=None``), or one in a unit ppviz cannot convert (say
+``"cycles"``), is drawn with one unit as one millisecond, and its trace says so (``otherData``:
+``"unitless": true``). ``time_unit_us`` overrides the conversion: the microseconds in one unit of
+the run (the trace is then in real microseconds). ``otherData`` also holds ``time_unit_us`` (the
+microseconds one unit became) and ``time_unit`` (the config's unit, null when unitless).
 
 :func:`read_chrome_trace` reads such a file back for :func:`ppviz.load_trace`: each device's
-op slots, in milliseconds (``ts / 1000``), so a trace written with the default unit loads with
-the times it was written with.
+op slots, in milliseconds (a measured run's unit), so a run in s, ms, us or ns loads with the
+times it had (a 0.008 s op as 8 ms); a unitless trace loads unitless, in the run's own units
+(``ts / time_unit_us``), with its ``time_unit`` label if it had one ppviz could not convert.
 
 The JSON is written as text, a block of events at a time, rather than built as Python dicts and
 dumped: a million ops then take about a second and the memory of one block.
@@ -28,8 +35,10 @@ from itertools import chain, repeat
 
 import numpy as np
 
+from ..core.config import Config
 from ..core.errors import ConfigError, ParseError
 from ..core.program import KINDS, _shown
+from ..core.topology import SECONDS
 from .files import checked_path
 from .trace_records import RankRecords, action_ops
 
@@ -38,13 +47,15 @@ _PID = 1
 _BLOCK = 50_000
 
 
-def chrome_trace(result, time_unit_us: float = 1000.0) -> dict:
+def chrome_trace(result, time_unit_us: float | None = None) -> dict:
     """The trace as a dict (``{"traceEvents": [...], ...}``); see :func:`write_chrome_trace`."""
     return json.loads("".join(chrome_trace_text(result, time_unit_us)))
 
 
-def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float = 1000.0) -> str:
-    """Write the Chrome trace JSON to ``path``; returns the path."""
+def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float | None = None) -> str:
+    """Write the Chrome trace JSON to ``path``; returns the path. ``time_unit_us``: the
+    microseconds in one unit of the run; None converts from the config's ``time_unit`` (module
+    docstring)."""
     name = checked_path(path)
     blocks = chrome_trace_text(result, time_unit_us)
     first = next(blocks)  # checks the unit before the file is opened: a bad unit leaves no file
@@ -55,18 +66,35 @@ def write_chrome_trace(result, path: str | os.PathLike, time_unit_us: float = 10
     return name
 
 
-def chrome_trace_text(result, time_unit_us: float = 1000.0) -> Iterator[str]:
+#: microseconds one unit is drawn as when the run's unit cannot be converted (or it has none)
+UNITLESS_US = 1000.0
+
+
+def microseconds_per(time_unit: str | None) -> float | None:
+    """Microseconds in one ``time_unit``; None for no unit or one ppviz cannot convert."""
+    return SECONDS[time_unit] * 1e6 if time_unit in SECONDS else None
+
+
+def chrome_trace_text(result, time_unit_us: float | None = None) -> Iterator[str]:
     """The trace's JSON text in blocks; joined, they are one JSON document."""
+    unit = result.config.time_unit
+    unitless = False
+    if time_unit_us is None:
+        time_unit_us = microseconds_per(unit)
+        if time_unit_us is None:
+            time_unit_us, unitless = UNITLESS_US, True
     if isinstance(time_unit_us, bool) or not isinstance(time_unit_us, (int, float)) or \
             not 0 < time_unit_us <= 1e12 or time_unit_us != time_unit_us:
-        raise ConfigError("time_unit_us", time_unit_us, "give the microseconds in one time unit: a number > 0")
+        raise ConfigError("time_unit_us", time_unit_us, "give the microseconds in one time unit: a number > 0, "
+                                                        "or None to convert from the config's time_unit")
     scale = float(time_unit_us)
     if not np.isfinite(result.makespan * scale):  # every time written is at most the makespan
         raise ConfigError("time_unit_us", time_unit_us, "give a smaller unit: this run's times in it overflow a float")
     program = result.program
     other = {"makespan": result.makespan, "bubble_fraction": result.bubble_fraction,
              "schedule": result.config.schedule, "devices": program.devices,
-             "microbatches": program.microbatches, "time_unit_us": scale}
+             "microbatches": program.microbatches, "time_unit_us": scale, "time_unit": unit,
+             "unitless": unitless}
     head = [{"ph": "M", "name": "process_name", "pid": _PID, "tid": 0,
              "args": {"name": f"ppviz: {result.config.display_name}"}}]
     for d in range(program.devices):
@@ -229,8 +257,31 @@ def looks_like(trace) -> bool:
         and str(e["args"].get("name", "")).startswith("ppviz:") for e in events[:4])
 
 
+def _time_base(other: dict, source: str) -> tuple[float, str | None]:
+    """Microseconds per time unit read back, and that unit's name: ms for a trace in real
+    microseconds; for a unitless one, the run's own unit (its ``time_unit``, None if it had none).
+    Traces written before ppviz recorded ``unitless`` are in microseconds."""
+    unitless, scale, unit = other.get("unitless", False), other.get("time_unit_us"), other.get("time_unit")
+    if not isinstance(unitless, bool):
+        raise ParseError(f"{source}: otherData.unitless must be true or false; found {_shown(unitless)}")
+    if not unitless:
+        return 1000.0, "ms"
+    # ts and dur are at most 1e300: divided by at least 1e-3 they stay finite
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 1e-3 <= scale <= 1e12:
+        raise ParseError(f"{source}: otherData.time_unit_us must be a number from 1e-3 to 1e12 (the microseconds one "
+                         f"unit is drawn as; ppviz writes 1000 for a unitless run); found {_shown(scale)}")
+    if unit is not None:
+        try:
+            Config(time_unit=unit)
+        except ConfigError as exc:
+            raise ParseError(f"{source}: otherData.time_unit {_shown(unit)} is not a time unit ({exc}); ppviz "
+                             f"writes the config's time_unit there, or null") from None
+    return float(scale), unit
+
+
 def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
     """One :class:`RankRecords` per device (thread) of a trace :func:`chrome_trace` wrote."""
+    per_unit, unit = _time_base(trace["otherData"], source)
     devices: dict[int, RankRecords] = {}
     for e in trace["traceEvents"]:
         if not isinstance(e, dict) or e.get("ph") != "X" or e.get("pid") != _PID or \
@@ -246,8 +297,8 @@ def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
         if dur < 0:
             raise ParseError(f"{source}: op {_shown(name)} has a negative duration {dur:g}")
         records = devices.setdefault(tid, RankRecords(source=f"{source} (device {tid})", rank=tid, host=None,
-                                                      origin_ns=0))
-        start, end = ts / 1000.0, (ts + dur) / 1000.0
+                                                      origin_ns=0, time_unit=unit))
+        start, end = ts / per_unit, (ts + dur) / per_unit
         ops = action_ops(name, None, start, start, end)
         if ops is None:
             raise ParseError(f"{source}: op {_shown(name)} is not an action; ppviz traces name each op slot with "

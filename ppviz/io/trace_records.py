@@ -4,7 +4,9 @@ Readers turn their format into these records and nothing more; :mod:`ppviz.io.tr
 them (ranks to devices, clocks, steps) into a :class:`ppviz.Measured`. Times are milliseconds
 on the process's own clock, counted from ``origin_ns`` (nanoseconds since the Unix epoch, or
 any origin shared by the records of one file), so that clocks of different files and hosts can
-be compared without float64 losing sub-microsecond precision on 10^18-ns epoch times.
+be compared without float64 losing sub-microsecond precision on 10^18-ns epoch times. The one
+exception is a Chrome trace ppviz wrote of a run without a unit it can convert: its times are
+the run's own units (:attr:`RankRecords.time_unit` is None, or the run's unit name).
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ class RankRecords:
     for its input), ``step`` is the profiler's step number or None.
     ``sends``: (step, direction "F"/"B", sending stage, microbatch, post time).
     ``recvs``: (step, direction, receiving stage, microbatch, completion time).
+    ``time_unit``: the unit of those times, ``"ms"`` but for a unitless ppviz trace (module
+    docstring).
     """
 
     source: str
@@ -67,6 +71,7 @@ class RankRecords:
     host: str | None
     origin_ns: int
     world_size: int | None = None
+    time_unit: str | None = "ms"
     ops: list = field(default_factory=list)
     sends: list = field(default_factory=list)
     recvs: list = field(default_factory=list)

@@ -7,9 +7,11 @@ Each file is read by the reader of its format (detected from its content, whatev
 * Chrome traces ppviz wrote (:func:`ppviz.Result.to_chrome_trace`; :mod:`ppviz.io.chrome_trace`);
 * ppviz's minimal measured JSON (:mod:`ppviz.io.measured_json`), for other frameworks.
 
-Then the ranks are merged: each rank is a device (in rank order), its clock is moved to the
-common origin (each file's ``baseTimeNanoseconds``), and — when the files come from different
-hosts, or on request — clocks are aligned from the pipeline's own messages: a transfer a → b
+Then the ranks are merged: each rank is a device (in rank order; all of a rank's compute
+annotations, whatever thread recorded them, are its device's compute, and two that overlap in
+time are refused), its clock is moved to the common origin (each file's
+``baseTimeNanoseconds``), and — when the files come from different hosts, or on request —
+clocks are aligned from the pipeline's own messages: a transfer a → b
 cannot complete before it was sent, so the smallest gap between a producer's end on a and its
 consumer's start on b bounds the clock offset from below, the smallest b → a gap bounds it from
 above, and the offset is taken midway (the NTP estimate: equal latency both ways). Ops are
@@ -33,7 +35,7 @@ from ..core.engine import dependencies
 from ..core.errors import ConfigError, ParseError, ProgramError
 from ..core.measured import Measured, Samples, Steps
 from ..core.transfers import Transfers
-from ..core.program import MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W
+from ..core.program import MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W, action
 from ..core.registry import all_specs
 from . import chrome_trace, measured_json, torch_profiler
 from .trace_records import MAX_TRACE_BYTES, RankRecords, read_bytes
@@ -60,7 +62,9 @@ def load_trace(paths, *, step="median", align="auto", progress=None, max_bytes: 
     files hold more than 32 MB. Files over ``max_bytes`` (decompressed) are refused unread.
 
     Raises :class:`ppviz.ParseError` for files that are not a known format, ranks missing or
-    claimed twice, annotations that do not make a complete step, and bad values.
+    claimed twice, compute ops of one rank that overlap in time, annotations that do not make a
+    complete step, and bad values. Times are in ms, but for a Chrome trace ppviz wrote of a
+    unitless run: that loads in the run's own units (``measured.config.time_unit`` None).
     """
     if align not in ("auto", True, False):
         raise ConfigError("align", align, "give 'auto', True or False")
@@ -149,7 +153,8 @@ def _read_file(name: str, max_bytes: int) -> list[RankRecords]:
         return chrome_trace.read_chrome_trace(trace, name)
     if torch_profiler.looks_like(trace):
         return torch_profiler.read_torch_trace(trace, name)
-    found = (f"an object with keys {', '.join(map(repr, list(trace)[:8]))}" if isinstance(trace, dict)
+    found = ("an empty object" if trace == {} else
+             f"an object with keys {', '.join(map(repr, list(trace)[:8]))}" if isinstance(trace, dict)
              else f"a JSON {type(trace).__name__}")
     raise ParseError(
         f"{name}: unknown trace format: found {found}; expected a PyTorch profiler Chrome trace with "
@@ -213,8 +218,20 @@ def _check_ranks(devices: list[RankRecords], stage: np.ndarray) -> None:
                      f"give the trace of every pipeline rank")
 
 
+def _time_unit(devices: list[RankRecords]) -> str | None:
+    """The one unit of every rank's times (ms but for unitless ppviz traces)."""
+    first = devices[0]
+    other = next((r for r in devices if r.time_unit != first.time_unit), None)
+    if other is not None:
+        named = ["no unit" if r.time_unit is None else repr(r.time_unit) for r in (first, other)]
+        raise ParseError(f"{first.source} holds times in {named[0]} and {other.source} in {named[1]}; give traces "
+                         f"of one run, all in real time or all from one unitless ppviz run")
+    return first.time_unit
+
+
 def _assemble(records: list[RankRecords], files: list[str], step, align) -> Measured:
     devices = _devices(records)
+    unit = _time_unit(devices)
     origin = min(r.origin_ns for r in devices)
     rows = []
     for d, r in enumerate(devices):
@@ -239,6 +256,7 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
     pair = table[:, 4].astype(bool)
     span_start, start, end = table[:, 5], table[:, 6], table[:, 7]
     _check_ranks(devices, stage)
+    _check_overlaps(devices, device, kind, stage, mb, pair, start, end, unit)
     if not use_labels:
         step_label = _occurrence(device, kind, stage, mb, start)
 
@@ -273,11 +291,50 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
     dep = dependencies(program)
     op_start, op_end = start[order] - t0, end[order] - t0
     comm = _comm_events(devices, origin, offsets, t0)
-    return Measured(_config(program, op_start, op_end), program, op_start, op_end,
+    return Measured(_config(program, op_start, op_end, unit), program, op_start, op_end,
                     wait=start[order] - span_start[order], transfers=_transfers(program, dep, op_start, op_end, comm),
                     steps=steps, step=chosen, samples=_samples(programs, labels, device, kind, stage, mb, pair,
                                                                span_start, start, end),
                     clock_offsets=offsets, sources=tuple(files), dependencies=dep)
+
+
+#: overlaps this many ulps of the times compared, or less, are rounding (see _check_overlaps)
+_OVERLAP_ULPS = 64
+
+
+def _check_overlaps(devices, device, kind, stage, mb, pair, start, end, unit) -> None:
+    """Refuse two compute ops of one rank that run at once: a device computes one op at a time
+    (an overlapped F&B is one op), so a trace showing two is wrong, and its bubble would come
+    out negative. Ops that touch (one ends where the next starts) are fine."""
+    # a rank's ops are its device's compute whichever thread or stream recorded them: readers
+    # keep only compute annotations, one RankRecords per rank
+    slot = np.flatnonzero(~(pair & (kind != F)))  # a pair's backward shares its forward's slot
+    order = slot[np.lexsort((end[slot], start[slot], device[slot]))]
+    a, b = order[:-1], order[1:]
+    # sorted by start, any overlap shows between neighbours. Readers convert units, shift
+    # clocks and add ts + dur, each rounding by half an ulp of the times, so an end can pass
+    # the next start that it touched by a few ulps; a real overlap is far larger (torch's
+    # traces resolve 1 ns, and times at float precision resolve nothing finer than an ulp).
+    slack = _OVERLAP_ULPS * np.spacing(np.maximum(np.abs(end[a]), np.abs(start[b])))
+    bad = np.flatnonzero((device[a] == device[b]) & (end[a] - start[b] > slack))
+    if not len(bad):
+        return
+    i, j = int(a[bad[0]]), int(b[bad[0]])
+    d = int(device[i])
+    r = devices[d]
+    who = f"rank {r.rank}" if r.rank is not None else f"device {d}"
+    suffix = f" {unit}" if unit else ""
+
+    def shown(k):
+        name = action(int(kind[k]), int(stage[k]), int(mb[k]))
+        if pair[k]:  # its backward is the next row: readers add a pair's ops together
+            name = f"({name};{action(int(kind[k + 1]), int(stage[k + 1]), int(mb[k + 1]))})OVERLAP_F_B"
+        return f"{name} at [{start[k]:.9g}, {end[k]:.9g}]{suffix}"
+
+    raise ParseError(f"{r.source}: compute ops {shown(i)} and {shown(j)} overlap on {who} (by "
+                     f"{end[i] - start[j]:.6g}{suffix}); a rank computes one op at a time, so each op must start "
+                     f"at or after the end of the one before it (an overlapped forward and backward is one op: "
+                     f"'(0F7;7B3)OVERLAP_F_B')")
 
 
 def _occurrence(device, kind, stage, mb, start) -> np.ndarray:
@@ -368,7 +425,7 @@ def _recognise(program: Program, p: int, S: int, m: int) -> str:
     return "measured"
 
 
-def _config(program: Program, start, end) -> Config:
+def _config(program: Program, start, end, time_unit: str | None = "ms") -> Config:
     """A descriptive config: the sizes, and the median F, I/B and W times per 1/p of the model."""
     p, S = program.devices, program.stages
     solo = ~(program.pair | np.r_[False, program.pair[:-1]])
@@ -385,7 +442,7 @@ def _config(program: Program, start, end) -> Config:
         f = 1e-9  # every op took no time: keep the config valid
     v = S // p if S % p == 0 else 1
     return Config(schedule="custom", devices=p, microbatches=program.microbatches, stages_per_device=v,
-                  f=f, b=b, w=w, time_unit="ms", label=f"measured {program.name}" if program.name != "measured"
+                  f=f, b=b, w=w, time_unit=time_unit, label=f"measured {program.name}" if program.name != "measured"
                   else "measured")
 
 

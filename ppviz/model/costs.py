@@ -25,6 +25,9 @@ balancer chooses its cuts without offload.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
+import inspect
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -270,6 +273,17 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
         if key in taken:
             raise ConfigError(key, options[key], "from_model derives it from the model and the hardware; change "
                               "them, or build the Config yourself", reason="set by from_model")
+    fields = [f.name for f in dataclasses.fields(Config) if f.init]
+    unknown = [key for key in options if key not in fields]
+    if unknown:
+        own = [name for name in inspect.signature(plan).parameters if name not in ("model", "hardware", "options")]
+        accepted = own + [f for f in fields if f not in taken and f not in own]
+        close = difflib.get_close_matches(unknown[0], accepted, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ConfigError(unknown[0], options[unknown[0]], f"{hint}from_model takes {', '.join(accepted)}",
+                          reason="from_model has no such option")
+    # transfers need the unit, which the costs below bring: they are set last
+    transfers = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
     offload = options.pop("offload", None)
     host_link = options.pop("host_link", None)
     if offload is not None and host_link is None:
@@ -288,8 +302,8 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                   recompute=recompute, **options)
     chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers)
     config = _config_for(model, hardware, base, chosen, training)
-    if offload is not None or host_link is not None:
-        config = config.replace(offload=offload, host_link=host_link)
+    if offload is not None or host_link is not None or transfers:
+        config = config.replace(offload=offload, host_link=host_link, **transfers)
     return config, chosen
 
 

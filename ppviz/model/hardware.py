@@ -54,11 +54,12 @@ class Hardware:
             if value is None and name == "host_gbps":
                 continue
             # bounded so that rates and sizes derived from it (× 1e12, × 2**30) stay finite
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= MAX_COST:
-                raise ConfigError(name, value, f"give a finite number > 0 and at most {MAX_COST:g}" +
+            top = 1 if name == "efficiency" else MAX_COST
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= top:
+                # one message per field, whichever side of its range the value falls
+                raise ConfigError(name, value, "give a share of the peak, in (0, 1]" if name == "efficiency" else
+                                  f"give a finite number > 0 and at most {MAX_COST:g}" +
                                   (" (GB/s per direction) or None" if name == "host_gbps" else ""))
-        if self.efficiency > 1:
-            raise ConfigError("efficiency", self.efficiency, "give a share of the peak, in (0, 1]")
 
     @property
     def flops_per_ms(self) -> float:

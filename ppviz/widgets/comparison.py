@@ -41,6 +41,7 @@ import traitlets
 
 from ..charts import BUBBLE_METRICS, comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
+from ..charts.inputs import one_time_unit
 from ..charts.style import CHART, FONT_FAMILY
 from ..charts.style import THEMES as PALETTES
 from ..core.config import Config, positive_int
@@ -356,7 +357,7 @@ class Comparison(ipywidgets.VBox):
         if not ran:
             raise ScheduleConstraintError("schedules", [r.name for r in runs], "try other sizes or schedules",
                                           reason="none of them runs: " + "; ".join(f"{r.name}: {r.refusal}" for r in runs))
-        self.results = [result for _, result in ran]
+        self.results = list(one_time_unit([result for _, result in ran], [name for name, _ in ran]))
         self.names = [name for name, _ in ran]
         self.refused = {name: r.refusal for name, r in zip(names, runs) if r.result is None}
         self.time_extent = max(result.makespan for result in self.results)

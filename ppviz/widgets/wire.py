@@ -131,7 +131,8 @@ def _offload(result: Result) -> dict | None:
     c = result.config
     if c.offload is None:
         return None
-    return {"share": c.offload, "link": c.host_link.describe(c.time_unit), "count": len(result.host_copies)}
+    size = "bytes" if c.activation_bytes is not None else "activation units"
+    return {"share": c.offload, "link": c.host_link.describe(c.time_unit, size), "count": len(result.host_copies)}
 
 
 def _communication(result: Result) -> dict | None:
