@@ -184,3 +184,9 @@ def test_a_share_out_of_range_gets_one_message_whichever_side(bad):
     with pytest.raises(ConfigError) as info:
         ppviz.Hardware(peak_tflops=100, memory_gib=16, efficiency=bad if bad != 1.5 else 0)
     assert str(info.value).endswith("give a share of the peak, in (0, 1]")
+
+
+def test_a_results_repr_writes_a_whole_peak_whole():
+    # before: "peak activation 1.23e+03"
+    res = ppviz.simulate(Config("gpipe", devices=2, microbatches=1234))
+    assert repr(res) == f"<Result gpipe: makespan {res.makespan:g}, bubble {res.bubble_fraction:.1%}, peak activation 1234>"

@@ -266,3 +266,9 @@ def test_from_model_takes_a_topology_and_names_its_own_options_when_one_is_missp
     for option in ("data_parallel", "zero_stage", "layout", "topology", "comm_bytes"):
         assert option in message
     assert "time_unit" not in message.split("from_model takes")[1]  # set by from_model, not an option
+
+
+def test_a_preset_the_name_begins_is_suggested_first():
+    # before: "did you mean 'h200', 'h100-sxm'?" for H100
+    with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h200'\?"):
+        Hardware.preset("H100")

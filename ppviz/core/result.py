@@ -389,7 +389,7 @@ class Result:
 
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
-                f"bubble {self.bubble_fraction:.1%}, peak activation {self.peak_activation.max():.3g}>")
+                f"bubble {self.bubble_fraction:.1%}, peak activation {number_text(self.peak_activation.max())}>")
 
 
 def _output_times(program, end) -> tuple[float | None, float | None]:
