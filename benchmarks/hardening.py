@@ -1,5 +1,6 @@
 """The slow paths of issue 11, item 11, against their targets: V-Half/V-Min build, the automatic
-engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory.
+engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory; and two
+found since: a wide pipeline (many devices, few microbatches) and ZB-V with few microbatches.
 
 Run: python benchmarks/hardening.py [--before PATH] [--only NAME ...] [--repeat N]
 
@@ -116,6 +117,19 @@ def measure_static_memory():
     return _timed(lambda: float(static_memory(program, cfg).sum() + static_memory(bare, cfg).sum()))
 
 
+def measure_wide():
+    import ppviz
+
+    cfg = ppviz.Config(schedule="1f1b", devices=100_000, microbatches=16)
+    return _timed(lambda: len(ppviz.simulate(cfg).ops))
+
+
+def measure_zb_v_few_microbatches():
+    import ppviz
+
+    return _timed(lambda: len(ppviz.Config(schedule="zb-v", devices=2000, microbatches=8).build()))
+
+
 # name: (what, measurement, target in seconds of wall time on an idle 2-core machine, or ops/s)
 CASES = {
     "v-half": ("V-Half build, p = m = 512 (1.57M ops)", measure_v_half, ("wall", 2.0)),
@@ -124,6 +138,9 @@ CASES = {
     "chrome-trace": ("Chrome trace of 10^6 ops (1F1B p = 8, m = 62,500)", measure_chrome_trace, ("wall", 2.0)),
     "parse": ("Program.from_torch, 1,048,576 action strings", measure_parse, ("rate", 1e6)),
     "parse-text": ("Program.from_text, 1,048,576 actions", measure_parse_text, ("rate", 1e6)),
+    "wide": ("simulate a wide pipeline, 1F1B p = 100,000, m = 16 (3.2M ops)", measure_wide, ("wall", None)),
+    "zb-v-few": ("ZB-V build with m < 2p − 1, p = 2,000, m = 8 (96,000 ops)", measure_zb_v_few_microbatches,
+                 ("wall", None)),
     "static-memory": ("static_memory, p = 1024, v = 2, m = 512 (with and without a placement)", measure_static_memory,
                       ("wall", None)),
 }

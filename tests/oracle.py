@@ -29,6 +29,7 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
@@ -55,6 +56,8 @@ class Run:
     bubble_rate: float
     peak_activation: list[float]
     static_memory: list[float]
+    #: per device, (time, activation held after that instant) wherever it changes, from (0, 0)
+    curves: list[list[tuple[float, float]]]
 
 
 def program_rows(program) -> list[list[tuple[str, int, int, bool]]]:
@@ -176,6 +179,7 @@ def run(program, config) -> Run:
     share = config.w_share
     peaks = []
     static = []
+    curves = []
     for d, row in enumerate(rows):
         events = []  # (time, order, delta): frees (order 0) before allocations (order 1) at one instant
         for g_i, (k, s, mb, _) in enumerate(row):
@@ -192,15 +196,21 @@ def run(program, config) -> Run:
             else:
                 events.append((end[j], 0, -share * a))
         level = peak = 0.0
-        for _, _, delta in sorted(events, key=lambda e: (e[0], e[1])):
+        curve = [(0.0, 0.0)]
+        for t, _, delta in sorted(events, key=lambda e: (e[0], e[1])):
             level += delta
             peak = max(peak, level)
+            if curve[-1][0] == t:
+                curve.pop()  # one point per instant: the level after all of its events
+            if not curve or not math.isclose(curve[-1][1], level, abs_tol=1e-9):
+                curve.append((t, level))
         peaks.append(peak)
+        curves.append(curve)
         static.append(sum(costs[s]["params"] for s in {s for _, s, _, _ in row}))
     return Run(start=start, end=end, makespan=makespan, busy=busy, idle=idle,
                bubble_fraction=sum(idle) / (p * makespan) if makespan else 0.0,
                bubble_rate=(makespan - ideal) / ideal if ideal else 0.0,
-               peak_activation=peaks, static_memory=static)
+               peak_activation=peaks, static_memory=static, curves=curves)
 
 
 # Transfers ------------------------------------------------------------------------------------
@@ -513,10 +523,16 @@ def run_offload(program, config) -> OffloadRun:
             else:
                 events.append((end[d][k], 0, -share * a))
         level = peak = 0.0
-        for _, _, delta in sorted(events, key=lambda e: (e[0], e[1])):
+        curve = [(0.0, 0.0)]
+        for t, _, delta in sorted(events, key=lambda e: (e[0], e[1])):
             level += delta
             peak = max(peak, level)
+            if curve[-1][0] == t:
+                curve.pop()  # one point per instant: the level after all of its events
+            if not curve or not math.isclose(curve[-1][1], level, abs_tol=1e-9):
+                curve.append((t, level))
         peaks.append(peak)
+        curves.append(curve)
     flat_start = [x for r in start for x in r]
     flat_end = [x for r in end for x in r]
     return OffloadRun(start=flat_start, end=flat_end, makespan=max(flat_end) if flat_end else 0.0,

@@ -124,3 +124,8 @@ def test_a_unitless_run_calibrates_to_a_unitless_config_that_compares_with_it(tm
     assert measured.config.time_unit is None and config.time_unit is None
     assert ppviz.simulate(config).makespan == pytest.approx(run.makespan)
     assert ppviz.compare([measured, config]).ranking == ["measured zb-h1", "zb-h1 (calibrated)"]
+    # the residuals speak in the run's own units too (they said ms)
+    res = ppviz.residuals(measured, config)
+    assert " ms" not in res.summary() and " ms" not in repr(res) and res.time_unit is None
+    assert res.summary().splitlines()[0] == (f"pipeline time  measured {run.makespan:.4g}, simulated "
+                                             f"{ppviz.simulate(config).makespan:.4g} (equal to the measured)")

@@ -292,6 +292,51 @@ def test_budget_refusals_name_the_value(monkeypatch):
         ppviz.set_budget(None)
 
 
+def test_many_devices_are_refused_by_what_they_cost_not_only_by_their_ops(monkeypatch):
+    from ppviz.core import budget
+
+    monkeypatch.delenv("PPVIZ_MAX_OPS", raising=False)
+    # 1F1B at p = 500,000, m = 4 is 4M ops, within the budget, but each device costs about 32 ops
+    # more: it took 28 s (its build alone 7 s)
+    with pytest.raises(ConfigError) as info:
+        Config(devices=500_000, microbatches=4)
+    assert str(info.value) == (
+        "devices=500000: each device costs about as much as 32 ops on its own, so 500,000 devices are over the "
+        "budget of 4,000,000 ops; use at most 125,000 devices, or raise the budget with ppviz.set_budget(max_ops=...)")
+    assert Config(devices=125_000, microbatches=4).devices == 125_000
+    try:
+        ppviz.set_budget(8 * budget.DEVICE_OPS * 1000)  # the ops decide below the device floor
+        assert Config(devices=budget.MIN_DEVICES, microbatches=1).devices == 1024
+    finally:
+        ppviz.set_budget(None)
+
+
+def test_v_half_and_v_min_count_their_construction_grid_against_the_budget():
+    from ppviz.core.registry import lookup as get_spec
+    from ppviz.schedules import v_shape
+
+    # the construction lays out p × (its block's span + 6 per further microbatch) slots: at
+    # p = 20,000, m = 8 that is 2.4G (tens of GB) for 960,000 ops
+    for name, block in (("v-half", v_shape._block_v_half), ("v-min", v_shape._block_v_min)):
+        for p, m in ((1, 1), (4, 3), (7, 9), (12, 5)):
+            pos = block(p)[:, :, None] + 6 * np.arange(m)
+            assert get_spec(name).grid_cells(p, m) == p * (int(pos.max()) + 1)
+        with pytest.raises(ConfigError, match=f"{name} lays its order out on a grid of about [0-9,]+ slots first"):
+            Config(schedule=name, devices=20_000, microbatches=8)
+    assert get_spec("v-half").grid_cells(20_000, 8) == 2_400_880_000
+    assert Config(schedule="v-half", devices=512, microbatches=512).build().devices == 512
+
+
+def test_zb_v_with_few_microbatches_does_not_loop_over_the_ones_it_drops():
+    # torch builds ZB-V for max(2p − 1, m) microbatches and drops the extra ones; counting them one
+    # by one took p² steps (p = 2,000, m = 8: 16 s; p = 4,000: about a minute)
+    from .test_hostile import time_bound
+
+    with time_bound(20):
+        program = Config(schedule="zb-v", devices=4000, microbatches=8).build()
+    assert len(program) == 6 * 4000 * 8
+
+
 def test_an_empty_rank_between_ranks_carries_its_device():
     with pytest.raises(ParseError) as info:
         Program.from_torch_csv(io.StringIO("0F0,0B0\n\n\n3F0,3B0\n"))

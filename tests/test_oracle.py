@@ -74,6 +74,23 @@ def assert_matches_oracle(res, cfg):
     assert np.allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
     assert np.allclose(res.static_memory, ref.static_memory, rtol=1e-12, atol=1e-12)
     assert np.allclose(res.peak_memory, np.add(ref.peak_activation, ref.static_memory), rtol=1e-9, atol=1e-9)
+    assert_curves_match(res.memory, ref.curves)
+
+
+def assert_curves_match(memory, reference):
+    """Each device's curve is the reference's step function: equal at every time either changes,
+    starting at 0, with no point that repeats the level before it."""
+    assert len(memory.offsets) == len(reference) + 1
+    for d, ref in enumerate(reference):
+        times, values = memory.curve(d)
+        assert times[0] == 0.0 and np.all(np.diff(times) > 0) and np.all(values[1:] != values[:-1])
+        ref_times, ref_values = np.array(ref).T
+        at = np.union1d(times, ref_times)
+
+        def level(ts, vs):
+            return np.asarray(vs)[np.searchsorted(ts, at, side="right") - 1]
+
+        assert np.allclose(level(times, values), level(ref_times, ref_values), rtol=1e-9, atol=1e-9), d
 
 
 @given(configs())

@@ -2,6 +2,8 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, DeadlockError, Program, simulate
@@ -125,6 +127,37 @@ def test_memory_release_rules():
     assert res.memory.at(2.5)[0] == 0.5
     assert res.memory.at(3.0)[0] == 0.0
     assert res.peak_activation[0] == 2.0
+
+
+@settings(max_examples=150)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([0.0, 1.0, 1.5, 2.0, 7.0]) | st.floats(0, 9),
+                                   st.booleans(), st.sampled_from([0.5, 1.0, 0.1, 0.2]) | st.floats(0, 3)),
+                         max_size=70), min_size=1, max_size=9))
+def test_step_curves_follow_each_device_event_by_event(per_device):
+    # devices with very different event counts (the rows are grouped by count), ties, and levels
+    # that come back to zero only up to rounding
+    from ppviz.core.memory import step_curves
+
+    frees = [(d, t, a) for d, events in enumerate(per_device) for t, alloc, a in events if not alloc]
+    allocs = [(d, t, a) for d, events in enumerate(per_device) for t, alloc, a in events if alloc]
+    scale = np.array([max([a for t, alloc, a in events if alloc], default=0.0) for events in per_device])
+
+    def columns(events, column):
+        return np.array([e[column] for e in events], dtype=np.int64 if column == 0 else float)
+
+    curves = step_curves(len(per_device), columns(frees, 0), columns(frees, 1), columns(frees, 2),
+                         columns(allocs, 0), columns(allocs, 1), columns(allocs, 2), scale)
+    for d, events in enumerate(per_device):
+        level, points = 0.0, [(0.0, 0.0)]
+        for t, alloc, a in sorted(events, key=lambda e: (e[0], e[1])):  # frees first at an instant
+            level += a if alloc else -a
+            shown = 0.0 if abs(level) < 1e-9 * max(1.0, scale[d]) else level
+            if points[-1][0] == t:
+                points.pop()
+            if not points or points[-1][1] != shown:
+                points.append((t, shown))
+        times, values = curves.curve(d)
+        assert list(zip(times.tolist(), values.tolist())) == points, d
 
 
 def test_frees_before_allocations_at_the_same_instant():

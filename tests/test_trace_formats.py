@@ -160,6 +160,21 @@ def test_minimal_json_round_trip(config, tmp_path):
     np.testing.assert_allclose(back.ops.end, result.ops.end)
 
 
+def test_minimal_json_keeps_a_unitless_run_unitless_and_converts_real_units(tmp_path):
+    # a unitless run was written as "ms" and read back as milliseconds
+    result = ppviz.simulate(UNITLESS)
+    written = measured_json(result)
+    assert written["time_unit"] is None
+    back = ppviz.load_trace(_write(tmp_path, written))
+    assert back.config.time_unit is None and back.makespan == result.makespan == 33
+    assert " ms" not in back.summary() and " ms" not in ppviz.residuals(back, UNITLESS).summary()
+    # a unit the format does not name is written in its own units, unlabelled
+    assert measured_json(ppviz.simulate(UNITLESS.replace(time_unit="cycles")))["time_unit"] is None
+    timed = ppviz.simulate(UNITLESS.replace(time_unit="us"))
+    back = ppviz.load_trace(_write(tmp_path, measured_json(timed), "us.json"))
+    assert back.config.time_unit == "ms" and back.makespan == pytest.approx(0.033, rel=1e-12)
+
+
 def test_minimal_json_steps_and_split_files(tmp_path):
     """Two steps, each rank in its own file; the faster step is not the median of two."""
     ops = README_EXAMPLE["ops"]

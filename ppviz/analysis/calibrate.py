@@ -156,14 +156,15 @@ class Calibration:
         return "\n".join(lines)
 
 
-def gap_words(simulated: float, measured: float, unit: str = "") -> str:
+def gap_words(simulated: float, measured: float, unit: str | None = None) -> str:
     """How far the simulated time is from the measured one, in words rather than a sign that
-    reads either way: "3.6 ms, 0.7% under the measured"."""
+    reads either way: "0.7% under the measured", or with the amount in ``unit`` (a suffix such
+    as " ms", or "" for a unitless run) "3.6 ms, 0.7% under the measured"."""
     if simulated == measured:
         return "equal to the measured"
     side = "under" if simulated < measured else "over"
     share = f"{abs(simulated - measured) / measured:.1%}" if measured else "∞"
-    amount = f"{abs(simulated - measured):.4g}{unit}, " if unit else ""
+    amount = f"{abs(simulated - measured):.4g}{unit}, " if unit is not None else ""
     return f"{amount}{share} {side} the measured"
 
 

@@ -32,13 +32,14 @@ from ..core.config import Config
 from ..core.engine import execute, simulate
 from ..core.errors import ConfigError
 from ..core.measured import Measured
-from ..core.result import Result
+from ..core.result import Result, unit_suffix
 from .calibrate import Calibration, gap_words
 
 
 @dataclass(frozen=True)
 class Attribution:
-    """The pipeline-time difference (ms) split into parts that sum to it (module docstring)."""
+    """The pipeline-time difference (in the run's time unit) split into parts that sum to it
+    (module docstring)."""
 
     compute_variance: float
     communication: float
@@ -82,24 +83,30 @@ class Residuals:
 
     @property
     def difference(self) -> float:
-        """Measured − simulated pipeline time (ms)."""
+        """Measured − simulated pipeline time, in the measured run's time unit (ms for a real trace)."""
         return self.pipeline_time[0] - self.pipeline_time[1]
+
+    @property
+    def time_unit(self) -> str | None:
+        """The measured run's time unit: ms for a real trace, None for a unitless run's."""
+        return self.measured.config.time_unit
 
     def summary(self) -> str:
         tm, ts = self.pipeline_time
         bm, bs = self.bubble_fraction
         a = self.attribution
-        lines = [f"pipeline time  measured {tm:.4g} ms, simulated {ts:.4g} ms ({gap_words(ts, tm, ' ms')})",
+        unit = unit_suffix(self.time_unit)
+        lines = [f"pipeline time  measured {tm:.4g}{unit}, simulated {ts:.4g}{unit} ({gap_words(ts, tm, unit)})",
                  f"bubble         measured {bm:.1%}, simulated {bs:.1%}",
                  "the difference, re-simulating with one measured quantity at a time:",
-                 f"  compute variance  {a.compute_variance:+.4g} ms  (ops' measured durations instead of the fit)",
-                 f"  communication     {a.communication:+.4g} ms  (measured transfers instead of comm)",
-                 f"  host overhead     {a.host_overhead:+.4g} ms  (gaps while the next op was ready)",
-                 "per device (ms): " + "  ".join(
+                 f"  compute variance  {a.compute_variance:+.4g}{unit}  (ops' measured durations instead of the fit)",
+                 f"  communication     {a.communication:+.4g}{unit}  (measured transfers instead of comm)",
+                 f"  host overhead     {a.host_overhead:+.4g}{unit}  (gaps while the next op was ready)",
+                 f"per device{f' ({self.time_unit})' if self.time_unit else ''}: " + "  ".join(
                      f"d{d}: compute {c:+.3g}, gaps {g:.3g}" for d, (c, g) in
                      enumerate(zip(self.compute_excess, self.host_gaps)))]
         if self.straggler is not None:
-            lines.append(f"straggler: device {self.straggler} computes {self.compute_excess[self.straggler]:+.3g} ms "
+            lines.append(f"straggler: device {self.straggler} computes {self.compute_excess[self.straggler]:+.3g}{unit} "
                          f"more than modelled")
         return "\n".join(lines)
 
@@ -115,7 +122,8 @@ class Residuals:
 
     def __repr__(self) -> str:
         tm, ts = self.pipeline_time
-        return f"<Residuals: measured {tm:.4g} ms, simulated {ts:.4g} ms>"
+        unit = unit_suffix(self.time_unit)
+        return f"<Residuals: measured {tm:.4g}{unit}, simulated {ts:.4g}{unit}>"
 
 
 def residuals(measured: Measured, against) -> Residuals:

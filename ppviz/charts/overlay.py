@@ -10,6 +10,7 @@ import numpy as np
 
 from ..analysis.residuals import Residuals
 from ..core.errors import ConfigError
+from ..core.result import unit_suffix
 from .gantt import _BAR_INSET_PX, gantt_chart
 from .offline import shown_offline
 from .style import THEMES
@@ -71,7 +72,8 @@ def overlay_chart(res: Residuals, *, width: int = 900, theme: str = "light") -> 
     chart.layer.extend([lanes, ghost_bg, ghosts])
     tm, ts = res.pipeline_time
     title = chart.title
-    text = [f"under each bar: the simulation of the same op ({ts:.4g} ms against {tm:.4g} ms measured); "
+    unit = unit_suffix(res.time_unit)
+    text = [f"under each bar: the simulation of the same op ({ts:.4g}{unit} against {tm:.4g}{unit} measured); "
             "red: ends later than simulated, teal: earlier"]
     if isinstance(title, alt.TitleParams) or isinstance(title, dict):
         sub = title["subtitle"] if isinstance(title, dict) else title.subtitle

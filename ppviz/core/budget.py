@@ -13,6 +13,15 @@ import os
 from .errors import ConfigError
 
 DEFAULT_MAX_OPS = 4_000_000
+#: what a device costs on its own, in ops: building and drawing each device's order takes about
+#: as long as 15 to 30 ops (measured for 1F1B, interleaved 1F1B and ZB-V at p = 50,000, m = 4);
+#: the budget allows max_ops / DEVICE_OPS devices, and never fewer than MIN_DEVICES (below that
+#: the ops decide)
+DEVICE_OPS = 32
+MIN_DEVICES = 1024
+#: a builder's grid cells (``ScheduleSpec.grid_cells``) allowed per op of the budget: a cell costs
+#: about a quarter of an op's time and memory
+CELLS_PER_OP = 4
 _max_ops = None
 
 
@@ -45,7 +54,8 @@ def estimate_ops(spec, devices: int, v: int, microbatches: int, *, transfers: bo
 
 
 def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False) -> None:
-    """Refuse a schedule whose op count would exceed the budget, before it is built."""
+    """Refuse a schedule whose op count, device count or construction grid would exceed the
+    budget, before it is built."""
     estimate = estimate_ops(spec, devices, v, microbatches, transfers=transfers)
     limit = max_ops()
     if estimate > limit:
@@ -54,3 +64,17 @@ def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool
             f"that is about {estimate:,} ops, over the budget of {limit:,}; use fewer devices, stages or "
             f"microbatches, or raise the budget with ppviz.set_budget(max_ops=...)",
             reason="too large to simulate here")
+    most = max(MIN_DEVICES, limit // DEVICE_OPS)
+    if devices > most:
+        raise ConfigError(
+            "devices", devices,
+            f"use at most {most:,} devices, or raise the budget with ppviz.set_budget(max_ops=...)",
+            reason=f"each device costs about as much as {DEVICE_OPS} ops on its own, so {devices:,} devices are "
+                   f"over the budget of {limit:,} ops")
+    cells = spec.grid_cells(devices, microbatches) if spec.grid_cells is not None else 0
+    if cells > CELLS_PER_OP * limit:
+        raise ConfigError(
+            "size", f"p={devices}, m={microbatches}",
+            f"{spec.name} lays its order out on a grid of about {cells:,} slots first (it grows as p × (p + m)), "
+            f"over the budget of {CELLS_PER_OP * limit:,} ({CELLS_PER_OP} per op of the budget); use fewer devices or "
+            "microbatches, or raise the budget with ppviz.set_budget(max_ops=...)", reason="too large to construct here")

@@ -27,7 +27,7 @@ import numpy as np
 
 from .columns import Columns
 from .program import Program
-from .result import Result
+from .result import Result, unit_suffix
 from .transfers import Transfers
 
 MS = "ms"
@@ -46,7 +46,7 @@ class Steps(Columns):
 
     def summary(self, time_unit: str | None = MS) -> str:
         t = self.pipeline_time
-        unit = _suffix(time_unit)
+        unit = unit_suffix(time_unit)
         lines = [f"{len(self)} complete step(s): pipeline time median {np.median(t):.4g}{unit}, "
                  f"min {t.min():.4g}, max {t.max():.4g}"]
         lines += [f"  step {int(k)}: {x:.4g}{unit}, bubble {b:.1%}"
@@ -105,7 +105,7 @@ class Measured(Result):
 
     def summary(self) -> str:
         p = self.devices
-        unit = _suffix(self.config.time_unit)
+        unit = unit_suffix(self.config.time_unit)
         lines = [f"measured {self.program.name}: p={p} m={self.program.microbatches} stages={self.program.stages} "
                  f"({len(self.ops)} ops, step {int(self.steps.label[self.step])} of {len(self.steps)})",
                  f"  pipeline time    {self.makespan:.6g}{unit}",
@@ -121,13 +121,8 @@ class Measured(Result):
 
     def __repr__(self) -> str:
         return (f"<Measured {self.program.name}: {self.devices} devices, pipeline time "
-                f"{self.makespan:.6g}{_suffix(self.config.time_unit)}, "
+                f"{self.makespan:.6g}{unit_suffix(self.config.time_unit)}, "
                 f"bubble {self.bubble_fraction:.1%}, {len(self.steps)} step(s)>")
-
-
-def _suffix(time_unit: str | None) -> str:
-    """What follows a time: its unit (`` ms``), or nothing for a unitless one."""
-    return f" {time_unit}" if time_unit else ""
 
 
 def _measured_waits(program: Program, start, end, dep) -> np.ndarray:

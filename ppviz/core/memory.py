@@ -38,12 +38,10 @@ class MemoryCurves:
 
     def at(self, t: float) -> np.ndarray:
         """Activation memory held by each device at time t."""
-        out = np.zeros(len(self.offsets) - 1)
-        for d in range(len(out)):
-            times, values = self.curve(d)
-            k = np.searchsorted(times, t, side="right") - 1
-            out[d] = values[k] if k >= 0 else 0.0
-        return out
+        # a device's times ascend, so those up to t are the first of its points (every curve has
+        # one, at 0)
+        upto = np.add.reduceat((self.times <= t).astype(np.int64), self.offsets[:-1])
+        return np.where(upto > 0, self.values[self.offsets[:-1] + np.maximum(upto - 1, 0)], 0.0)
 
     def peaks(self) -> np.ndarray:
         return np.maximum.reduceat(self.values, self.offsets[:-1])
@@ -65,8 +63,7 @@ def stage_activation(config, devices: int, stages: int) -> np.ndarray:
 
 
 def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> MemoryCurves:
-    p = program.devices
-    act = stage_activation(config, p, program.stages)[program.stage] / program.segments
+    act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
     kind = program.kind
     share = config.w_share
     release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
@@ -74,40 +71,82 @@ def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> Me
     is_free = ~is_alloc & (release != 0)
     if program.forward_only:
         release, is_free = act, act != 0  # each F frees at its own end what it took at its start
-    times, values, offsets = [], [], [0]
-    bounds = program.offsets.tolist()
-    for d in range(p):
-        lo, hi = bounds[d], bounds[d + 1]
-        alloc_t = start[lo:hi][is_alloc[lo:hi]]
-        alloc_v = act[lo:hi][is_alloc[lo:hi]]
-        free_t = end[lo:hi][is_free[lo:hi]]
-        free_v = release[lo:hi][is_free[lo:hi]]
-        # a device's starts and ends both grow along its program, so each list is sorted;
-        # merge them, frees first at equal times (memory freed at t can be reused at t)
-        before = np.searchsorted(free_t, alloc_t, side="right")
-        n_events = len(alloc_t) + len(free_t)
-        at_alloc = before + np.arange(len(alloc_t))
-        is_alloc_event = np.zeros(n_events, bool)
-        is_alloc_event[at_alloc] = True
-        when = np.empty(n_events)
-        delta = np.empty(n_events)
-        when[at_alloc] = alloc_t
-        delta[at_alloc] = alloc_v
-        when[~is_alloc_event] = free_t
-        delta[~is_alloc_event] = -free_v
-        level = np.cumsum(delta)
-        # one point per instant: the level after all of that instant's events
-        last = np.r_[when[1:] != when[:-1], True] if n_events else np.zeros(0, bool)
-        when, level = when[last], level[last]
-        if not len(when) or when[0] > 0:
-            when, level = np.r_[0.0, when], np.r_[0.0, level]
-        level[np.abs(level) < 1e-9 * max(1.0, float(np.abs(alloc_v).max(initial=0.0)))] = 0.0
-        changed = np.r_[True, level[1:] != level[:-1]]
-        when, level = when[changed], level[changed]
-        times.append(when)
-        values.append(level)
-        offsets.append(offsets[-1] + len(when))
-    return MemoryCurves(np.concatenate(times), np.concatenate(values), np.array(offsets, dtype=np.int64))
+    allocs, frees = np.flatnonzero(is_alloc), np.flatnonzero(is_free)
+    device = program.device
+    return step_curves(program.devices, device[frees], end[frees], release[frees], device[allocs], start[allocs],
+                       act[allocs], device_max(np.abs(act[allocs]), device[allocs], program.devices))
+
+
+def device_max(values: np.ndarray, device: np.ndarray, devices: int) -> np.ndarray:
+    """Per device, the largest of its values (0 for a device with none); ``device`` ascending."""
+    out = np.zeros(devices)
+    if len(values):
+        first = np.flatnonzero(np.r_[True, device[1:] != device[:-1]])
+        out[device[first]] = np.maximum.reduceat(values, first)
+    return out
+
+
+def step_curves(devices: int, free_device, free_time, free_amount, alloc_device, alloc_time, alloc_amount,
+                scale: np.ndarray) -> MemoryCurves:
+    """Each device's level over time from the amounts freed and allocated at given times, frees
+    first at equal times (memory freed at t can be reused at t), otherwise in the order given;
+    one point per instant (the level after all of its events), starting at (0, 0). Levels
+    within 1e−9 × max(1, ``scale[d]``) of zero are zero. ``free_device`` and ``alloc_device``
+    ascending.
+
+    All devices at once: a row per device holding its frees and then its allocations, sorted
+    along the rows (stably, so a row sums in the order one device's own list would). Rows are
+    padded to the longest of a group of devices with counts within a factor of two, so that one
+    device with many events does not pad all the others."""
+    n_free = np.bincount(free_device, minlength=devices)
+    n_alloc = np.bincount(alloc_device, minlength=devices)
+    counts = n_free + n_alloc
+    # each event's column in its device's row
+    free_col = np.arange(len(free_device)) - (np.cumsum(n_free) - n_free)[free_device]
+    alloc_col = np.arange(len(alloc_device)) - (np.cumsum(n_alloc) - n_alloc - n_free)[alloc_device]
+    group = np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64)
+    points = np.zeros(devices, np.int64)
+    pieces = []
+    for g in np.unique(group).tolist():
+        rows = np.flatnonzero(group == g)
+        row_of = np.full(devices, -1)
+        row_of[rows] = np.arange(len(rows))
+        width = int(counts[rows].max())
+        when = np.full(len(rows) * width, np.inf)  # padding sorts last
+        delta = np.zeros(len(rows) * width)
+        for device, col, time, amount in ((free_device, free_col, free_time, -free_amount),
+                                          (alloc_device, alloc_col, alloc_time, alloc_amount)):
+            row = row_of[device]
+            mine = slice(None) if len(rows) == devices else (row >= 0).nonzero()[0]
+            cell = row[mine] * width + col[mine]
+            when[cell], delta[cell] = time[mine], amount[mine]
+        order = np.argsort(when.reshape(len(rows), width), axis=1, kind="stable")
+        when = np.take_along_axis(when.reshape(len(rows), width), order, axis=1)
+        level = np.take_along_axis(delta.reshape(len(rows), width), order, axis=1).cumsum(axis=1)
+        level[np.abs(level) < 1e-9 * np.maximum(1.0, scale[rows])[:, None]] = 0.0
+        # an instant's last event
+        last = np.ones(when.shape, bool)
+        np.not_equal(when[:, 1:], when[:, :-1], out=last[:, :-1])
+        last &= np.arange(width) < counts[rows][:, None]
+        # every curve starts at (0, 0): a point of its own unless the device's first event is at 0
+        opening = (counts[rows] == 0) | (when[:, 0] > 0) if width else np.ones(len(rows), bool)
+        per_row = last.sum(axis=1) + opening
+        row = np.repeat(np.arange(len(rows)), per_row)
+        at_event = np.ones(len(row), bool)
+        at_event[(np.cumsum(per_row) - per_row)[opening]] = False
+        row_times, row_levels = np.zeros(len(row)), np.zeros(len(row))
+        row_times[at_event], row_levels[at_event] = when[last], level[last]
+        # a point only where the level changes (or the curve begins)
+        changed = np.r_[True, (row_levels[1:] != row_levels[:-1]) | (row[1:] != row[:-1])]
+        points[rows] = np.bincount(row[changed], minlength=len(rows))
+        pieces.append((rows, row_times[changed], row_levels[changed]))
+    offsets = np.r_[0, np.cumsum(points)]
+    times, levels = np.empty(int(offsets[-1])), np.empty(int(offsets[-1]))
+    for rows, row_times, row_levels in pieces:
+        # the group's points are its devices' curves end to end: each goes to its device's place
+        at = np.repeat(offsets[rows] - (np.cumsum(points[rows]) - points[rows]), points[rows]) + np.arange(len(row_times))
+        times[at], levels[at] = row_times, row_levels
+    return MemoryCurves(times, levels, offsets.astype(np.int64))
 
 
 def static_memory(program, config) -> np.ndarray:

@@ -53,7 +53,7 @@ import numpy as np
 from .columns import Queue
 from .dependencies import deadlock_error, dependencies, forwards
 from .errors import ConfigError
-from .memory import MemoryCurves, stage_activation
+from .memory import MemoryCurves, device_max, stage_activation, step_curves
 from .program import B, F, I, W, Program
 
 
@@ -247,44 +247,27 @@ def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies:
     act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
     kind = program.kind
     share = config.w_share
-    amount = config.offload * act
-    times, values, offsets = [], [], [0]
-    bounds = program.offsets.tolist()
-    copy_device = copies.device
-    f_ops = np.flatnonzero(kind == F)
-    f_of = dict(zip(zip(program.stage[f_ops].tolist(), program.microbatch[f_ops].tolist()), f_ops.tolist()))
-    for d in range(program.devices):
-        lo, hi = bounds[d], bounds[d + 1]
-        events = []  # (time, 0 for a free / 1 for an allocation, delta)
-        for i in range(lo, hi):
-            k = kind[i]
-            if k == F:
-                events.append((float(start[i]), 1, float(act[i])))
-            elif k == B:
-                events.append((float(end[i]), 0, -float(act[i])))
-            elif k == I:
-                events.append((float(end[i]), 0, -(1.0 - share) * float(act[i])))
-            elif k == W:
-                events.append((float(end[i]), 0, -share * float(act[i])))
-        for r in np.flatnonzero(copy_device == d).tolist():
-            j = f_of[(int(copies.stage[r]), int(copies.microbatch[r]))]
-            if copies.kind[r] == "offload":
-                events.append((float(copies.end[r]), 0, -float(amount[j])))
-            else:
-                events.append((float(copies.start[r]), 1, float(amount[j])))
-        events.sort(key=lambda x: (x[0], x[1]))
-        when = np.array([x[0] for x in events], dtype=np.float64)
-        level = np.cumsum(np.array([x[2] for x in events], dtype=np.float64))
-        last = np.r_[when[1:] != when[:-1], True] if len(events) else np.zeros(0, bool)
-        when, level = when[last], level[last]
-        if not len(when) or when[0] > 0:
-            when, level = np.r_[0.0, when], np.r_[0.0, level]
-        level[np.abs(level) < 1e-9 * max(1.0, float(np.abs(act[lo:hi]).max(initial=0.0)))] = 0.0
-        changed = np.r_[True, level[1:] != level[:-1]]
-        times.append(when[changed])
-        values.append(level[changed])
-        offsets.append(offsets[-1] + int(changed.sum()))
-    return MemoryCurves(np.concatenate(times), np.concatenate(values), np.array(offsets, dtype=np.int64))
+    release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
+    frees, allocs = np.flatnonzero((kind == B) | (kind == I) | (kind == W)), np.flatnonzero(kind == F)
+    # each copy's activation is its microbatch's forward at that stage (the last one, if several)
+    keys = program.stage[allocs].astype(np.int64) * program.microbatches + program.microbatch[allocs]
+    by_key = np.argsort(keys, kind="stable")
+    wanted = copies.stage.astype(np.int64) * program.microbatches + copies.microbatch
+    forward = allocs[by_key[np.searchsorted(keys[by_key], wanted, side="right") - 1]]
+    amount = config.offload * act[forward]
+    is_offload = copies.kind == "offload"
+    device = program.device
+    # a device's op events first, then its copies, each in their own order
+    free_device = np.concatenate([device[frees], copies.device[is_offload]])
+    alloc_device = np.concatenate([device[allocs], copies.device[~is_offload]])
+    free_order, alloc_order = np.argsort(free_device, kind="stable"), np.argsort(alloc_device, kind="stable")
+    return step_curves(
+        program.devices, free_device[free_order],
+        np.concatenate([end[frees], copies.end[is_offload]])[free_order],
+        np.concatenate([release[frees], amount[is_offload]])[free_order],
+        alloc_device[alloc_order], np.concatenate([start[allocs], copies.start[~is_offload]])[alloc_order],
+        np.concatenate([act[allocs], amount[~is_offload]])[alloc_order],
+        device_max(np.abs(act), device, program.devices))
 
 
 __all__ = ["HostCopies", "Offloads", "plan", "run", "curves"]

@@ -41,6 +41,10 @@ class ScheduleSpec:
     segmented: bool = False
     #: its published version overlaps communication with compute: transfers default to p2p="overlapped"
     overlapped_p2p: bool = False
+    #: for a builder that lays its order out on a grid of slots per device first: (devices,
+    #: microbatches) → the grid's cells, which the size budget counts too (they can far outnumber
+    #: the ops: p × 6(p + m) for V-Half)
+    grid_cells: Callable[[int, int], int] | None = None
 
     @property
     def v_rule(self) -> str:

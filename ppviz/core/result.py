@@ -37,6 +37,11 @@ class Ops(Columns):
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
 
 
+def unit_suffix(time_unit: str | None) -> str:
+    """What follows a time: its unit (`` ms``), or nothing for a unitless run."""
+    return f" {time_unit}" if time_unit else ""
+
+
 def number_text(x: float) -> str:
     """A number as one reads it: a whole value whole (1234, not 1.23e+03), others to three
     significant digits but never fewer than their whole part needs (3.94, 1234.5)."""
@@ -230,7 +235,7 @@ class Result:
         k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
         lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
-        unit = f" {c.time_unit}" if c.time_unit else ""
+        unit = unit_suffix(c.time_unit)
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
                      (f"   closed form {cf.makespan:.6g}{unit}" if cf else ""))
         lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +

@@ -10,7 +10,8 @@ in a few lines::
              {"rank": 0, "action": "(0F7;7B3)OVERLAP_F_B", "start": 9.0, "end": 11.0}, ...]}
 
 * ``ppviz_measured``: the format version, 1.
-* ``time_unit``: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"`` (default ``"ms"``).
+* ``time_unit``: ``"s"``, ``"ms"``, ``"us"`` or ``"ns"`` (default ``"ms"``), or ``null`` for times
+  in a simulation's own units (a unitless run: it loads unitless).
 * ``ops``: one object per op: ``rank`` (the pipeline rank, 0..p−1), ``action`` (torch's action
   string: stage, F/B/I/W, microbatch; or an overlapped pair), ``start`` and ``end`` (when its
   computation started and ended, on one clock for all ranks — or per rank, then pass
@@ -51,9 +52,9 @@ def read_measured_json(trace: dict, source: str) -> list[RankRecords]:
     if version != VERSION:
         raise ParseError(f"{source}: {FORMAT_KEY} is {_shown(version)}; this ppviz reads version {VERSION}")
     unit = trace.get("time_unit", "ms")
-    if unit not in UNITS:
-        raise ParseError(f"{source}: time_unit {_shown(unit)} is not one of {', '.join(UNITS)}")
-    scale = UNITS[unit]
+    if unit is not None and unit not in UNITS:
+        raise ParseError(f"{source}: time_unit {_shown(unit)} is not one of {', '.join(UNITS)}, or null (unitless)")
+    scale = 1.0 if unit is None else UNITS[unit]
     ops = trace.get("ops")
     if not isinstance(ops, list) or not ops:
         raise ParseError(f"{source}: 'ops' must be a non-empty list of {{\"rank\", \"action\", \"start\", \"end\"}} "
@@ -78,7 +79,7 @@ def read_measured_json(trace: dict, source: str) -> list[RankRecords]:
                              f"{'wait_start ' + repr(op['wait_start']) + ', ' if 'wait_start' in op else ''}"
                              f"start {op['start']!r}, end {op['end']!r}")
         records = ranks.setdefault(rank, RankRecords(source=f"{source} (rank {rank})", rank=rank, host=None,
-                                                     origin_ns=0))
+                                                     origin_ns=0, time_unit=None if unit is None else "ms"))
         parsed = action_ops(action, step, span_start, start, end)
         if parsed is None:
             raise ParseError(f"{where}: action {_shown(action)} is not a compute action; write "
@@ -89,9 +90,10 @@ def read_measured_json(trace: dict, source: str) -> list[RankRecords]:
 
 def measured_json(result) -> dict:
     """A Result's (or Measured's) timeline in the minimal format (times in its unit, ms for a
-    measured run), one step; ``json.dump`` it to a file."""
+    measured run; a unitless run, or one in a unit this format does not name, as ``null``: its
+    own units), one step; ``json.dump`` it to a file."""
     program, ops = result.program, result.ops
-    unit = result.config.time_unit or "ms"
+    unit = result.config.time_unit
     wait = getattr(result, "wait", None)
     out = []
     i = 0
@@ -102,4 +104,4 @@ def measured_json(result) -> dict:
             entry["wait_start"] = float(ops.start[i] - wait[i])
         out.append(entry)
         i += 2 if program.pair[i] else 1
-    return {FORMAT_KEY: VERSION, "time_unit": unit if unit in UNITS else "ms", "ops": out}
+    return {FORMAT_KEY: VERSION, "time_unit": unit if unit in UNITS else None, "ops": out}

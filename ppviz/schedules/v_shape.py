@@ -74,43 +74,38 @@ def _zb_v_device(rank: int, p: int, m: int) -> DeviceOps:
     ops = DeviceOps()
     n = max(2 * p - 1, m)
     down, up = rank, 2 * p - 1 - rank
-    count = {}
-
-    def emit(kind: str, stage: int) -> None:
-        mb = count.get((kind, stage), 0)
-        count[kind, stage] = mb + 1
-        if mb < m:  # torch builds for max(2p−1, m) microbatches and drops the extra ones
-            getattr(ops, kind)(stage, mb)
+    count = {(kind, stage): 0 for kind in "fiw" for stage in (down, up)}
 
     def done(kind: str, stage: int) -> int:
-        return count.get((kind, stage), 0)
+        return count[kind, stage]
 
-    for _ in range(2 * (p - rank) - 1):
-        emit("f", down)
-    for _ in range(rank):
-        emit("f", up)
-        emit("f", down)
-    for _ in range(p - rank):
-        emit("f", up)
-        emit("i", up)
-        emit("w", up)
-    while done("f", up) < done("f", down) or done("f", down) < n:
+    def repeat(pattern: tuple[tuple[str, int], ...], times: int) -> None:
+        """``times`` rounds of the pattern's passes. torch builds for max(2p−1, m) microbatches
+        and drops the ops of those that do not exist (so does ppviz): once a round has none left
+        to add, the rest are only counted (looping over them made a small m cost p² steps)."""
+        for round_ in range(times):
+            if all(count[key] >= m for key in pattern):
+                for key in pattern:
+                    count[key] += times - round_
+                return
+            for kind, stage in pattern:
+                mb = count[kind, stage]
+                count[kind, stage] = mb + 1
+                if mb < m:
+                    getattr(ops, kind)(stage, mb)
+
+    repeat((("f", down),), 2 * (p - rank) - 1)
+    repeat((("f", up), ("f", down)), rank)
+    repeat((("f", up), ("i", up), ("w", up)), p - rank)
+    # the steady rounds; once every pass of every microbatch is in, nothing after adds one
+    while (done("f", up) < done("f", down) or done("f", down) < n) and min(count.values()) < m:
         if done("f", down) < n:
-            emit("f", down)
-        emit("i", down)
-        emit("w", down)
-        emit("f", up)
-        emit("i", up)
-        emit("w", up)
-    for _ in range(rank):
-        emit("i", down)
-        emit("i", up)
-    for _ in range(p - rank):
-        emit("i", down)
-        emit("w", down)
+            repeat((("f", down),), 1)
+        repeat((("i", down), ("w", down), ("f", up), ("i", up), ("w", up)), 1)
+    repeat((("i", down), ("i", up)), rank)
+    repeat((("i", down), ("w", down)), p - rank)
     for stage in (up, down):
-        while done("w", stage) < done("i", stage):
-            emit("w", stage)
+        repeat((("w", stage),), max(0, done("i", stage) - done("w", stage)))
     return ops
 
 
@@ -126,14 +121,17 @@ F_DOWN, F_UP, I_UP, I_DOWN, W_UP, W_DOWN = range(6)
 _PERIOD = 6
 
 
-def _block_v_half(p: int) -> list[tuple[int, int, int, int]]:
+def _block_v_half(p: int) -> np.ndarray:
+    """(p, 4): each device's slots for one microbatch's down F, up F, up I, down I."""
     gap = 3 if p % 2 == 0 else 0
-    return [(2 * d, 3 * p - d - 2, 3 * p + gap + 2 * d - 1, 6 * p + gap - d - 2) for d in range(p)]
+    d = np.arange(p, dtype=np.int64)
+    return np.stack([2 * d, 3 * p - d - 2, 3 * p + gap + 2 * d - 1, 6 * p + gap - d - 2], axis=1)
 
 
-def _block_v_min(p: int) -> list[tuple[int, int, int, int]]:
+def _block_v_min(p: int) -> np.ndarray:
     gap = 2 if p % 3 == 0 else 0
-    return [(d, 2 * p - d - 1, 2 * p + gap + d, 4 * p + gap - d - 1) for d in range(p)]
+    d = np.arange(p, dtype=np.int64)
+    return np.stack([d, 2 * p - d - 1, 2 * p + gap + d, 4 * p + gap - d - 1], axis=1)
 
 
 # The construction is computed for all devices at once, slot by slot: within a slot each device
@@ -760,7 +758,7 @@ def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndar
 def v_schedule_order(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
     """Each device's passes in slot order, per the construction above: (kind, microbatch), two
     read-only (p, 6m) arrays. Cached: the same sizes are built again for every change of costs."""
-    pos = np.array(block(p), np.int64)[:, :, None] + _PERIOD * np.arange(m)[None, None, :]
+    pos = block(p)[:, :, None] + _PERIOD * np.arange(m)[None, None, :]
     placed, ws = _reorder_placed(pos, _add_ws(pos, split=False), m)
     first, _ = _squeeze(placed, ws)
     second = _reorder_queued(first, m)
@@ -862,11 +860,20 @@ def v_min_closed_form(config) -> ClosedForm:
                 "p mod 3 = 2 (the figures count an activation until its W: w_share = 1)"))
 
 
-def _register_v(name: str, summary: str, reference: str, builder, aliases: tuple[str, ...], closed_form) -> None:
+def _grid(block):
+    """The slots the construction lays out for all devices, for the size budget: the block's span
+    plus one period per further microbatch."""
+    def cells(p: int, m: int) -> int:
+        return p * (int(block(p).max()) + 1 + _PERIOD * (m - 1))
+    return cells
+
+
+def _register_v(name: str, summary: str, reference: str, builder, aliases: tuple[str, ...], closed_form,
+                grid_cells=None) -> None:
     """The three V-shaped schedules share their shape: two stages per device, split backward."""
     register(ScheduleSpec(name=name, summary=summary, reference=reference, builder=builder, aliases=aliases,
                           default_v=2, v_min=2, v_max=2, validate=_validate_two_stages, closed_form=closed_form,
-                          constraints="v = 2", split_backward=True))
+                          constraints="v = 2", split_backward=True, grid_cells=grid_cells))
 
 
 _register_v("zb-v", "zero bubble in a V: two stages per device, 1F1B memory",
@@ -874,7 +881,7 @@ _register_v("zb-v", "zero bubble in a V: two stages per device, 1F1B memory",
             ("ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZBV", "zero-bubble-v"), zb_v_closed_form)
 _register_v("v-half", "V-shape at half of 1F1B's activation memory",
             "Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Half; sail-sg building block",
-            build_v_half, ("V-Half",), v_half_closed_form)
+            build_v_half, ("V-Half",), v_half_closed_form, _grid(_block_v_half))
 _register_v("v-min", "V-shape at a third of 1F1B's activation memory",
             "Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Min; sail-sg building block",
-            build_v_min, ("V-Min",), v_min_closed_form)
+            build_v_min, ("V-Min",), v_min_closed_form, _grid(_block_v_min))
