@@ -6,7 +6,9 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import sys
+import textwrap
 
 from .core.errors import ConfigError, DeadlockError, PpvizError
 
@@ -27,7 +29,8 @@ def _run(args) -> int:
         if args.schedule not in (None, "custom"):
             raise _UsageError("give either a schedule name or --program FILE, not both")
         sizes = [flag for flag, value in (("-p", args.p), ("-m", args.m), ("-v", args.v),
-                                          ("--group-size", args.group_size)) if value is not None]
+                                          ("--group-size", args.group_size), ("--segments", args.segments))
+                 if value is not None]
         if sizes:  # ignoring them would run another size than the one asked for, and say nothing
             raise _UsageError(f"{' and '.join(sizes)} cannot be given with --program: the program file sets the "
                               "devices, microbatches, stages per device and the order of the ops")
@@ -45,7 +48,7 @@ def _run(args) -> int:
     # the label is the --program file's name: a name holding an escape sequence is shown, not run
     print(_shown_lines(text_gantt(result, args.width, widen="--width {}")))
     print()
-    print(_shown_lines(result.summary()))
+    print(_wrapped(_shown_lines(result.summary()), _terminal_width()))  # escaped first: its length is printed
     written = []
     if args.trace:
         written.append(result.to_chrome_trace(args.trace))
@@ -110,12 +113,53 @@ def _report_written(paths: list[str]) -> int:
 
 
 def _config_options(args) -> dict:
-    """The Config keywords given on the command line (the others keep their defaults)."""
+    """The Config keywords given on the command line (the others keep their defaults); ``run``
+    alone has --memory-capacity, --recompute and --segments."""
     return {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
                               ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
                               ("w_share", args.w_share), ("params", args.params), ("time_unit", args.time_unit),
-                              ("topology", args.topology), ("comm_bytes", args.comm_bytes), ("p2p", args.p2p))
+                              ("topology", args.topology), ("comm_bytes", args.comm_bytes), ("p2p", args.p2p),
+                              ("memory_capacity", getattr(args, "memory_capacity", None)),
+                              ("recompute", getattr(args, "recompute", None)),
+                              ("segments", getattr(args, "segments", None)))
             if v is not None}
+
+
+#: ``ppviz run`` wraps its summary to the terminal's width, or to this many columns when its
+#: output is not a terminal (a pipe, a file) or the terminal says no width
+DEFAULT_COLUMNS = 80
+#: the summary is not wrapped narrower than this, however narrow the terminal
+_LEAST_COLUMNS = 40
+
+
+def _terminal_width() -> int:
+    """The columns of the terminal the output goes to; :data:`DEFAULT_COLUMNS` when it goes elsewhere."""
+    try:
+        terminal = sys.stdout.isatty()
+    except (AttributeError, ValueError):  # no stdout, or a closed one
+        terminal = False
+    if not terminal:
+        return DEFAULT_COLUMNS
+    return max(_LEAST_COLUMNS, shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns)
+
+
+#: a summary line's label: its indent, then words separated by single spaces, then two spaces or more
+_LABEL = re.compile(r"( +)\S+(?: \S+)*  +")
+
+
+def _wrapped(text: str, width: int) -> str:
+    """``text`` with each line longer than ``width`` wrapped at spaces, its continuation lines
+    indented to where the value after its label starts (``  makespan         ...``), or two
+    columns deeper than the line when it has no label."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        label = _LABEL.match(line)
+        indent = label.end() if label and label.end() <= width // 2 else len(line) - len(line.lstrip(" ")) + 2
+        out.extend(textwrap.wrap(line, width, subsequent_indent=" " * indent, break_on_hyphens=False))
+    return "\n".join(out)
 
 
 #: ``ppviz compare --sort``: the column each key sorts by (ascending; ties keep the order given)
@@ -222,7 +266,8 @@ def _shown_lines(text: str) -> str:
 _FLAGS = {"devices": "-p", "microbatches": "-m", "stages_per_device": "-v", "microbatch_group_size": "--group-size",
           "f": "--f", "b": "--b", "w": "--w", "comm": "--comm", "fb": "--fb", "w_share": "--w-share",
           "params": "--params", "time_unit": "--time-unit", "topology": "--topology", "comm_bytes": "--comm-bytes",
-          "p2p": "--p2p", "width": "--width"}
+          "p2p": "--p2p", "width": "--width",
+          "memory_capacity": "--memory-capacity", "recompute": "--recompute", "segments": "--segments"}
 #: the library's advice that names a Python call, as the command line says it
 _ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)"}
 
@@ -278,6 +323,7 @@ def _list(args) -> int:
 
 #: ``ppviz list`` wraps its table to this many columns
 LIST_WIDTH = 100
+
 
 _EXAMPLES = """examples:
   ppviz list                                    the schedules, their aliases and constraints
@@ -344,8 +390,14 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("schedule", nargs="?", help="registry name or alias, e.g. 1f1b, zb-h1, Interleaved1F1B")
     run.add_argument("--program", metavar="FILE",
                      help="simulate your own program: a torch CSV (.csv) or text, one device per line; it sets "
-                          "the sizes, so -p, -m, -v and --group-size are refused with it")
+                          "the sizes, so -p, -m, -v, --group-size and --segments are refused with it")
     _add_config_arguments(run)
+    run.add_argument("--memory-capacity", metavar="X", type=float, default=None,
+                     help="memory per device in activation units (default none)")
+    run.add_argument("--recompute", choices=("full", "selective"), default=None,
+                     help="activation recomputation (default none)")
+    run.add_argument("--segments", metavar="K", type=_whole("segments"), default=None,
+                     help="segments per microbatch, > 1 for seq1f1b (default 1)")
     run.add_argument("--width", type=_whole("columns"), default=80, help="width of the text chart (default 80)")
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
     run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV "
@@ -371,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("--svg", metavar="FILE", help="also write the comparison's charts as SVG")
     compare.set_defaults(handler=_compare)
     lst = sub.add_parser("list", help="show the schedule registry", description="The schedule registry: names, "
-                         "aliases, stages per device and what each schedule is.")
+                         "aliases, stages per device, what each schedule is and its constraints.")
     lst.set_defaults(handler=_list)
     args = parser.parse_args(argv)
     try:

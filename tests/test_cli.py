@@ -482,9 +482,10 @@ def test_numbers_print_whole_or_with_their_whole_part(capsys):
 def test_many_devices_summarise_their_peaks(capsys):
     # was one value per device: about 800 characters at p = 200
     code, out, _ = run(capsys, "run", "1f1b", "-p", "200", "-m", "4")
-    assert code == 0 and out.splitlines()[-2:] == [
+    assert code == 0 and out.splitlines()[-3:] == [  # its closed form's note wrapped to 80 columns
         "  peak activation  max 4 (device 0), min 1 (device 199) of 200 devices",
-        "    closed form    max 4 (device 0), min 1 (device 199) of 200 devices  [min(p−r, m) on rank r]"]
+        "    closed form    max 4 (device 0), min 1 (device 199) of 200 devices",
+        "                   [min(p−r, m) on rank r]"]
     code, out, _ = run(capsys, "run", "gpipe", "-p", "17", "-m", "4")
     assert out.splitlines()[-2] == "  peak activation  4 on each of 17 devices"
     code, out, _ = run(capsys, "run", "1f1b", "-p", "16", "-m", "4")  # 16 devices are still listed
@@ -518,6 +519,7 @@ def test_control_characters_are_still_shown_not_run(tmp_path, capsys):
 @pytest.mark.parametrize("options, named", [
     (("-p", "8", "-m", "3"), "-p and -m"), (("-p", "2"), "-p"), (("-v", "2"), "-v"),
     (("--group-size", "2"), "--group-size"), (("-m", "2", "-v", "1", "--group-size", "2"), "-m and -v and --group-size"),
+    (("--segments", "2"), "--segments"),  # the program's ops are its segments
 ])
 def test_a_program_file_refuses_the_sizes_it_sets(tmp_path, capsys, options, named):
     # these were ignored: `--program prog.txt -p 8 -m 3` ran p = 2, m = 2 with exit code 0
@@ -535,6 +537,11 @@ def test_a_program_file_refuses_the_sizes_it_sets(tmp_path, capsys, options, nam
     (("run", "1f1b", "--group-size", "2"),
      "--group-size 2: 1f1b has no microbatch groups; leave it unset (it applies to interleaved schedules)"),
     (("run", "1f1b", "--w-share", "2"), "--w-share 2.0 is not accepted; give a share between 0 and 1"),
+    (("run", "1f1b", "--segments", "2"), "--segments 2: 1f1b does not split microbatches into sequence segments; "
+                                         "use 1, or the seq1f1b schedule to split sequences"),
+    (("run", "seq1f1b", "--segments", "0"),
+     "--segments 0 is not accepted; give a whole number from 1 to 1,000,000,000"),
+    (("run", "1f1b", "--memory-capacity", "0"), "--memory-capacity 0.0 is not accepted; give a finite number > 0"),
     (("run", "custom"), "custom is a program of your own: give it with --program FILE (a torch CSV, or text with "
                         "one line of ops per device)"),
     (("run", "1f1b", "-m", "100000000"),
@@ -570,3 +577,168 @@ def test_version_is_the_installed_distributions(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["--version"])
     assert capsys.readouterr().out == f"ppviz {ppviz.__version__}\n"
+
+
+# run's memory, recompute and segment options ---------------------------------------------------
+
+def summary_lines(out: str) -> list[str]:
+    """``ppviz run``'s summary: the lines after the chart's blank line."""
+    lines = out.splitlines()
+    return lines[lines.index("") + 1:]
+
+
+def test_run_segments_splits_seq1f1bs_microbatches(capsys):
+    # was no --segments: `ppviz run seq1f1b` was 1F1B (k = 1), makespan 33
+    code, out, err = run(capsys, "run", "seq1f1b", "-p", "4", "-m", "8", "--segments", "4")
+    res = simulate(Config(schedule="seq1f1b", devices=4, microbatches=8, segments=4))
+    plain = simulate(Config(schedule="1f1b", devices=4, microbatches=8))
+    assert code == 0 and err == "" and res.makespan != plain.makespan
+    assert summary_lines(out)[:2] == ["seq1f1b: p=4 m=8 k=4 segments v=1 f=1 b=1 w=1 comm=0  (256 ops)",
+                                      f"  makespan         {res.makespan:.6g}   closed form {res.makespan:.6g}"]
+    assert res.makespan == 26.25
+
+
+def test_run_memory_capacity_says_which_devices_fit(capsys):
+    # was no --memory-capacity: the fits / over line of the Python summary could not be had
+    code, out, err = run(capsys, "run", "1f1b", "-p", "4", "-m", "8", "--memory-capacity", "4")
+    fit = simulate(Config(schedule="1f1b", devices=4, microbatches=8, memory_capacity=4)).summary().splitlines()[-1]
+    assert code == 0 and err == "" and summary_lines(out)[-1] == fit == \
+        "  memory capacity  4 per device: fits (highest peak 4 on device 0)"
+    # static memory counts: over on device 0, the line wrapped under its label
+    code, out, err = run(capsys, "run", "1f1b", "-p", "4", "-m", "8", "--memory-capacity", "4", "--params", "0.5")
+    assert code == 0 and err == "" and summary_lines(out)[-3:] == [
+        "  peak memory      4.5 3.5 2.5 1.5",
+        "  memory capacity  4 per device: OUT OF MEMORY on device 0 (up to 0.5 over, on",
+        "                   device 0)"]
+
+
+def test_run_recompute_and_memory_capacity_go_with_a_program(tmp_path, capsys):
+    prog = tmp_path / "prog.txt"
+    prog.write_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1\n")
+    code, out, err = run(capsys, "run", "--program", str(prog), "--recompute", "full", "--memory-capacity", "1.5")
+    res = simulate(Program.from_text(prog.read_text()), label="prog.txt", recompute="full", memory_capacity=1.5)
+    assert code == 0 and err == "" and summary_lines(out) == res.summary().splitlines()
+    assert summary_lines(out)[1:2] == ["  makespan         12"]  # 8 without recompute
+    assert summary_lines(out)[-1] == "  memory capacity  1.5 per device: fits (highest peak 0.118 on device 0)"
+
+
+@pytest.mark.parametrize("mode", ["full", "selective"])
+def test_run_recompute_is_the_configs(capsys, mode):
+    code, out, err = run(capsys, "run", "zb-h1", "-p", "4", "-m", "8", "--recompute", mode)
+    res = simulate(Config(schedule="zb-h1", devices=4, microbatches=8, recompute=mode))
+    plain = simulate(Config(schedule="zb-h1", devices=4, microbatches=8))
+    assert code == 0 and err == "" and " ".join(summary_lines(out)).split() == res.summary().split()
+    assert summary_lines(out)[1] == f"  makespan         {res.makespan:.6g}   closed form {plain.makespan:.6g}"
+    assert summary_lines(out)[4] == "  peak activation  " + " ".join(number_text(x) for x in res.peak_activation)
+    # full recompute runs each forward again before its backward; selective has nothing to redo here
+    assert (res.makespan > plain.makespan) == (mode == "full")
+    with pytest.raises(SystemExit) as info:  # argparse's own usage error
+        main(["run", "zb-h1", "--recompute", "half"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and \
+        "argument --recompute: invalid choice: 'half' (choose from 'full', 'selective')" in err
+
+
+def test_run_help_names_the_new_options_in_one_line_each(capsys):
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    out = capsys.readouterr().out
+    for line in ("  --memory-capacity X   memory per device in activation units (default none)",
+                 "                        activation recomputation (default none)",
+                 "  --segments K          segments per microbatch, > 1 for seq1f1b (default 1)"):
+        assert line in out.splitlines()
+
+
+# the summary wrapped to the terminal -------------------------------------------------------------
+
+ZB_V_BUBBLE = ["  bubble fraction  0.0588   closed form 0.0588  [idle per device: (p−1)·f/2:",
+               "                   only the fill, p−1 half-stage forwards before device p−1",
+               "                   starts]"]
+
+
+def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeypatch):
+    # was a 139-column bubble line: the closed form's note in brackets
+    monkeypatch.setenv("COLUMNS", "200")  # a terminal's width, but the output is no terminal
+    code, out, err = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
+    assert code == 0 and err == "" and max(len(line) for line in out.splitlines()) <= 80
+    summary = summary_lines(out)
+    assert summary[2:5] == ZB_V_BUBBLE
+    # nothing is lost: the wrapped lines read back as the library's summary
+    whole = simulate(Config(schedule="zb-v", devices=4, microbatches=8)).summary()
+    assert " ".join(" ".join(summary).split()) == " ".join(whole.split())
+    # a note without a label continues two columns in
+    code, out, _ = run(capsys, "run", "1f1b", "--recompute", "full")
+    assert summary_lines(out)[-2:] == [
+        "  (closed form assumes uniform stage costs, comm = 0; this config does not meet",
+        "    all of it)"]
+
+
+def test_run_wraps_its_summary_to_the_terminals_width(capsys, monkeypatch):
+    import ppviz.cli as cli
+
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(cli.shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((160, 40)))
+    code, out, _ = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
+    whole = simulate(Config(schedule="zb-v", devices=4, microbatches=8)).summary().splitlines()
+    assert code == 0 and summary_lines(out) == whole and len(whole[2]) > 80  # fits 160 columns unwrapped
+    monkeypatch.setattr(cli.shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((60, 40)))
+    code, out, _ = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
+    summary = summary_lines(out)
+    assert code == 0 and max(len(line) for line in summary) <= 60 and summary[2:4] == [
+        "  bubble fraction  0.0588   closed form 0.0588  [idle per",
+        "                   device: (p−1)·f/2: only the fill, p−1"]
+
+
+# list -------------------------------------------------------------------------------------------
+
+def list_rows(out: str) -> dict[str, list[str]]:
+    """``ppviz list`` as {name: its lines}."""
+    rows: dict[str, list[str]] = {}
+    for line in out.splitlines()[1:]:
+        if not line.startswith(" "):
+            rows[line.split()[0]] = []
+        rows[list(rows)[-1]].append(line)
+    return rows
+
+
+def column(lines: list[str], start: int, end: int | None = None) -> str:
+    """The words of a column of a row's lines, joined."""
+    return " ".join(" ".join(line[start:end].split()) for line in lines if line[start:end].strip())
+
+
+def test_list_says_hanayo_needs_an_even_v(capsys):
+    # was `hanayo  >= 2`, while v = 3 is refused
+    code, out, err = run(capsys, "list")
+    header = out.splitlines()[0]
+    v, aliases = header.index("v "), header.index("aliases")
+    rows = list_rows(out)
+    assert code == 0 and err == "" and [line[v:aliases].strip() for line in rows["hanayo"][:2]] == ["even", ">= 2"]
+    assert column(rows["hanayo"], v, aliases) == "even >= 2"
+    with pytest.raises(ppviz.ScheduleConstraintError):
+        Config(schedule="hanayo", stages_per_device=3)
+    # the other unbounded ones take every v from their least
+    assert {name: column(rows[name], v, aliases) for name in
+            ("interleaved-1f1b", "looped-bfs", "interleaved-zb", "interleaved-1f1b-overlap", "custom")} == \
+        {"interleaved-1f1b": ">= 2", "looped-bfs": "any", "interleaved-zb": "any",
+         "interleaved-1f1b-overlap": ">= 2", "custom": "any"}
+
+
+def test_list_shows_every_alias_and_every_constraint(capsys):
+    # was: aliases cut to four (interleaved-zb's fifth, interleaved-zero-bubble, missing), no constraints
+    code, out, _ = run(capsys, "list")
+    header = out.splitlines()[0]
+    aliases, what = header.index("aliases"), header.index("what it is")
+    rows = list_rows(out)
+    assert code == 0 and list(rows) == [s.name for s in ppviz.list_schedules()]
+    for spec in ppviz.list_schedules():
+        lines = rows[spec.name]
+        assert column(lines, aliases, what) == ", ".join(spec.aliases), spec.name
+        described = column(lines, what)
+        if spec.constraints:
+            assert described == f"{spec.summary} constraints: {spec.constraints}", spec.name
+        else:
+            assert described == spec.summary and "constraints" not in described
+    assert "interleaved-zero-bubble" in column(rows["interleaved-zb"], aliases, what)
+    assert rows["hanayo"][-2:] == [" " * what + "constraints: v = 2W even (W waves);",
+                                   " " * what + "  m >= p (m = p in the paper)"]
+    assert max(len(line) for line in out.splitlines()) <= 100

@@ -142,7 +142,8 @@ def test_time_unit_is_a_short_name_shown_in_the_summary():
 
 def least_table_width() -> int:
     table = ppviz.list_schedules()
-    return max(map(len, table.names())) + max(len(s.v_rule) for s in table) + 6 + 24
+    # the v column holds a rule's parts on lines of their own ("even" above ">= 2")
+    return max(map(len, table.names())) + max(len(part) for s in table for part in s.v_rule.split(", ")) + 6 + 24
 
 
 @pytest.mark.parametrize("width", [least_table_width(), least_table_width() + 7, 80, 100, 143])
@@ -153,10 +154,14 @@ def test_the_schedule_table_wraps_within_a_width_and_reads_back_whole(width):
     column = lines[0].index("what it is")
     starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
     assert [lines[i].split()[0] for i in starts] == list(table.names())
-    # each description, its continuation lines included, is the schedule's summary (a word wider
-    # than the column is broken across lines)
+    # each description, its continuation lines included, is the schedule's summary and then its
+    # constraints (a word wider than the column is broken across lines), and every alias is shown
     for k, (i, j) in enumerate(zip(starts, starts[1:] + [len(lines)])):
-        assert "".join(line[column:] for line in lines[i:j]).replace(" ", "") == table[k].summary.replace(" ", "")
+        spec = table[k]
+        wanted = spec.summary + (f"constraints: {spec.constraints}" if spec.constraints else "")
+        assert "".join(line[column:] for line in lines[i:j]).replace(" ", "") == wanted.replace(" ", "")
+        aliases = "".join(line[lines[0].index("aliases"):column] for line in lines[i:j]).replace(" ", "")
+        assert aliases == ",".join(spec.aliases).replace(" ", "")
 
 
 @pytest.mark.parametrize("width", [-1, 0, 40, least_table_width() - 1, 80.0, True, "100"])

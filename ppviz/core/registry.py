@@ -30,6 +30,7 @@ class ScheduleSpec:
     default_v: int = 1
     v_min: int = 1
     v_max: int | None = 1  # None: no upper bound
+    v_step: int = 1  # 2: every other v from v_min (Hanayo's v = 2 × waves)
     constraints: str = ""
     validate: Callable | None = None
     closed_form: Callable | None = None
@@ -48,10 +49,14 @@ class ScheduleSpec:
 
     @property
     def v_rule(self) -> str:
-        """Accepted stages per device, e.g. ``"1"``, ``"2"``, ``">= 2"``, ``"any"``."""
+        """Accepted stages per device, e.g. ``"1"``, ``"2"``, ``">= 2"``, ``"any"``, ``"even, >= 2"``."""
         if self.v_max is None:
-            return "any" if self.v_min <= 1 else f">= {self.v_min}"
-        return str(self.v_min) if self.v_min == self.v_max else f"{self.v_min}..{self.v_max}"
+            rule = "any" if self.v_min <= 1 else f">= {self.v_min}"
+        else:
+            rule = str(self.v_min) if self.v_min == self.v_max else f"{self.v_min}..{self.v_max}"
+        if self.v_step == 2 and self.v_min != self.v_max:
+            return f"{'even' if self.v_min % 2 == 0 else 'odd'}, {rule}"
+        return rule
 
     def v_or_default(self, v: int | None) -> int:
         """``v`` when this schedule accepts that many stages per device, else its default."""
@@ -164,36 +169,51 @@ class ScheduleTable(tuple):
     """The registry as returned by ``ppviz.list_schedules()``: a tuple of specs that prints as a table."""
 
     def __repr__(self) -> str:
-        return self.to_text()
+        return self.to_text(width=100)
 
     def to_text(self, width: int | None = None) -> str:
-        """The table as text; with ``width``, aliases and descriptions wrap within their columns
-        so that no line is longer (``ppviz list`` prints it 100 columns wide)."""
-        rows = [("name", "v", "aliases", "what it is")]
-        for s in self:
-            rows.append((s.name, s.v_rule, ", ".join(s.aliases[:4]), s.summary))
-        widths = [max(len(r[i]) for r in rows) for i in range(4)]
-        if width is not None:
+        """The table as text: name, accepted stages per device, every alias and what the schedule
+        is, with its constraints under the description. With ``width``, aliases and descriptions
+        wrap within their columns so that no line is longer (``ppviz list`` prints it 100 columns
+        wide); aliases wrap between names, and a comparison (``m >= 2p``) stays on one line."""
+        header = ("name", "v", "aliases", "what it is")
+        v_cells = [s.v_rule.split(", ") for s in self]
+        widths = [max(len(header[0]), *(len(s.name) for s in self)),
+                  max(len(header[1]), *(len(line) for cell in v_cells for line in cell))]
+        descriptions = [[s.summary] + ([f"constraints: {s.constraints}"] if s.constraints else []) for s in self]
+        if width is None:
+            widths.append(max(len(header[2]), *(len(", ".join(s.aliases)) for s in self)))
+            widths.append(max(len(line) for lines in descriptions for line in lines))
+        else:
             # names and v are never wrapped; aliases and descriptions need 12 columns each at least
             least = widths[0] + widths[1] + 6 + 24  # three gaps of two spaces
             if isinstance(width, bool) or not isinstance(width, int) or width < least:
                 raise ConfigError("width", width, f"give a whole number of columns, at least {least}",
-                                  reason="the names and v columns alone take "
-                                         f"{widths[0] + widths[1] + 4}")
+                                  reason=f"the names and v columns alone take {widths[0] + widths[1] + 4}")
             room = width - widths[0] - widths[1] - 6
-            longest_alias = max(len(a) + 1 for s in self for a in s.aliases[:4]) if self else 0
+            longest_alias = max([len(header[2]), *(len(a) + 1 for s in self for a in s.aliases)])  # with its comma
             # an alias longer than its column is broken across lines rather than squeezing the
-            # descriptions below 12 columns
-            widths[2] = min(widths[2], max(longest_alias, room * 2 // 5), room - 12)
-            widths[3] = room - widths[2]
-        lines = []
-        for r in rows:
-            cells = [[r[0]], [r[1]]] + [textwrap.wrap(r[i], widths[i], break_on_hyphens=False) or [""] for i in (2, 3)]
-            for k in range(max(len(c) for c in cells)):
-                parts = [c[k] if k < len(c) else "" for c in cells]
-                line = "  ".join(parts[i].ljust(widths[i]) for i in range(3)) + "  " + parts[3]
-                lines.append(line.rstrip() if width is not None else line)
-        return "\n".join(lines)
+            # descriptions below 24 columns
+            widths.append(max(12, min(longest_alias, room - 24)))
+            widths.append(room - widths[2])
+
+        def wrap(text: str, w: int, indent: str = "") -> list[str]:
+            if width is None:
+                return [text]
+            glued = re.sub(r" (>=|<=|=|<|>) ", "\u00a0\\1\u00a0", text)  # no break around a comparison
+            return [line.replace("\u00a0", " ")
+                    for line in textwrap.wrap(glued, w, subsequent_indent=indent, break_on_hyphens=False)]
+
+        rows = [[[header[0]], [header[1]], [header[2]], [header[3]]]]
+        for s, v, lines in zip(self, v_cells, descriptions):
+            what = wrap(lines[0], widths[3]) + [line for extra in lines[1:] for line in wrap(extra, widths[3], "  ")]
+            rows.append([[s.name], v, wrap(", ".join(s.aliases), widths[2]) or [""], what or [""]])
+        out = []
+        for cells in rows:
+            for k in range(max(map(len, cells))):
+                parts = [cell[k] if k < len(cell) else "" for cell in cells]
+                out.append("  ".join(part.ljust(w) for part, w in zip(parts, widths)).rstrip())
+        return "\n".join(out)
 
     def _repr_html_(self) -> str:
         from html import escape

@@ -142,6 +142,7 @@ register(ScheduleSpec(
     default_v=2,
     v_min=2,
     v_max=None,
+    v_step=2,
     validate=_validate,
     closed_form=hanayo_closed_form,
     constraints="v = 2W even (W waves); m >= p (m = p in the paper)",
