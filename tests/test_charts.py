@@ -222,18 +222,50 @@ def test_pareto_chart_flags_match_front():
     assert sorted(shown) == sorted(rows)
 
 
+def _drawn_labels(svg: str) -> list[tuple[float, float, float, float, str]]:
+    """The boxes of the placed labels as the SVG draws them (their text over the halo): from
+    each line's baseline, a font size up and a quarter down, an average glyph wide."""
+    boxes = []
+    for element in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"):
+        if element.get("aria-roledescription") != "text mark" or element.get("stroke"):
+            continue
+        x, y = map(float, re.match(r"translate\(([-\d.e]+),([-\d.e]+)\)", element.get("transform")).groups())
+        lines = [t.text for t in element] or [element.text]
+        size = float(element.get("font-size").rstrip("px"))
+        width = 0.55 * size * max(map(len, lines))
+        left = {"start": x, "middle": x - width / 2, "end": x - width}[element.get("text-anchor")]
+        boxes.append((left, y - size, left + width, y + 13 * (len(lines) - 1) + size / 4, "/".join(lines)))
+    return boxes
+
+
+@pytest.mark.parametrize("draw", ["frontier", "pareto"])
+def test_labels_are_drawn_where_they_were_placed_clear_of_each_other(draw):
+    # Vega draws a multi-line label's first line by its baseline and the rest below it: labels
+    # placed above their point ran down over the next point's label
+    if draw == "frontier":
+        chart = ppviz.frontier(Config(devices=8, microbatches=32)).chart
+    else:
+        chart = charts.pareto_chart([Config(schedule=s, devices=8, microbatches=32) for s in
+                                     ("1f1b", "zb-h1", "zb-v", "v-half", "v-min", "interleaved-1f1b", "dualpipe-v")])
+    boxes = _drawn_labels(charts.to_svg(chart))
+    assert len(boxes) >= 4 and any("/" in b[4] for b in boxes) == (draw == "frontier")
+    for i, a in enumerate(boxes):
+        for b in boxes[:i]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (a[4], b[4])
+
+
 def test_pareto_labels_stay_apart_and_close_points_share_one():
     from ppviz.charts.comparison import _LABEL_PLACES, _place_labels
 
     xs, ys = [100, 104, 300, 355, 200], [100, 97, 100, 30, 200]
     names = ["a", "b", "c", "far-right", "d"]
-    texts, place = _place_labels(xs, ys, names, [0, 0, 1, 1, 1], 360, 260)
+    texts, place, _ = _place_labels(xs, ys, names, [0, 0, 1, 1, 1], 360, 260)
     assert texts[:2] == ["b\na", ""]  # within a marker of each other: one label, top point first
     assert place[1] == -1 and all(k >= 0 for k in place[:1] + place[2:])
     assert _LABEL_PLACES[place[3]][0] == "right"  # no room to its right: label goes left
     # a crowded row: whatever gets placed must not overlap (boxes from the same glyph estimate)
     xs, ys = [50 + 20 * i for i in range(7)], [50] * 7
-    texts, place = _place_labels(xs, ys, [f"run-{i}" for i in range(7)], [0] * 7, 360, 260)
+    texts, place, _ = _place_labels(xs, ys, [f"run-{i}" for i in range(7)], [0] * 7, 360, 260)
     assert all(texts) and sum(k >= 0 for k in place) >= 4
     boxes = []
     for x, y, t, k in zip(xs, ys, texts, place):

@@ -214,12 +214,13 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
     memory = [float(r.peak_memory.max()) * k for r, k in zip(runs.results, unit.factors)]
     front = pareto_front(bubble, memory)
     x_end, y_end = _headroom(bubble, 1.08), _headroom(memory, 1.1)
-    texts, place = _place_labels([b / x_end * width for b in bubble], [height - m / y_end * height for m in memory],
-                                 runs.names, [not f for f in front], width, height)
+    texts, place, tops = _place_labels([b / x_end * width for b in bubble],
+                                       [height - m / y_end * height for m in memory],
+                                       runs.names, [not f for f in front], width, height)
     rows = [{"name": n, "schedule": r.config.schedule, "bubble": b, "memory": m, "front": bool(f),
              "status": "Pareto front" if f else "dominated", "busiest": int(np.argmax(r.peak_memory)),
-             "text": t, "place": k}
-            for n, r, b, m, f, t, k in zip(runs.names, runs.results, bubble, memory, front, texts, place)]
+             "text": t, "place": k, "label_y": (height - top) / height * y_end}
+            for n, r, b, m, f, t, k, top in zip(runs.names, runs.results, bubble, memory, front, texts, place, tops)]
     tooltip = [alt.Tooltip("name:N", title="schedule"),
                alt.Tooltip("bubble:Q", title=label, format=".2%"),
                alt.Tooltip("memory:Q", title=f"peak {what} ({unit.label})", format=".4~g"),
@@ -240,11 +241,7 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
         color=runs.color(legend), tooltip=tooltip, **by_shape)
     other_points = base.transform_filter("!datum.front").mark_point(size=110, strokeWidth=2, opacity=1).encode(
         color=runs.color(legend), tooltip=tooltip, **by_shape)
-    labels = [base.transform_filter(f"datum.place == {k}").mark_text(
-        align=align, baseline=baseline, dx=dx, dy=dy, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
-        color=CHART["text"]).encode(text="text:N")
-        for k, (align, baseline, dx, dy) in enumerate(_LABEL_PLACES)]
-    return alt.layer(line, front_points, other_points, *labels).properties(
+    return alt.layer(line, front_points, other_points, *_label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
                      "filled: on the Pareto front (no other run is lower on both)", "hollow: dominated"))
@@ -259,14 +256,17 @@ _LABEL_PLACES = (("left", "bottom", 7, -3), ("left", "top", 7, 3), ("right", "bo
                  ("left", "top", 7, 14), ("right", "bottom", -7, -14), ("right", "top", -7, 14))
 
 
-def _place_labels(xs, ys, names, rank, width, height) -> tuple[list[str], list[int]]:
-    """Label text and spot (index in ``_LABEL_PLACES``, −1 for none) of each point, in pixels.
+def _place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[str], list[int], list[float]]:
+    """Label text, spot (index in ``_LABEL_PLACES``, −1 for none) and the pixel y of the
+    label's top edge for each point, in pixels; ``others``: more markers (x, y) to keep clear of.
 
     Vega-Lite cannot move labels apart, so this does it here: points closer than a marker
     share one label (a line per name, top point first, on the first by ``rank``), and labels
     are placed greedily in ``rank`` order inside the plot, clear of each other and if possible
     of every marker, using an average glyph width. Labels that find no spot get a second try
     placed first; a label still without a spot is left out (the legend and tooltip name it).
+    Vega puts a multi-line text's first line by its baseline and the others below it, so the
+    labels are drawn from their top edge (see :func:`_label_marks`).
     """
     order = sorted(range(len(xs)), key=lambda i: (rank[i], xs[i], i))
     near = 8.0
@@ -278,7 +278,7 @@ def _place_labels(xs, ys, names, rank, width, height) -> tuple[list[str], list[i
     for lead, members in group.items():
         texts[lead] = "\n".join(names[i] for i in sorted(members, key=lambda i: ys[i]))
     dot = 6.0
-    markers = [(x - dot, y - dot, x + dot, y + dot) for x, y in zip(xs, ys)]
+    markers = [(x - dot, y - dot, x + dot, y + dot) for x, y in [*zip(xs, ys), *others]]
 
     def spots(i):
         lines = texts[i].split("\n")
@@ -311,7 +311,20 @@ def _place_labels(xs, ys, names, rank, width, height) -> tuple[list[str], list[i
         retry = attempt(dropped + [i for i in labelled if place[i] >= 0])
         if retry.count(-1) < place.count(-1):
             place = retry
-    return texts, place
+    tops = [list(spots(i))[k][1] if k >= 0 else 0.0 for i, k in enumerate(place)]
+    return texts, place, tops
+
+
+def _label_marks(base: alt.Chart) -> list[alt.Chart]:
+    """The text marks of labels placed by :func:`_place_labels`: rows with ``text``, ``place``
+    and ``label_y`` (the data y of the label's top edge). Each label is drawn twice, first as a
+    halo in the background colour, so that it reads over a line or a marker it has to cross."""
+    return [base.transform_filter(f"datum.place == {k}").mark_text(
+        align=align, baseline="top", dx=dx, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
+        **style).encode(y="label_y:Q", text="text:N")
+        for k, (align, _, dx, _) in enumerate(_LABEL_PLACES)
+        for style in ({"color": CHART["labelHalo"], "stroke": CHART["labelHalo"], "strokeWidth": 3,
+                       "strokeJoin": "round"}, {"color": CHART["text"]})]
 
 
 @shown_offline
