@@ -396,6 +396,8 @@ class OffloadRun:
     makespan: float
     peak_activation: list[float]
     copies: dict          # (device, stage, mb, "offload"/"reload") -> (start, end)
+    #: per device, (time, activation held after that instant) wherever it changes, from (0, 0)
+    curves: list[list[tuple[float, float]]]
 
 
 def run_offload(program, config) -> OffloadRun:
@@ -507,6 +509,7 @@ def run_offload(program, config) -> OffloadRun:
 
     share = config.w_share
     peaks = []
+    curves = []
     for d, row in enumerate(rows):
         events = []
         for k, (kind, s, mb, _) in enumerate(row):
@@ -536,4 +539,4 @@ def run_offload(program, config) -> OffloadRun:
     flat_start = [x for r in start for x in r]
     flat_end = [x for r in end for x in r]
     return OffloadRun(start=flat_start, end=flat_end, makespan=max(flat_end) if flat_end else 0.0,
-                      peak_activation=peaks, copies=copies)
+                      peak_activation=peaks, copies=copies, curves=curves)

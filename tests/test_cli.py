@@ -618,7 +618,7 @@ def test_run_recompute_and_memory_capacity_go_with_a_program(tmp_path, capsys):
     code, out, err = run(capsys, "run", "--program", str(prog), "--recompute", "full", "--memory-capacity", "1.5")
     res = simulate(Program.from_text(prog.read_text()), label="prog.txt", recompute="full", memory_capacity=1.5)
     assert code == 0 and err == "" and summary_lines(out) == res.summary().splitlines()
-    assert summary_lines(out)[1:2] == ["  makespan         12"]  # 8 without recompute
+    assert summary_lines(out)[1:3] == ["  settings         recompute=full", "  makespan         12"]  # 8 without
     assert summary_lines(out)[-1] == "  memory capacity  1.5 per device: fits (highest peak 0.118 on device 0)"
 
 
@@ -628,8 +628,9 @@ def test_run_recompute_is_the_configs(capsys, mode):
     res = simulate(Config(schedule="zb-h1", devices=4, microbatches=8, recompute=mode))
     plain = simulate(Config(schedule="zb-h1", devices=4, microbatches=8))
     assert code == 0 and err == "" and " ".join(summary_lines(out)).split() == res.summary().split()
-    assert summary_lines(out)[1] == f"  makespan         {res.makespan:.6g}   closed form {plain.makespan:.6g}"
-    assert summary_lines(out)[4] == "  peak activation  " + " ".join(number_text(x) for x in res.peak_activation)
+    assert summary_lines(out)[1] == f"  settings         recompute={mode}"
+    assert summary_lines(out)[2] == f"  makespan         {res.makespan:.6g}   closed form {plain.makespan:.6g}"
+    assert summary_lines(out)[5] == "  peak activation  " + " ".join(number_text(x) for x in res.peak_activation)
     # full recompute runs each forward again before its backward; selective has nothing to redo here
     assert (res.makespan > plain.makespan) == (mode == "full")
     with pytest.raises(SystemExit) as info:  # argparse's own usage error

@@ -20,6 +20,7 @@ from ppviz.core.registry import lookup
 from ppviz.widgets.wire import describe
 
 from . import oracle
+from .test_oracle import assert_curves_match
 from .test_oracle import configs as oracle_configs
 
 INF = Link(0.0, math.inf)
@@ -207,6 +208,7 @@ def test_matches_the_reference_simulator(cfg):
     np.testing.assert_allclose(res.ops.end, ref.end, rtol=1e-9, atol=1e-9)
     assert math.isclose(res.makespan, ref.makespan, rel_tol=1e-9, abs_tol=1e-9)
     np.testing.assert_allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
+    assert_curves_match(res.memory, ref.curves)
     h = res.host_copies
     got = {(int(d), int(s), int(mb), str(k)): (float(a), float(b))
            for d, s, mb, k, a, b in zip(h.device, h.stage, h.microbatch, h.kind, h.start, h.end)}

@@ -37,6 +37,19 @@ class Ops(Columns):
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
 
 
+def _settings_text(config) -> str:
+    """The cost and memory settings a summary's first line leaves out, where they are not the
+    defaults: ``fb=2.5 w_share=0.5 recompute=full; stage 3 f=2`` (empty when all are)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(config)}
+    words = [f"{name}={getattr(config, name):g}" if isinstance(getattr(config, name), float) else
+             f"{name}={getattr(config, name)}"
+             for name in ("fb", "activation", "w_share", "recompute", "recompute_cost", "recompute_activation")
+             if getattr(config, name) != defaults[name]]
+    stages = [f"stage {s} " + " ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in sorted(over.items()))
+              for s, over in sorted(config.stage_costs.items())]
+    return "; ".join(part for part in (" ".join(words), "; ".join(stages)) if part)
+
+
 def unit_suffix(time_unit: str | None) -> str:
     """What follows a time: its unit (`` ms``), or nothing for a unitless run."""
     return f" {time_unit}" if time_unit else ""
@@ -235,6 +248,9 @@ class Result:
         k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
         lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
                  f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
+        settings = _settings_text(c)
+        if settings:
+            lines.append(f"  settings         {settings}")
         unit = unit_suffix(c.time_unit)
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
                      (f"   closed form {cf.makespan:.6g}{unit}" if cf else ""))
