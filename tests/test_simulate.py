@@ -293,3 +293,12 @@ def test_execute_runs_without_naming_an_engine():
     cost = np.where(program.kind == ppviz.core.program.F, 1.0, 2.0)
     start, end, dep = execute(program, cost, 0.0)
     assert end.max() == 33.0 and start[0] == 0.0 and dep[0] == -1
+
+
+def test_the_summary_names_the_settings_its_first_line_leaves_out():
+    # the header said "f=1 b=1 w=1" over a makespan of 60: the slow stage and recompute were unseen
+    res = run("1f1b", fb=2.5, w_share=0.5, recompute="full", stage_costs={3: {"f": 2.0, "activation": 0.5}})
+    lines = res.summary().splitlines()
+    assert lines[1] == "  settings         fb=2.5 w_share=0.5 recompute=full; stage 3 activation=0.5 f=2"
+    assert lines[2].startswith("  makespan         60")
+    assert not any(line.startswith("  settings") for line in run("1f1b").summary().splitlines())
