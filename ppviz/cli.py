@@ -11,6 +11,7 @@ import sys
 import textwrap
 
 from .core.errors import ConfigError, DeadlockError, PpvizError
+from .core.paths import unwritable
 
 #: ``-p`` and ``-m`` when not given (None in the parsed arguments, so that a given one can be told apart)
 DEFAULT_DEVICES, DEFAULT_MICROBATCHES = 4, 8
@@ -95,12 +96,9 @@ def _check_outputs(args, flags) -> None:
             instead = f", or use {other} for {_OUTPUTS[other][1]}" if other else ""
             raise _UsageError(f"{flag} {path}: {flag} writes {what}, not {ending}; give a name ending in "
                               f"{' or '.join(endings)} (or no ending){instead}")
-        if os.path.isdir(path):
-            raise _UsageError(f"{flag} {path}: that is a folder; give a file name, e.g. "
-                              f"{os.path.join(path, 'run' + endings[0])}")
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise _UsageError(f"{flag} {path}: cannot write it, there is no folder {folder}")
+        problem = unwritable(path, endings[0])
+        if problem is not None:
+            raise _UsageError(f"{flag} {path}: {problem[0]}; {problem[1]}")
 
 
 def _report_written(paths: list[str]) -> int:

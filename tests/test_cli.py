@@ -71,7 +71,8 @@ def test_an_export_that_cannot_be_written_is_one_line(tmp_path, capsys):
         code, out, err = run(capsys, "run", "1f1b", flag, str(target))
         # refused before any work: nothing printed first
         assert code == 2 and out == "" and \
-            err == f"ppviz: error: {flag} {target}: cannot write it, there is no folder {target.parent}\n"
+            err == (f"ppviz: error: {flag} {target}: there is no folder {target.parent}; create the folder first, "
+                    "or write to an existing one\n")
 
 
 @pytest.mark.parametrize("flag, ending", [("--html", ".html"), ("--svg", ".svg"), ("--png", ".png"),
@@ -81,7 +82,7 @@ def test_a_folder_given_as_an_export_is_refused_before_any_work_naming_the_optio
     folder.mkdir()
     code, out, err = run(capsys, "run", "1f1b", flag, str(folder))
     assert code == 2 and out == ""
-    assert err == f"ppviz: error: {flag} {folder}: that is a folder; give a file name, e.g. {folder / ('run' + ending)}\n"
+    assert err == f"ppviz: error: {flag} {folder}: it is a folder; give a file name (e.g. {folder / ('run' + ending)})\n"
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -300,7 +301,8 @@ def test_compare_all_runs_the_registry_and_says_what_refused_the_sizes(capsys, t
     (("compare", "--all", "-m", "99999999999999"), "no schedule in the registry accepts"),
     (("compare", "1f1b", "zb-h1", "--sort", "speed"), "invalid choice: 'speed'"),
     (("compare", "1f1b", "zb-h1", "--png", "/nonexistent/dir/all.png"),
-     "--png /nonexistent/dir/all.png: cannot write it, there is no folder /nonexistent/dir"),
+     "--png /nonexistent/dir/all.png: there is no folder /nonexistent/dir; create the folder first, or write to an "
+     "existing one"),
 ])
 def test_compare_refusals_are_one_line(capsys, argv, fragment):
     try:

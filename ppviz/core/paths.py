@@ -16,10 +16,20 @@ def checked_path(path) -> str:
     if not isinstance(name, str) or not name or "\0" in name:
         raise ConfigError("path", path, "give a non-empty file name without NUL characters")
     # refused here rather than as an OSError from open, after the export has been rendered
-    if os.path.isdir(name):
-        raise ConfigError("path", name, "give a file name (a file inside it, for one)", reason="it is a folder")
-    folder = os.path.dirname(name)
-    if folder and not os.path.isdir(folder):
-        raise ConfigError("path", name, "create the folder first, or write to an existing one",
-                          reason=f"its folder {folder!r} does not exist")
+    problem = unwritable(name)
+    if problem is not None:
+        raise ConfigError("path", name, problem[1], reason=problem[0])
     return name
+
+
+def unwritable(name: str, ending: str = "") -> tuple[str, str] | None:
+    """Why a file cannot be written at ``name`` (a folder, or in a folder that does not exist),
+    and what to give instead, e.g. a file inside that folder (named ``run`` + ``ending``); None
+    when it can be tried."""
+    if os.path.isdir(name):
+        example = f"e.g. {os.path.join(name, 'run' + ending)}" if ending else "a file inside it, for one"
+        return "it is a folder", f"give a file name ({example})"
+    folder = os.path.dirname(os.path.abspath(name))
+    if not os.path.isdir(folder):
+        return f"there is no folder {folder}", "create the folder first, or write to an existing one"
+    return None
