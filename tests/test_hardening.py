@@ -314,6 +314,16 @@ def test_many_devices_are_refused_by_what_they_cost_not_only_by_their_ops(monkey
         ppviz.set_budget(None)
 
 
+def test_a_refusal_for_size_names_the_segments_apart_from_the_microbatches(monkeypatch):
+    monkeypatch.delenv("PPVIZ_MAX_OPS", raising=False)
+    # it printed m·k as m ("m=800000000" for m = 8 in 10^8 segments)
+    with pytest.raises(ConfigError) as info:
+        Config(schedule="seq1f1b", microbatches=8, segments=10**8)
+    assert str(info.value).startswith("size='p=4, v=1, m=8, segments=100000000': too large to simulate here; that "
+                                      "is about 6,400,000,000 ops, over the budget of 4,000,000; use fewer devices, "
+                                      "stages or microbatches or segments")
+
+
 def test_v_half_and_v_min_count_their_construction_grid_against_the_budget():
     from ppviz.core.registry import lookup as get_spec
     from ppviz.schedules import v_shape

@@ -53,16 +53,17 @@ def estimate_ops(spec, devices: int, v: int, microbatches: int, *, transfers: bo
     return estimate
 
 
-def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False) -> None:
+def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool = False, segments: int = 1) -> None:
     """Refuse a schedule whose op count, device count or construction grid would exceed the
-    budget, before it is built."""
-    estimate = estimate_ops(spec, devices, v, microbatches, transfers=transfers)
+    budget, before it is built; each of ``segments`` parts of a microbatch counts as one."""
+    estimate = estimate_ops(spec, devices, v, microbatches * segments, transfers=transfers)
     limit = max_ops()
     if estimate > limit:
+        parts = f", segments={segments}" if segments > 1 else ""
         raise ConfigError(
-            "size", f"p={devices}, v={v}, m={microbatches}",
+            "size", f"p={devices}, v={v}, m={microbatches}{parts}",
             f"that is about {estimate:,} ops, over the budget of {limit:,}; use fewer devices, stages or "
-            f"microbatches, or raise the budget with ppviz.set_budget(max_ops=...)",
+            f"microbatches{' or segments' if parts else ''}, or raise the budget with ppviz.set_budget(max_ops=...)",
             reason="too large to simulate here")
     most = max(MIN_DEVICES, limit // DEVICE_OPS)
     if devices > most:
@@ -77,4 +78,5 @@ def check_size(spec, devices: int, v: int, microbatches: int, *, transfers: bool
             "size", f"p={devices}, m={microbatches}",
             f"{spec.name} lays its order out on a grid of about {cells:,} slots first (it grows as p × (p + m)), "
             f"over the budget of {CELLS_PER_OP * limit:,} ({CELLS_PER_OP} per op of the budget); use fewer devices or "
-            "microbatches, or raise the budget with ppviz.set_budget(max_ops=...)", reason="too large to construct here")
+            "microbatches, or raise the budget with ppviz.set_budget(max_ops=...)",
+            reason="too large to construct here")

@@ -224,8 +224,8 @@ class Config:
                                           reason=f"{spec.name} does not split microbatches into sequence segments")
         self._check_transfers()
         self._check_offload(spec)
-        check_size(spec, self.devices, self.stages_per_device, self.microbatches * self.segments,
-                   transfers=self.transfers)
+        check_size(spec, self.devices, self.stages_per_device, self.microbatches, transfers=self.transfers,
+                   segments=self.segments)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
         if self.f + self.b + self.w <= 0:

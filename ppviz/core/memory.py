@@ -144,7 +144,8 @@ def step_curves(devices: int, free_device, free_time, free_amount, alloc_device,
     times, levels = np.empty(int(offsets[-1])), np.empty(int(offsets[-1]))
     for rows, row_times, row_levels in pieces:
         # the group's points are its devices' curves end to end: each goes to its device's place
-        at = np.repeat(offsets[rows] - (np.cumsum(points[rows]) - points[rows]), points[rows]) + np.arange(len(row_times))
+        first = offsets[rows] - (np.cumsum(points[rows]) - points[rows])
+        at = np.repeat(first, points[rows]) + np.arange(len(row_times))
         times[at], levels[at] = row_times, row_levels
     return MemoryCurves(times, levels, offsets.astype(np.int64))
 

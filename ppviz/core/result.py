@@ -45,7 +45,8 @@ def _settings_text(config) -> str:
              f"{name}={getattr(config, name)}"
              for name in ("fb", "activation", "w_share", "recompute", "recompute_cost", "recompute_activation")
              if getattr(config, name) != defaults[name]]
-    stages = [f"stage {s} " + " ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}" for k, v in sorted(over.items()))
+    stages = [f"stage {s} " + " ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
+                                       for k, v in sorted(over.items()))
               for s, over in sorted(config.stage_costs.items())]
     return "; ".join(part for part in (" ".join(words), "; ".join(stages)) if part)
 
