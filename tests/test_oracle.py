@@ -78,14 +78,17 @@ def assert_matches_oracle(res, cfg):
 
 
 def assert_curves_match(memory, reference):
-    """Each device's curve is the reference's step function: equal at every time either changes,
-    starting at 0, with no point that repeats the level before it."""
+    """Each device's curve is the reference's step function: equal after every time either
+    changes, starting at 0, with no point that repeats the level before it."""
     assert len(memory.offsets) == len(reference) + 1
     for d, ref in enumerate(reference):
         times, values = memory.curve(d)
         assert times[0] == 0.0 and np.all(np.diff(times) > 0) and np.all(values[1:] != values[:-1])
         ref_times, ref_values = np.array(ref).T
         at = np.union1d(times, ref_times)
+        # times a few ulps apart are one instant computed in two orders (the offload oracle sums
+        # its copies' times its own way): compare the levels after all of such an instant
+        at = at[np.r_[~np.isclose(at[1:], at[:-1], rtol=1e-9, atol=1e-12), True]]
 
         def level(ts, vs):
             return np.asarray(vs)[np.searchsorted(ts, at, side="right") - 1]
