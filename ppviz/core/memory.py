@@ -62,12 +62,17 @@ def stage_activation(config, devices: int, stages: int) -> np.ndarray:
     return act
 
 
-def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> MemoryCurves:
+def op_activation(program, config) -> tuple[np.ndarray, np.ndarray]:
+    """Per op, the activation its stage's F takes (a segment's share of it) and what the op
+    frees at its end: all of it for B, 1 − ``w_share`` of it for I, ``w_share`` for W, none for F."""
     act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
-    kind = program.kind
-    share = config.w_share
-    release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
-    is_alloc = kind == F
+    kind, share = program.kind, config.w_share
+    return act, np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
+
+
+def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> MemoryCurves:
+    act, release = op_activation(program, config)
+    is_alloc = program.kind == F
     is_free = ~is_alloc & (release != 0)
     if program.forward_only:
         release, is_free = act, act != 0  # each F frees at its own end what it took at its start

@@ -53,7 +53,7 @@ import numpy as np
 from .columns import Queue
 from .dependencies import deadlock_error, dependencies, forwards
 from .errors import ConfigError
-from .memory import MemoryCurves, device_max, stage_activation, step_curves
+from .memory import MemoryCurves, device_max, op_activation, stage_activation, step_curves
 from .program import B, F, I, W, Program
 
 
@@ -244,10 +244,8 @@ def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies:
     """Activation memory over time with offload: as :func:`ppviz.core.memory.activation_curves`,
     plus α of an offloaded activation freed at its offload's end and taken again at its
     reload's start (frees first at equal times)."""
-    act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
+    act, release = op_activation(program, config)
     kind = program.kind
-    share = config.w_share
-    release = np.select([kind == B, kind == I, kind == W], [act, (1.0 - share) * act, share * act], 0.0)
     frees, allocs = np.flatnonzero((kind == B) | (kind == I) | (kind == W)), np.flatnonzero(kind == F)
     # each copy's activation is its microbatch's forward at that stage (the last one, if several)
     keys = program.stage[allocs].astype(np.int64) * program.microbatches + program.microbatch[allocs]

@@ -37,6 +37,7 @@ from ..core.measured import Measured, Samples, Steps
 from ..core.transfers import Transfers
 from ..core.program import MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W, action
 from ..core.registry import all_specs
+from ..core.result import unit_suffix
 from . import chrome_trace, measured_json, torch_profiler
 from .trace_records import MAX_TRACE_BYTES, RankRecords, read_bytes
 
@@ -323,7 +324,7 @@ def _check_overlaps(devices, device, kind, stage, mb, pair, start, end, unit) ->
     d = int(device[i])
     r = devices[d]
     who = f"rank {r.rank}" if r.rank is not None else f"device {d}"
-    suffix = f" {unit}" if unit else ""
+    suffix = unit_suffix(unit)
 
     def shown(k):
         name = action(int(kind[k]), int(stage[k]), int(mb[k]))
