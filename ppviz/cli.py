@@ -111,15 +111,13 @@ def _report_written(paths: list[str]) -> int:
 
 
 def _config_options(args) -> dict:
-    """The Config keywords given on the command line (the others keep their defaults); ``run``
-    alone has --memory-capacity, --recompute and --segments."""
+    """The Config keywords given on the command line (the others keep their defaults)."""
     return {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
                               ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
                               ("w_share", args.w_share), ("params", args.params), ("time_unit", args.time_unit),
                               ("topology", args.topology), ("comm_bytes", args.comm_bytes), ("p2p", args.p2p),
-                              ("memory_capacity", getattr(args, "memory_capacity", None)),
-                              ("recompute", getattr(args, "recompute", None)),
-                              ("segments", getattr(args, "segments", None)))
+                              ("memory_capacity", args.memory_capacity), ("recompute", args.recompute),
+                              ("segments", args.segments))
             if v is not None}
 
 
@@ -169,10 +167,13 @@ _SORT_KEYS = {"makespan": lambda r: (r.makespan, float(r.peak_memory.max())),
 def _compare(args) -> int:
     from .core.config import Config
     from .core.engine import simulate
-    from .core.registry import list_schedules
+    from .core.registry import list_schedules, lookup
 
     _check_outputs(args, _COMPARE_OUTPUTS)
     options = _config_options(args)
+    # --segments splits the microbatches of the schedules built for it; refusing it for the others
+    # would leave nothing to compare seq1f1b against
+    segments = options.pop("segments", None)
     if args.all and args.schedules:
         raise _UsageError(f"--all compares every schedule in the registry and takes no names; "
                           f"drop {' '.join(args.schedules)} or --all")
@@ -184,8 +185,9 @@ def _compare(args) -> int:
     configs, skipped, seen = [], [], set()
     for name in names:
         try:
+            split = {"segments": segments} if segments is not None and lookup(name).segmented else {}
             config = Config(schedule=name, devices=_given(args.p, DEFAULT_DEVICES),
-                            microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options)
+                            microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options, **split)
         except PpvizError as exc:
             if not args.all:  # a schedule named on purpose that cannot run is an error, not a footnote
                 raise
@@ -200,9 +202,21 @@ def _compare(args) -> int:
     if not configs:
         raise _UsageError("no schedule in the registry accepts these sizes and options: " +
                           "; ".join(f"{name}: {why}" for name, why in skipped))
+    split = [config.schedule for config in configs if config.segments > 1]
+    if segments is not None and segments > 1 and not split:
+        raise _UsageError(f"--segments {segments}: none of {', '.join(c.schedule for c in configs)} splits "
+                          "microbatches into sequence segments; add seq1f1b, or drop --segments")
     results = [simulate(config) for config in configs]
     results.sort(key=_SORT_KEYS[args.sort])
-    print(_shown_lines(_comparison_table(results)))
+    width = _terminal_width()
+    heading, table = _comparison_table(results)
+    print(_wrapped(_shown(heading), width))  # the heading only: a table's rows stay whole, however wide
+    print()
+    print(_shown_lines(table))
+    if split:
+        print()
+        print(_wrapped(f"--segments {segments}: {', '.join(split)} split{'s' if len(split) == 1 else ''} each "
+                       f"microbatch into {segments} sequence segments; the others run whole microbatches", width))
     if skipped:
         print()
         print(f"skipped {len(skipped)} that refuse these sizes or options:")
@@ -221,15 +235,18 @@ def _compare(args) -> int:
     return _report_written(written)
 
 
-def _comparison_table(results) -> str:
-    """One line per run: makespan, bubble and peak activation, simulated and (in brackets) the
-    published closed form where one applies."""
+def _comparison_table(results) -> tuple[str, str]:
+    """A heading, and a table with one line per run: makespan, bubble and peak activation,
+    simulated and (in brackets) the published closed form where one applies; with a memory
+    capacity, whether each run fits it."""
     from .core.result import number_text
 
     unit = results[0].config.time_unit or ""
     static = any(r.static_memory.any() for r in results)  # then the peaks include the static memory
+    capacity = results[0].config.memory_capacity
     header = ("schedule", "v", f"makespan{f' ({unit})' if unit else ''}", "bubble",
-              "peak memory" if static else "peak activation")
+              "peak memory" if static else "peak activation") + \
+        ((f"fits {number_text(capacity)}",) if capacity is not None else ())
     rows = [header]
     for r in results:
         cf = r.closed_form if r.closed_form is not None and r.closed_form.applies else None
@@ -241,13 +258,22 @@ def _comparison_table(results) -> str:
             f"{r.makespan:.6g}" + (f" ({cf.makespan:.6g})" if cf is not None else ""),
             f"{r.bubble_fraction:.1%}" + (f" ({cf.bubble_fraction:.1%})" if cf is not None else ""),
             number_text(peak) + (f" ({number_text(closed_peak)})" if closed_peak is not None else ""),
-        ))
+        ) + ((_fits_cell(r),) if capacity is not None else ()))
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
              .rstrip() for row in rows]
     p, m = results[0].devices, results[0].program.whole_microbatches
-    return "\n".join([f"{len(results)} schedules at p={p} m={m}; in brackets: the published closed form where "
-                      "its assumptions hold", "", *lines])
+    return (f"{len(results)} schedules at p={p} m={m}; in brackets: the published closed form where it applies",
+            "\n".join(lines))
+
+
+def _fits_cell(result) -> str:
+    """``yes``, or ``no`` and how far the highest peak goes over the capacity."""
+    if not result.out_of_memory:
+        return "yes"
+    from .core.result import number_text
+
+    return f"no (+{number_text(float(result.excess.max()))})"
 
 
 def _shown(text: str) -> str:
@@ -350,8 +376,8 @@ def _whole(what: str):
     return parse
 
 
-def _add_config_arguments(parser) -> None:
-    """The sizes and costs, as ``run`` and ``compare`` both take them."""
+def _add_config_arguments(parser, segments_help: str) -> None:
+    """The sizes, costs and memory options, as ``run`` and ``compare`` both take them."""
     parser.add_argument("-p", type=_whole("devices"), default=None, help=f"devices (default {DEFAULT_DEVICES})")
     parser.add_argument("-m", type=_whole("microbatches"), default=None,
                         help=f"microbatches (default {DEFAULT_MICROBATCHES})")
@@ -374,6 +400,11 @@ def _add_config_arguments(parser) -> None:
     parser.add_argument("--comm-bytes", type=float, default=None, help="bytes of one transfer (with --topology)")
     parser.add_argument("--p2p", choices=("blocking", "overlapped"), default=None,
                         help="whether a transfer also holds its devices (default: the schedule's)")
+    parser.add_argument("--memory-capacity", metavar="X", type=float, default=None,
+                        help="memory per device in activation units (default none)")
+    parser.add_argument("--recompute", choices=("full", "selective"), default=None,
+                        help="activation recomputation (default none)")
+    parser.add_argument("--segments", metavar="K", type=_whole("segments"), default=None, help=segments_help)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -389,13 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--program", metavar="FILE",
                      help="simulate your own program: a torch CSV (.csv) or text, one device per line; it sets "
                           "the sizes, so -p, -m, -v, --group-size and --segments are refused with it")
-    _add_config_arguments(run)
-    run.add_argument("--memory-capacity", metavar="X", type=float, default=None,
-                     help="memory per device in activation units (default none)")
-    run.add_argument("--recompute", choices=("full", "selective"), default=None,
-                     help="activation recomputation (default none)")
-    run.add_argument("--segments", metavar="K", type=_whole("segments"), default=None,
-                     help="segments per microbatch, > 1 for seq1f1b (default 1)")
+    _add_config_arguments(run, "segments per microbatch, > 1 for seq1f1b (default 1)")
     run.add_argument("--width", type=_whole("columns"), default=80, help="width of the text chart (default 80)")
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
     run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV "
@@ -414,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("--all", action="store_true",
                          help="every training schedule in the registry instead of names (those that refuse the "
                               "sizes are listed as skipped)")
-    _add_config_arguments(compare)
+    _add_config_arguments(compare, "segments per microbatch for the schedules that split microbatches "
+                                   "(seq1f1b); the others run whole ones (default 1)")
     compare.add_argument("--sort", choices=tuple(_SORT_KEYS), default="makespan",
                          help="order of the rows (default makespan; given: as named)")
     compare.add_argument("--png", metavar="FILE", help="also write the comparison's charts as PNG (2x scale)")

@@ -324,6 +324,70 @@ def test_compare_takes_the_same_options_as_run_without_flags_named_as_keywords(c
     assert (code, out, err) == (2, "", "ppviz: error: -p 0 is not accepted; give a whole number from 1 to 1,000,000,000\n")
 
 
+def test_compare_memory_capacity_says_which_schedules_fit_and_by_how_much_they_do_not(capsys):
+    # was no --memory-capacity in compare: "which of these fits my memory" needed Python
+    names = ("1f1b", "zb-h1", "v-half", "v-min")
+    code, out, err = run(capsys, "compare", *names, "-p", "8", "-m", "16", "--memory-capacity", "5", "--params", "0.5")
+    assert code == 0 and err == ""
+    header = next(line for line in out.splitlines() if line.startswith("schedule "))
+    assert header.split()[-2:] == ["fits", "5"]
+    cells = {name: row[-2:] for name, row in table_rows(out).items()}
+    for name in names:
+        res = simulate(Config(schedule=name, devices=8, microbatches=16, memory_capacity=5, params=0.5))
+        if res.out_of_memory:
+            assert cells[name] == ["no", f"(+{number_text(float(res.excess.max()))})"], name
+        else:
+            assert cells[name][-1] == "yes", name
+    # both answers occur: v-min (peak 3 + 0.5) fits, 1f1b (8 + 0.5) is 3.5 over
+    assert cells["v-min"][-1] == "yes" and cells["1f1b"] == ["no", "(+3.5)"]
+    # without a capacity there is no such column
+    code, out, _ = run(capsys, "compare", *names, "-p", "8", "-m", "16")
+    assert "fits" not in out
+
+
+def test_compare_segments_split_seq1f1b_and_leave_the_others_whole(capsys):
+    code, out, err = run(capsys, "compare", "1f1b", "seq1f1b", "zb-h1", "-p", "4", "-m", "8", "--segments", "4")
+    assert code == 0 and err == ""
+    rows = table_rows(out)
+    for name, segments in (("seq1f1b", 4), ("1f1b", 1), ("zb-h1", 1)):
+        res = simulate(Config(schedule=name, devices=4, microbatches=8, segments=segments))
+        assert rows[name][1] == f"{res.makespan:.6g}", name
+    assert rows["seq1f1b"][1] == "26.25" and rows["1f1b"][1] == "33"  # seq1f1b k = 4 against whole microbatches
+    assert out.splitlines()[-2:] == [
+        "--segments 4: seq1f1b splits each microbatch into 4 sequence segments; the",
+        "  others run whole microbatches"]
+    # asked of schedules none of which split microbatches, it would change nothing: refused
+    code, out, err = run(capsys, "compare", "1f1b", "zb-h1", "--segments", "4")
+    assert (code, out) == (2, "") and err == (
+        "ppviz: error: --segments 4: none of 1f1b, zb-h1 splits microbatches into sequence segments; add seq1f1b, "
+        "or drop --segments\n")
+
+
+def test_compare_recompute_is_the_configs(capsys):
+    code, out, err = run(capsys, "compare", "1f1b", "zb-h1", "-p", "4", "-m", "8", "--recompute", "full")
+    assert code == 0 and err == ""
+    rows = table_rows(out)
+    for name in ("1f1b", "zb-h1"):
+        res = simulate(Config(schedule=name, devices=4, microbatches=8, recompute="full"))
+        plain = simulate(Config(schedule=name, devices=4, microbatches=8))
+        # full recompute: the forwards run again, so no closed form applies and the peaks drop
+        assert rows[name] == ["1", f"{res.makespan:.6g}", f"{res.bubble_fraction:.1%}",
+                              number_text(res.peak_activation.max())]
+        assert res.peak_activation.max() < plain.peak_activation.max()
+
+
+def test_compare_heading_wraps_to_the_output_but_the_table_rows_stay_whole(capsys):
+    # was a 92-column heading whatever the output
+    code, out, _ = run(capsys, "compare", "--all", "-p", "16", "-m", "128", "--memory-capacity", "6")
+    lines, rows = out.splitlines(), table_rows(out)
+    assert code == 0 and len(rows) >= 10 and lines[:2] == [
+        f"{len(rows)} schedules at p=16 m=128; in brackets: the published closed form where it",
+        "  applies"]
+    table = lines[lines.index("") + 1:lines.index("") + 2 + len(rows)]
+    assert table[0].startswith("schedule ") and len(table[0]) > 80
+    assert {len(line) for line in table} == {len(table[0])}  # every row whole, as wide as the header
+
+
 # the text Gantt ----------------------------------------------------------------------------------
 
 
