@@ -47,9 +47,10 @@ def _run(args) -> int:
         result = simulate(Config(schedule=args.schedule, devices=_given(args.p, DEFAULT_DEVICES),
                                  microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options))
     # the label is the --program file's name: a name holding an escape sequence is shown, not run
-    print(_shown_lines(text_gantt(result, args.width, widen="--width {}")))
+    columns = _terminal_width()
+    print(_shown_lines(text_gantt(result, columns if args.width is None else args.width, widen="--width {}")))
     print()
-    print(_wrapped(_shown_lines(result.summary()), _terminal_width()))  # escaped first: its length is printed
+    print(_wrapped(_shown_lines(result.summary()), columns))  # escaped first: its length is printed
     written = []
     if args.trace:
         written.append(result.to_chrome_trace(args.trace))
@@ -116,7 +117,8 @@ def _config_options(args) -> dict:
                               ("stages_per_device", args.v), ("microbatch_group_size", args.group_size),
                               ("w_share", args.w_share), ("params", args.params), ("time_unit", args.time_unit),
                               ("topology", args.topology), ("comm_bytes", args.comm_bytes), ("p2p", args.p2p),
-                              ("memory_capacity", args.memory_capacity), ("recompute", args.recompute),
+                              ("memory_capacity", args.memory_capacity), ("activation_bytes", args.activation_bytes),
+                              ("recompute", args.recompute),
                               ("segments", args.segments))
             if v is not None}
 
@@ -290,8 +292,8 @@ def _shown_lines(text: str) -> str:
 _FLAGS = {"devices": "-p", "microbatches": "-m", "stages_per_device": "-v", "microbatch_group_size": "--group-size",
           "f": "--f", "b": "--b", "w": "--w", "comm": "--comm", "fb": "--fb", "w_share": "--w-share",
           "params": "--params", "time_unit": "--time-unit", "topology": "--topology", "comm_bytes": "--comm-bytes",
-          "p2p": "--p2p", "width": "--width",
-          "memory_capacity": "--memory-capacity", "recompute": "--recompute", "segments": "--segments"}
+          "p2p": "--p2p", "width": "--width", "memory_capacity": "--memory-capacity",
+          "activation_bytes": "--activation-bytes", "recompute": "--recompute", "segments": "--segments"}
 #: the library's advice that names a Python call, as the command line says it
 _ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)"}
 
@@ -402,6 +404,8 @@ def _add_config_arguments(parser, segments_help: str) -> None:
                         help="whether a transfer also holds its devices (default: the schedule's)")
     parser.add_argument("--memory-capacity", metavar="X", type=float, default=None,
                         help="memory per device in activation units (default none)")
+    parser.add_argument("--activation-bytes", metavar="B", type=float, default=None,
+                        help="bytes in one activation unit, to report memory in GiB too (default none)")
     parser.add_argument("--recompute", choices=("full", "selective"), default=None,
                         help="activation recomputation (default none)")
     parser.add_argument("--segments", metavar="K", type=_whole("segments"), default=None, help=segments_help)
@@ -421,7 +425,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="simulate your own program: a torch CSV (.csv) or text, one device per line; it sets "
                           "the sizes, so -p, -m, -v, --group-size and --segments are refused with it")
     _add_config_arguments(run, "segments per microbatch, > 1 for seq1f1b (default 1)")
-    run.add_argument("--width", type=_whole("columns"), default=80, help="width of the text chart (default 80)")
+    run.add_argument("--width", type=_whole("columns"), default=None,
+                     help="width of the text chart (default: the terminal's, 80 when the output is not a terminal)")
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
     run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV "
                      "(with --topology, the compute_comms CSV with its sends and receives)")

@@ -678,6 +678,19 @@ def test_run_memory_capacity_says_which_devices_fit(capsys):
         "                   device 0)"]
 
 
+def test_run_activation_bytes_reports_the_memory_in_gib(capsys):
+    # was no --activation-bytes: the capacity and the peaks could only be read in activation units
+    code, out, err = run(capsys, "run", "1f1b", "-p", "4", "-m", "8", "--memory-capacity", "3",
+                         "--activation-bytes", str(2**31))
+    res = simulate(Config(schedule="1f1b", devices=4, microbatches=8, memory_capacity=3, activation_bytes=2**31))
+    lines = summary_lines(out)
+    assert code == 0 and err == "" and "  peak memory GiB  8 6 4 2" in lines
+    assert " ".join(" ".join(lines).split()) == " ".join(res.summary().split())
+    assert "memory capacity  6 GiB per device: OUT OF MEMORY on device 0" in out
+    code, out, err = run(capsys, "run", "1f1b", "--activation-bytes", "0")
+    assert (code, out) == (2, "") and "--activation-bytes 0.0 is not accepted; give a finite number > 0" in err
+
+
 def test_run_recompute_and_memory_capacity_go_with_a_program(tmp_path, capsys):
     prog = tmp_path / "prog.txt"
     prog.write_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1\n")
@@ -738,6 +751,23 @@ def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeyp
     assert summary_lines(out)[-2:] == [
         "  (closed form assumes uniform stage costs, comm = 0; this config does not meet",
         "    all of it)"]
+
+
+def test_run_draws_its_chart_as_wide_as_the_terminal_unless_told(capsys, monkeypatch):
+    # was 80 columns whatever the terminal: at m = 32 the labels only showed with --width
+    import ppviz.cli as cli
+
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "32")
+    narrow = chart_rows(out)
+    assert code == 0 and max(len(row) for row in narrow) <= 80
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    monkeypatch.setattr(cli.shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((200, 40)))
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "32")
+    wide = chart_rows(out)
+    result = simulate(Config(schedule="1f1b", devices=4, microbatches=32))
+    assert code == 0 and wide == chart_rows(text_gantt(result, 200)) and 160 < max(len(row) for row in wide) <= 200
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "32", "--width", "80")
+    assert chart_rows(out) == narrow
 
 
 def test_run_wraps_its_summary_to_the_terminals_width(capsys, monkeypatch):

@@ -197,6 +197,12 @@ FLAG_CASES = [
      dict(schedule="interleaved-1f1b", devices=2, microbatches=6, stages_per_device=2, microbatch_group_size=3)),
     (["zb-h1", "--w-share", "0.5"], dict(schedule="zb-h1", w_share=0.5)),
     (["1f1b", "--params", "2"], dict(schedule="1f1b", params=2.0)),
+    (["1f1b", "--memory-capacity", "3"], dict(schedule="1f1b", memory_capacity=3.0)),
+    (["1f1b", "--memory-capacity", "3", "--activation-bytes", "1e9"],
+     dict(schedule="1f1b", memory_capacity=3.0, activation_bytes=1e9)),
+    (["zb-h1", "--recompute", "full"], dict(schedule="zb-h1", recompute="full")),
+    (["seq1f1b", "--segments", "2"], dict(schedule="seq1f1b", segments=2)),
+    (["1f1b", "--time-unit", "ms"], dict(schedule="1f1b", time_unit="ms")),
 ]
 
 
