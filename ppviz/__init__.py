@@ -1,4 +1,38 @@
-"""ppviz: simulate and visualise pipeline-parallel training schedules."""
+"""ppviz: simulate and visualise pipeline-parallel training schedules.
+
+See a schedule::
+
+    import ppviz
+    cfg = ppviz.Config(schedule="zb-h1", devices=4, microbatches=8)   # f = b = w = 1 by default
+    ppviz.show(cfg)                       # the interactive Gantt chart, with controls
+    res = ppviz.simulate(cfg)             # a Result: makespan, bubble_fraction, peak_memory, ...
+    print(res.summary())                  # simulated beside the published closed forms
+    ppviz.list_schedules()                # every schedule: names, aliases, constraints
+
+Choose one::
+
+    ppviz.compare([cfg, cfg.replace(schedule="v-half")])   # side by side, with charts
+    ppviz.frontier(cfg)                   # bubble against peak activation, Pareto front
+    ppviz.search(cfg, max_memory=2)       # the fastest order found within a memory limit
+    ppviz.sweep({"schedule": ["1f1b", "zb-h1"], "microbatches": [8, 16, 32]},
+                base=cfg)                 # a DataFrame; joblib processes, or a Dask client
+
+With your model, hardware and links::
+
+    cfg = ppviz.Config.from_model(ppviz.Transformer.preset("llama-3-8b"),
+                                  ppviz.Hardware.preset("h100-sxm"),
+                                  schedule="zb-h1", devices=4, microbatches=16,
+                                  topology="dgx-h100")   # transfers over real links
+    print(ppviz.simulate(cfg).fit_summary())   # ms and GiB: does it fit?
+
+With your measured run: ``ppviz.load_trace(path)`` (torch profiler traces), then
+``ppviz.calibrate(...)`` and ``ppviz.show(measured, against=...)``; your own schedule:
+``ppviz.Program.from_text(...)`` or ``ppviz.from_torch(...)``. Exports: ``res.to_html``,
+``to_svg``, ``to_png``, ``to_chrome_trace``, ``to_torch_csv``; charts: ``ppviz.charts``. The
+command line: ``ppviz run zb-h1 -p 4 -m 8``, ``ppviz compare 1f1b zb-h1 v-half``, ``ppviz list``.
+Sizes beyond a budget are refused before any work (``ppviz.set_budget``); every refusal is a
+:class:`ppviz.PpvizError` (a ``ValueError``) that names what to change.
+"""
 
 from . import schedules  # noqa: F401  (importing the families registers them)
 from .analysis.calibrate import Calibration, calibrate

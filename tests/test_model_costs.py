@@ -268,6 +268,26 @@ def test_from_model_takes_a_topology_and_names_its_own_options_when_one_is_missp
     assert "time_unit" not in message.split("from_model takes")[1]  # set by from_model, not an option
 
 
+def test_from_model_sends_the_models_hidden_states_over_a_topology():
+    # was a refusal: "a topology needs the size of what crosses it", though the model knows it.
+    # Megatron-LM's get_tensor_shapes: (seq_length / t under sequence parallelism,
+    # micro_batch_size, hidden_size) in the pipeline's 16-bit dtype
+    model, gpu = Transformer.preset("llama-3-8b"), Hardware.preset("h100-sxm")
+    sizes = dict(schedule="1f1b", devices=4, microbatches=8, topology="dgx-h100")
+    whole = model.seq_len * model.micro_batch_size * model.hidden * 2
+    assert whole == 8192 * 1 * 4096 * 2
+    assert Config.from_model(model, gpu, **sizes).comm_bytes == whole
+    assert Config.from_model(model, gpu, **sizes, tensor_parallel=2).comm_bytes == whole // 2  # sequence parallel
+    assert Config.from_model(model, gpu, **sizes, tensor_parallel=2, sequence_parallel=False).comm_bytes == whole
+    bigger = model.replace(micro_batch_size=2, seq_len=4096)
+    assert Config.from_model(bigger, gpu, **sizes).comm_bytes == 4096 * 2 * 4096 * 2
+    # every transfer carries them; a comm_bytes given is kept; no topology, no bytes
+    res = simulate(Config.from_model(model, gpu, **sizes))
+    assert len(res.transfers) == 48 and set(res.transfers.bytes.tolist()) == {whole}
+    assert Config.from_model(model, gpu, **sizes, comm_bytes=1e6).comm_bytes == 1e6
+    assert Config.from_model(model, gpu, schedule="1f1b", devices=4, microbatches=8).comm_bytes is None
+
+
 def test_a_preset_the_name_begins_is_suggested_first():
     # before: "did you mean 'h200', 'h100-sxm'?" for H100
     with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h200'\?"):

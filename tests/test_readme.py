@@ -3,6 +3,7 @@
 import pathlib
 import re
 import shlex
+import textwrap
 
 import ppviz
 from ppviz.cli import main
@@ -27,6 +28,21 @@ def test_python_examples_run_and_print_what_they_claim():
         exec(compile(code, "README.md", "exec"), namespace)
     # the custom-program example claims a makespan of 12.0
     assert ppviz.simulate(namespace["prog"], f=1, b=2, w=1).makespan == 12.0
+
+
+def test_the_module_help_examples_run(capsys):
+    # ``help(ppviz)`` / ``ppviz?`` in a notebook is where a newcomer looks first
+    doc = ppviz.__doc__
+    examples = [textwrap.dedent(block) for block in re.findall(r"::\n\n((?:    .*\n|\n)+)", doc)]
+    assert len(examples) == 3
+    namespace = {}
+    for code in examples:
+        exec(compile(code, "ppviz.__doc__", "exec"), namespace)
+    assert namespace["res"].makespan == ppviz.simulate(ppviz.Config("zb-h1", devices=4, microbatches=8)).makespan
+    assert namespace["cfg"].topology is not None and namespace["cfg"].comm_bytes > 0
+    assert "memory capacity  80 GiB per device" in capsys.readouterr().out
+    for name in re.findall(r"``ppviz\.(\w+)", doc) + re.findall(r"``res\.(to_\w+)``", doc):
+        assert hasattr(ppviz, name) or hasattr(ppviz.Result, name), name
 
 
 def test_shell_examples_run(tmp_path, monkeypatch, capsys):

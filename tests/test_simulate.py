@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, DeadlockError, Program, simulate
+from ppviz.core.result import number_text
 
 
 def run(schedule, p=4, m=8, **kw):
@@ -299,6 +300,34 @@ def test_the_summary_names_the_settings_its_first_line_leaves_out():
     # the header said "f=1 b=1 w=1" over a makespan of 60: the slow stage and recompute were unseen
     res = run("1f1b", fb=2.5, w_share=0.5, recompute="full", stage_costs={3: {"f": 2.0, "activation": 0.5}})
     lines = res.summary().splitlines()
-    assert lines[1] == "  settings         fb=2.5 w_share=0.5 recompute=full; stage 3 activation=0.5 f=2"
+    assert lines[1] == "  settings         fb=2.5 w_share=0.5 recompute=full; stage 3 f=2 activation=0.5"
     assert lines[2].startswith("  makespan         60")
     assert not any(line.startswith("  settings") for line in run("1f1b").summary().splitlines())
+
+
+def test_the_settings_name_stages_alike_together():
+    # a model's config gives every stage all of its costs: the line listed 16 stages × 6 values,
+    # recompute times included where nothing recomputes
+    model, gpu = ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm")
+    config = Config.from_model(model, gpu, schedule="1f1b", devices=16, microbatches=32)
+    line = simulate(config).summary().splitlines()[1]
+    costs = config.stage_costs
+    middle = costs[1]
+    assert all(costs[s] == middle for s in range(1, 15)) and costs[0] != middle != costs[15]
+    assert line == ("  settings         w_share=1; "
+                    f"stage 0 f={number_text(costs[0]['f'])} b={number_text(costs[0]['b'])} "
+                    f"w={number_text(costs[0]['w'])} activation={number_text(costs[0]['activation'])} "
+                    f"params={number_text(costs[0]['params'])}; "
+                    f"stages 1–14 f={number_text(middle['f'])} b={number_text(middle['b'])} "
+                    f"w={number_text(middle['w'])} activation={number_text(middle['activation'])} "
+                    f"params={number_text(middle['params'])}; "
+                    f"stage 15 f={number_text(costs[15]['f'])} b={number_text(costs[15]['b'])} "
+                    f"w={number_text(costs[15]['w'])} activation={number_text(costs[15]['activation'])} "
+                    f"params={number_text(costs[15]['params'])}")
+    # under recompute each stage's recompute time matters, and is named
+    recomputed = simulate(config.replace(recompute="full")).summary().splitlines()[1]
+    assert f"stages 1–14 f={number_text(middle['f'])} b={number_text(middle['b'])} w={number_text(middle['w'])} " \
+           f"recompute={number_text(middle['recompute'])} activation=" in recomputed
+    # stages alike but not next to each other stay apart
+    apart = simulate(run("1f1b", stage_costs={0: {"f": 2.0}, 2: {"f": 2.0}}).config).summary().splitlines()[1]
+    assert apart == "  settings         stage 0 f=2; stage 2 f=2"

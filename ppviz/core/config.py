@@ -401,7 +401,10 @@ class Config:
         ``layout`` (None or ``"even"``: Megatron's even split; ``"balanced"``: the automatic
         balancer; a Megatron layout string such as ``"Et*9|(t*10|)*6t*9L"``; a list of
         transformer layers per stage; a :class:`ppviz.model.Layout`), ``first_stage_layers`` /
-        ``last_stage_layers``, and any other Config field (``comm``, ``label``, ...).
+        ``last_stage_layers``, and any other Config field (``comm``, ``label``, ...). With a
+        ``topology``, ``comm_bytes`` defaults to what one stage sends the next: the hidden
+        states of a microbatch, s·b·h 16-bit values, split over the tensor-parallel group under
+        sequence parallelism (as Megatron-LM sends them).
 
         f, b, w are the model's F, I, W times per 1/p of it; ``stage_costs`` holds every
         stage's own times, activation, static memory and recompute time (the embedding makes

@@ -37,17 +37,31 @@ class Ops(Columns):
     COLUMNS = ("device", "stage", "microbatch", "kind", "start", "end")
 
 
+#: the order a stage's own settings are named in
+_STAGE_KEYS = ("f", "b", "w", "recompute", "activation", "params")
+
+
 def _settings_text(config) -> str:
     """The cost and memory settings a summary's first line leaves out, where they are not the
-    defaults: ``fb=2.5 w_share=0.5 recompute=full; stage 3 f=2`` (empty when all are)."""
+    defaults: ``fb=2.5 w_share=0.5 recompute=full; stage 3 f=2`` (empty when all are). Stages
+    next to each other with the same settings are named together (``stages 1–14 f=75.6 ...``),
+    and a stage's recompute time only under recompute (a model's config gives every stage all
+    of its costs)."""
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
     words = [f"{name}={getattr(config, name):g}" if isinstance(getattr(config, name), float) else
              f"{name}={getattr(config, name)}"
              for name in ("fb", "activation", "w_share", "recompute", "recompute_cost", "recompute_activation")
              if getattr(config, name) != defaults[name]]
-    stages = [f"stage {s} " + " ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
-                                       for k, v in sorted(over.items()))
-              for s, over in sorted(config.stage_costs.items())]
+    groups: list[list] = []  # [first stage, last stage, their settings]
+    for stage, over in sorted(config.stage_costs.items()):
+        text = " ".join(f"{key}={number_text(over[key])}" for key in _STAGE_KEYS
+                        if key in over and (key != "recompute" or config.recompute is not None))
+        if groups and groups[-1][1] == stage - 1 and groups[-1][2] == text:
+            groups[-1][1] = stage
+        elif text:
+            groups.append([stage, stage, text])
+    stages = [f"stage {first} {text}" if first == last else f"stages {first}–{last} {text}"
+              for first, last, text in groups]
     return "; ".join(part for part in (" ".join(words), "; ".join(stages)) if part)
 
 

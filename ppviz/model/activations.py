@@ -111,6 +111,15 @@ def layer_bytes(model: Transformer, parallel: Parallel = Parallel(), *, flash_at
                                hidden_bytes=BYTES * model.tokens * model.hidden)
 
 
+def boundary_bytes(model: Transformer, parallel: Parallel = Parallel()) -> int:
+    """Bytes one stage sends the next per microbatch (and the same again for its gradient back),
+    per device: the hidden states, s·b·h 16-bit values, split over the tensor-parallel group when
+    sequence parallelism shards them. Megatron-LM's ``get_tensor_shapes``
+    (megatron/core/pipeline_parallel/schedules.py) sends (seq_length / t under sequence
+    parallelism, micro_batch_size, hidden_size) in the pipeline's 16-bit dtype."""
+    return int(parallel.split(BYTES * model.tokens * model.hidden, 0))
+
+
 def weight_gradient_bytes(model: Transformer) -> int:
     """M_W: bytes the weight gradients of one layer need after its input gradient (each weight
     product's input and output gradient), without parallelism; 32·s·b·h for a GPT layer."""

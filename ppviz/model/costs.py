@@ -37,7 +37,7 @@ from ..core.config import Config
 from ..core.errors import ConfigError, LayoutError
 from ..core.registry import lookup
 from . import activations, flops
-from .activations import Parallel
+from .activations import Parallel, boundary_bytes
 from .balance import MemoryLimit, candidates
 from .hardware import Hardware
 from .layout import Layout
@@ -302,6 +302,9 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                   recompute=recompute, **options)
     chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers)
     config = _config_for(model, hardware, base, chosen, training)
+    if transfers.get("topology") is not None and "comm_bytes" not in transfers:
+        # what crosses the links is the model's own: its hidden states, sharded as the training shards them
+        transfers["comm_bytes"] = boundary_bytes(model, training.parallel)
     if offload is not None or host_link is not None or transfers:
         config = config.replace(offload=offload, host_link=host_link, **transfers)
     return config, chosen
