@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ppviz
+from ppviz.charts.style import CHART
 from ppviz import Config, PpvizError, Program, charts, simulate
 from ppviz.core.errors import ScheduleConstraintError, UnknownScheduleError
 
@@ -722,11 +723,33 @@ def test_runs_beyond_the_palette_differ_in_shape_on_the_pareto(trio):
     runs = [cfg("1f1b", m=m) for m in range(4, 4 + len(SERIES) + 3)]  # more runs than colours
     spec = charts.pareto_chart(runs).to_dict()
     points = [layer for layer in spec["layer"] if layer["mark"]["type"] == "point"]
-    assert len(points) == 2
-    for layer in points:
+    # front, the grey edges of the dominated markers, dominated: each in the runs' shapes
+    assert len(points) == 3 and all("shape" in layer["encoding"] for layer in points)
+    assert points[1]["mark"]["color"] == CHART["markerEdge"] and "color" not in points[1]["encoding"]
+    for layer in (points[0], points[2]):
         color, shape = layer["encoding"]["color"]["scale"], layer["encoding"]["shape"]["scale"]
         assert color["domain"] == shape["domain"] and len(color["domain"]) == len(runs)
         pairs = list(zip(color["range"], shape["range"]))
         assert len(set(pairs)) == len(runs) and len(set(color["range"])) == len(SERIES)
     # while every run has a colour of its own, no shapes
     assert all("shape" not in layer["encoding"] for layer in charts.pareto_chart(trio).to_dict()["layer"])
+
+
+def test_a_light_runs_hollow_marker_is_edged_to_show_on_white():
+    # zb-h1's yellow ring alone was faint: 1.3:1 against white, under WCAG's 3:1 for graphics
+    from ppviz.charts.gantt import _luminance, _rgb
+    from ppviz.charts.style import SERIES
+
+    def contrast(a, b):
+        hi, lo = sorted((_luminance(_rgb(a)), _luminance(_rgb(b))), reverse=True)
+        return (hi + 0.05) / (lo + 0.05)
+
+    assert min(contrast(c, "#ffffff") for c in SERIES) < 1.4
+    assert contrast(CHART["markerEdge"], "#ffffff") >= 3
+    # every dominated marker gets an edge, drawn beneath its ring
+    runs = [cfg(name) for name in ("zb-v", "zb-h1", "1f1b", "v-half")]
+    layers = charts.pareto_chart(runs).to_dict()["layer"]
+    points = [(i, layer) for i, layer in enumerate(layers) if layer["mark"]["type"] == "point"]
+    (_, front), (edge_at, edge), (ring_at, ring) = points
+    assert edge_at < ring_at and edge["transform"] == ring["transform"] == [{"filter": "!datum.front"}]
+    assert edge["mark"]["strokeWidth"] > ring["mark"]["strokeWidth"] and edge["mark"]["size"] == ring["mark"]["size"]

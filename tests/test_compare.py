@@ -178,6 +178,11 @@ def test_the_linked_chart_dims_what_is_not_selected(five):
     assert len(bars) == len(points) == 5
     for label, opacity in bars + points:
         assert opacity == (1.0 if "schedule: zb-h1;" in label else 0.2), label
+    # the grey edges of the hollow (dominated) markers dim with their rings
+    edges = [(label, o) for label, o in chosen if "busiest device" in label and label.split("; ")[-1].startswith("name: ")]
+    assert len(edges) == sum("status: dominated" in label for label, _ in points) == 4
+    for label, opacity in edges:
+        assert opacity == (1.0 if label.endswith("name: zb-h1") else 0.2), label
     # bars and their closed-form ticks
     memory = [(label, o) for label, o in marks(spec, ppviz_device=3) if label.startswith("device (pipeline rank)")]
     assert len(memory) == 2 * 5 * 8

@@ -239,9 +239,14 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
     by_shape = {"shape": shape} if shape is not None else {}
     front_points = base.transform_filter("datum.front").mark_point(filled=True, size=110, opacity=1).encode(
         color=runs.color(legend), tooltip=tooltip, **by_shape)
-    other_points = base.transform_filter("!datum.front").mark_point(size=110, strokeWidth=2, opacity=1).encode(
+    dominated = base.transform_filter("!datum.front")
+    # a grey ring under each hollow marker edges it: a light colour's ring alone (the palette's
+    # yellow) is faint on white
+    edges = dominated.mark_point(size=110, strokeWidth=3.6, opacity=1, color=CHART["markerEdge"]).encode(
+        detail="name:N", **by_shape)
+    other_points = dominated.mark_point(size=110, strokeWidth=2, opacity=1).encode(
         color=runs.color(legend), tooltip=tooltip, **by_shape)
-    return alt.layer(line, front_points, other_points, *_label_marks(base)).properties(
+    return alt.layer(line, front_points, edges, other_points, *_label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
                      "filled: on the Pareto front (no other run is lower on both)", "hollow: dominated"))

@@ -221,8 +221,8 @@ def _link(chart, *, dark: bool = False):
     """An Altair comparison chart with the params that link it to the Gantt charts (built
     from ``chart``, which is changed on the way).
 
-    Marks coloured by run (bars and points), their closed-form ticks and their value labels
-    dim unless they belong to the run named by ``ppviz_schedule`` (and, where they are per
+    Marks coloured by run (bars and points, and the edges of hollow points), their closed-form
+    ticks and their value labels dim unless they belong to the run named by ``ppviz_schedule`` (and, where they are per
     device, to the device ``ppviz_device``). Clicking a chart's run marks fills its point
     selection ``ppviz_pick_<n>`` of the field ``name``, or of ``name`` and ``device`` where
     the marks are per device. ``ppviz_dark`` switches the colours of text, axes, grid and
@@ -249,7 +249,8 @@ def _link(chart, *, dark: bool = False):
         by_run = field("color") == "name" and kind in ("bar", "point")
         labels_run = kind == "text" and field("y") == "name"
         closed_form = kind == "tick" and field("opacity") == "closed_applies"
-        if by_run or labels_run or closed_form:
+        edges = kind == "point" and field("detail") == "name"  # a hollow marker's grey edge
+        if by_run or labels_run or closed_form or edges:
             match = f"{run} && {device}" if per_device else run
             unit.encoding.opacity = {**enc.get("opacity", {"value": 1}),
                                      "condition": {"test": f"!({match})", "value": _DIM}}
