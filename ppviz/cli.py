@@ -18,7 +18,6 @@ DEFAULT_DEVICES, DEFAULT_MICROBATCHES = 4, 8
 
 
 def _run(args) -> int:
-    from .core.config import Config
     from .core.program import Program
     from .core.engine import simulate
     from .core.registry import lookup
@@ -26,9 +25,13 @@ def _run(args) -> int:
 
     _check_outputs(args, _RUN_OUTPUTS)
     options = _config_options(args)
+    _check_model_options(args, options)
     if args.program:
         if args.schedule not in (None, "custom"):
             raise _UsageError("give either a schedule name or --program FILE, not both")
+        if args.model is not None:
+            raise _UsageError("--model builds the costs of a registry schedule's stages; give a schedule name "
+                              "instead of --program, or costs (--f, --b, --w) for your program")
         sizes = [flag for flag, value in (("-p", args.p), ("-m", args.m), ("-v", args.v),
                                           ("--group-size", args.group_size), ("--segments", args.segments))
                  if value is not None]
@@ -44,8 +47,7 @@ def _run(args) -> int:
         if lookup(args.schedule).builder is None:  # the library's hint is a Python call
             raise _UsageError(f"{args.schedule} is a program of your own: give it with --program FILE "
                               "(a torch CSV, or text with one line of ops per device)")
-        result = simulate(Config(schedule=args.schedule, devices=_given(args.p, DEFAULT_DEVICES),
-                                 microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options))
+        result = simulate(_config(args, args.schedule, options))
     # the label is the --program file's name: a name holding an escape sequence is shown, not run
     columns = _terminal_width()
     print(_shown_lines(text_gantt(result, columns if args.width is None else args.width, widen="--width {}")))
@@ -111,6 +113,44 @@ def _report_written(paths: list[str]) -> int:
     return 0
 
 
+#: what --model sets from the model and the machine: these options are refused beside it
+_FROM_MODEL = ("f", "b", "w", "params", "w_share", "time_unit", "memory_capacity", "activation_bytes")
+#: the options that only mean something with --model
+_MODEL_ONLY = (("--hardware", "hardware"), ("--tensor-parallel", "tensor_parallel"),
+               ("--data-parallel", "data_parallel"), ("--zero-stage", "zero_stage"), ("--layout", "layout"))
+
+
+def _config(args, schedule: str, options: dict):
+    """The Config of ``schedule`` at the command line's sizes: from the model and the machine
+    with --model, else from the costs given."""
+    from .core.config import Config
+
+    sizes = dict(schedule=schedule, devices=_given(args.p, DEFAULT_DEVICES),
+                 microbatches=_given(args.m, DEFAULT_MICROBATCHES))
+    if args.model is None:
+        return Config(**sizes, **options)
+    from .model import Hardware, Transformer
+
+    machine = {key: getattr(args, key) for _, key in _MODEL_ONLY[1:] if getattr(args, key) is not None}
+    return Config.from_model(Transformer.preset(args.model), Hardware.preset(args.hardware or "h100-sxm"),
+                             **sizes, **machine, **options)
+
+
+def _check_model_options(args, options: dict) -> None:
+    """Refuse, before any work, options that --model sets itself or that need --model."""
+    if args.model is None:
+        given = [flag for flag, key in _MODEL_ONLY if getattr(args, key) is not None]
+        if given:
+            raise _UsageError(f"{' and '.join(given)} describe{'s' if len(given) == 1 else ''} the training of a "
+                              "model: give --model NAME too (see --help for the presets)")
+        return
+    clash = [_FLAGS[key] for key in _FROM_MODEL if key in options]
+    if clash:
+        raise _UsageError(f"{' and '.join(clash)} cannot be given with --model: the model and the hardware set "
+                          "them (times in ms, memory in GiB, the capacity of the device); drop "
+                          f"{'it' if len(clash) == 1 else 'them'}, or drop --model")
+
+
 def _config_options(args) -> dict:
     """The Config keywords given on the command line (the others keep their defaults)."""
     return {k: v for k, v in (("f", args.f), ("b", args.b), ("w", args.w), ("comm", args.comm), ("fb", args.fb),
@@ -167,12 +207,12 @@ _SORT_KEYS = {"makespan": lambda r: (r.makespan, float(r.peak_memory.max())),
 
 
 def _compare(args) -> int:
-    from .core.config import Config
     from .core.engine import simulate
     from .core.registry import list_schedules, lookup
 
     _check_outputs(args, _COMPARE_OUTPUTS)
     options = _config_options(args)
+    _check_model_options(args, options)
     # --segments splits the microbatches of the schedules built for it; refusing it for the others
     # would leave nothing to compare seq1f1b against
     segments = options.pop("segments", None)
@@ -188,8 +228,7 @@ def _compare(args) -> int:
     for name in names:
         try:
             split = {"segments": segments} if segments is not None and lookup(name).segmented else {}
-            config = Config(schedule=name, devices=_given(args.p, DEFAULT_DEVICES),
-                            microbatches=_given(args.m, DEFAULT_MICROBATCHES), **options, **split)
+            config = _config(args, name, {**options, **split})
         except PpvizError as exc:
             if not args.all:  # a schedule named on purpose that cannot run is an error, not a footnote
                 raise
@@ -240,42 +279,42 @@ def _compare(args) -> int:
 def _comparison_table(results) -> tuple[str, str]:
     """A heading, and a table with one line per run: makespan, bubble and peak activation,
     simulated and (in brackets) the published closed form where one applies; with a memory
-    capacity, whether each run fits it."""
+    capacity, whether each run fits it. Memory is in GiB when every run gives its activation's
+    bytes (a model's configs do), else in activation units."""
     from .core.result import number_text
 
     unit = results[0].config.time_unit or ""
     static = any(r.static_memory.any() for r in results)  # then the peaks include the static memory
-    capacity = results[0].config.memory_capacity
+    in_gib = all(r.config.activation_bytes is not None for r in results)
+
+    def amount(r, x: float) -> str:
+        return number_text(x * r.config.activation_bytes / 2**30 if in_gib else x)
+
+    first = results[0]
+    capacity = first.config.memory_capacity
     header = ("schedule", "v", f"makespan{f' ({unit})' if unit else ''}", "bubble",
-              "peak memory" if static else "peak activation") + \
-        ((f"fits {number_text(capacity)}",) if capacity is not None else ())
+              ("peak memory" if static else "peak activation") + (" (GiB)" if in_gib else "")) + \
+        ((f"fits {amount(first, capacity)}{' GiB' if in_gib else ''}",) if capacity is not None else ())
     rows = [header]
     for r in results:
         cf = r.closed_form if r.closed_form is not None and r.closed_form.applies else None
         peak = float(r.peak_memory.max())
         closed_peak = max(cf.peak_activation) if cf is not None and cf.peak_activation and not static else None
+        fits = () if capacity is None else \
+            ("yes" if not r.out_of_memory else f"no (+{amount(r, float(r.excess.max()))})",)
         rows.append((
             r.config.display_name,
             f"{r.program.stages_per_device:g}",
             f"{r.makespan:.6g}" + (f" ({cf.makespan:.6g})" if cf is not None else ""),
             f"{r.bubble_fraction:.1%}" + (f" ({cf.bubble_fraction:.1%})" if cf is not None else ""),
-            number_text(peak) + (f" ({number_text(closed_peak)})" if closed_peak is not None else ""),
-        ) + ((_fits_cell(r),) if capacity is not None else ()))
+            amount(r, peak) + (f" ({amount(r, closed_peak)})" if closed_peak is not None else ""),
+        ) + fits)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
              .rstrip() for row in rows]
-    p, m = results[0].devices, results[0].program.whole_microbatches
+    p, m = first.devices, first.program.whole_microbatches
     return (f"{len(results)} schedules at p={p} m={m}; in brackets: the published closed form where it applies",
             "\n".join(lines))
-
-
-def _fits_cell(result) -> str:
-    """``yes``, or ``no`` and how far the highest peak goes over the capacity."""
-    if not result.out_of_memory:
-        return "yes"
-    from .core.result import number_text
-
-    return f"no (+{number_text(float(result.excess.max()))})"
 
 
 def _shown(text: str) -> str:
@@ -293,7 +332,9 @@ _FLAGS = {"devices": "-p", "microbatches": "-m", "stages_per_device": "-v", "mic
           "f": "--f", "b": "--b", "w": "--w", "comm": "--comm", "fb": "--fb", "w_share": "--w-share",
           "params": "--params", "time_unit": "--time-unit", "topology": "--topology", "comm_bytes": "--comm-bytes",
           "p2p": "--p2p", "width": "--width", "memory_capacity": "--memory-capacity",
-          "activation_bytes": "--activation-bytes", "recompute": "--recompute", "segments": "--segments"}
+          "activation_bytes": "--activation-bytes", "recompute": "--recompute", "segments": "--segments",
+          "model": "--model", "hardware": "--hardware", "tensor_parallel": "--tensor-parallel",
+          "data_parallel": "--data-parallel", "zero_stage": "--zero-stage", "layout": "--layout"}
 #: the library's advice that names a Python call, as the command line says it
 _ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)"}
 
@@ -359,6 +400,7 @@ _EXAMPLES = """examples:
   ppviz run --program my_schedule.csv --comm 0.1    your own program (torch CSV or text)
   ppviz compare 1f1b zb-h1 v-half -p 8 -m 32    a table of makespan, bubble and memory
   ppviz compare --all -p 8 -m 32 --sort memory --png all.png    the whole registry, and its charts
+  ppviz compare 1f1b zb-h1 v-half -p 4 -m 16 --model llama-3-8b   ms and GiB: which fits an H100?
 """
 
 
@@ -367,6 +409,18 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {_shown(message)} (see {self.prog} --help)\n")
+
+
+def _model_presets() -> list[str]:
+    from .model import Transformer
+
+    return list(Transformer.presets())
+
+
+def _hardware_presets() -> list[str]:
+    from .model import Hardware
+
+    return list(Hardware.presets())
 
 
 def _whole(what: str):
@@ -409,6 +463,23 @@ def _add_config_arguments(parser, segments_help: str) -> None:
     parser.add_argument("--recompute", choices=("full", "selective"), default=None,
                         help="activation recomputation (default none)")
     parser.add_argument("--segments", metavar="K", type=_whole("segments"), default=None, help=segments_help)
+    model = parser.add_argument_group(
+        "from a model and a machine", "costs in ms and memory in GiB from a transformer and an accelerator "
+        "(Config.from_model); they replace --f, --b, --w, --params, --w-share, --time-unit, "
+        "--memory-capacity and --activation-bytes, and a --topology then carries the model's hidden states")
+    model.add_argument("--model", metavar="NAME", default=None,
+                       help="a transformer preset: " + ", ".join(_model_presets()))
+    model.add_argument("--hardware", metavar="NAME", default=None,
+                       help="an accelerator preset (default h100-sxm): " + ", ".join(_hardware_presets()))
+    model.add_argument("--tensor-parallel", metavar="T", type=_whole("devices"), default=None,
+                       help="tensor-parallel size (default 1; sequence parallel when > 1)")
+    model.add_argument("--data-parallel", metavar="D", type=_whole("replicas"), default=None,
+                       help="data-parallel size, which ZeRO shards over (default 1)")
+    model.add_argument("--zero-stage", type=int, choices=(0, 1, 2), default=None,
+                       help="ZeRO stage: 1 shards the optimizer state, 2 also the gradients (default 0)")
+    model.add_argument("--layout", metavar="L", default=None,
+                       help="layers per stage: even (default), balanced, or a Megatron layout string "
+                            "such as 'Et*3|t*4|t*4|t*3L'")
 
 
 def main(argv: list[str] | None = None) -> int:

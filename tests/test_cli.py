@@ -388,6 +388,73 @@ def test_compare_heading_wraps_to_the_output_but_the_table_rows_stay_whole(capsy
     assert {len(line) for line in table} == {len(table[0])}  # every row whole, as wide as the header
 
 
+# --model: costs from a model and a machine --------------------------------------------------------
+
+def test_run_model_simulates_the_configs_from_model(capsys):
+    # was no way to the model's costs from the command line: f, b, w had to be worked out by hand
+    code, out, err = run(capsys, "run", "zb-v", "-p", "8", "-m", "32", "--model", "llama-3-70b",
+                         "--tensor-parallel", "8", "--hardware", "a100-80gb", "--layout", "balanced")
+    config = Config.from_model(ppviz.Transformer.preset("llama-3-70b"), ppviz.Hardware.preset("a100-80gb"),
+                               schedule="zb-v", devices=8, microbatches=32, tensor_parallel=8, layout="balanced")
+    res = simulate(config)
+    assert code == 0 and err == ""
+    assert " ".join(" ".join(summary_lines(out)).split()) == " ".join(res.summary().split())
+    assert summary_lines(out)[0].startswith("zb-v: p=8 m=32 v=2 ") and " ms  (1536 ops)" in summary_lines(out)[0]
+    assert "memory capacity  80 GiB per device" in out
+    # the default machine is an H100, and a topology carries the model's hidden states
+    code, out, _ = run(capsys, "run", "1f1b", "--model", "llama-3-8b", "--topology", "dgx-h100")
+    h100 = simulate(Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"),
+                                      schedule="1f1b", devices=4, microbatches=8, topology="dgx-h100"))
+    assert code == 0 and " ".join(out.split()).endswith(" ".join(h100.summary().split()))
+    assert "transfers        48 of 64 MiB" in out
+
+
+def test_compare_model_answers_which_schedules_fit_the_device_in_gib(capsys):
+    code, out, err = run(capsys, "compare", "1f1b", "zb-h1", "v-half", "-p", "4", "-m", "16", "--model", "llama-3-8b")
+    assert code == 0 and err == ""
+    header = next(line for line in out.splitlines() if line.startswith("schedule "))
+    assert header.split() == ["schedule", "v", "makespan", "(ms)", "bubble", "peak", "memory", "(GiB)", "fits", "80",
+                              "GiB"]
+    rows = table_rows(out)
+    model, gpu = ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm")
+    for name in ("1f1b", "zb-h1", "v-half"):
+        res = simulate(Config.from_model(model, gpu, schedule=name, devices=4, microbatches=16))
+        gib = float(res.peak_memory_bytes.max()) / 2**30
+        fits = ["yes"] if res.fits.all() else ["no", f"(+{number_text(float(res.excess_bytes.max()) / 2**30)})"]
+        assert rows[name][1:] == [f"{res.makespan:.6g}", f"{res.bubble_fraction:.1%}", number_text(gib), *fits], name
+    # the answer a practitioner came for: v-half fits where zb-h1 does not, and is faster than 1f1b
+    assert rows["v-half"][-1] == "yes" and rows["zb-h1"][-2] == "no" and \
+        float(rows["v-half"][1]) < float(rows["1f1b"][1])
+
+
+@pytest.mark.parametrize("argv, message", [
+    (("run", "1f1b", "--model", "llama-3-8b", "--f", "2", "--w-share", "0.5"),
+     "--f and --w-share cannot be given with --model: the model and the hardware set them"),
+    (("compare", "1f1b", "zb-h1", "--model", "llama-3-8b", "--memory-capacity", "3"),
+     "--memory-capacity cannot be given with --model"),
+    (("run", "1f1b", "--tensor-parallel", "2", "--zero-stage", "1"),
+     "--tensor-parallel and --zero-stage describe the training of a model: give --model NAME too"),
+    (("run", "1f1b", "--hardware", "h200"), "--hardware describes the training of a model: give --model NAME too"),
+    (("run", "1f1b", "--model", "llama3"), "--model 'llama3': no preset has this name; did you mean 'llama-3-8b'"),
+    (("run", "1f1b", "--model", "llama-3-8b", "--hardware", "H100"),
+     "--hardware 'H100': no preset has this name; did you mean 'h100-sxm'"),
+    (("run", "1f1b", "--model", "llama-3-8b", "--tensor-parallel", "3"),
+     "--tensor-parallel 3: the model's 32 attention heads do not split evenly over 3 ranks; give a size that "
+     "divides them: 1, 2, 4, 8"),
+    (("run", "--program", "p.txt", "--model", "llama-3-8b"), "--model builds the costs of a registry schedule's"),
+    (("run", "1f1b", "--model", "llama-3-8b", "--zero-stage", "3"), "argument --zero-stage: invalid choice: 3"),
+])
+def test_model_options_refused_in_one_line(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "p.txt").write_text("0F0 0B0\n")
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's own
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
 # the text Gantt ----------------------------------------------------------------------------------
 
 

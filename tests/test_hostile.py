@@ -139,7 +139,8 @@ def test_exports_accept_or_refuse(unit, width):
 @given(st.lists(st.sampled_from(["run", "list", "compare", "--all", "--sort", "memory", "1f1b", "dualpipe", "-p", "-m",
                                  "-v", "--f", "--fb", "--width", "1e9", "1e308", "-1", "0", "3", "nan", "--program",
                                  "/nonexistent", "--comm", "99999999999999", "--help", "seq1f1b", "--segments",
-                                 "--memory-capacity", "--recompute", "full"]), max_size=8))
+                                 "--memory-capacity", "--recompute", "full", "--model", "llama-3-8b",
+                                 "--tensor-parallel", "--layout", "balanced"]), max_size=8))
 def test_cli_exits_with_a_code_never_a_traceback(argv):
     with time_bound():
         try:

@@ -288,6 +288,21 @@ def test_from_model_sends_the_models_hidden_states_over_a_topology():
     assert Config.from_model(model, gpu, schedule="1f1b", devices=4, microbatches=8).comm_bytes is None
 
 
+@pytest.mark.parametrize("name, t, what", [("llama-3-8b", 3, "32 attention heads"), ("llama-3-8b", 16, "8 key/value heads"),
+                                            ("gpt-3-175b", 64, "96 attention heads")])
+def test_tensor_parallel_must_split_the_heads_evenly(name, t, what):
+    # was accepted: llama-3-8b at t = 3 gave costs for 10⅔ heads per rank, a run Megatron-LM refuses
+    model, gpu = Transformer.preset(name), Hardware.preset("h100-sxm")
+    with pytest.raises(ConfigError) as info:
+        Config.from_model(model, gpu, tensor_parallel=t)
+    assert str(info.value).startswith(f"tensor_parallel={t}: the model's {what} do not split evenly over {t} ranks")
+    kv = model.kv_heads or model.heads
+    divisors = [d for d in range(1, kv + 1) if model.heads % d == 0 and kv % d == 0]
+    assert str(info.value).endswith("give a size that divides them: " + ", ".join(map(str, divisors)))
+    for ok in divisors:
+        assert Config.from_model(model, gpu, tensor_parallel=ok).devices == 4
+
+
 def test_a_preset_the_name_begins_is_suggested_first():
     # before: "did you mean 'h200', 'h100-sxm'?" for H100
     with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h200'\?"):

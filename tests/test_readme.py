@@ -50,7 +50,7 @@ def test_shell_examples_run(tmp_path, monkeypatch, capsys):
     ppviz.Config("1f1b", devices=2, microbatches=2).build().to_torch_csv("my_schedule.csv")
     lines = [line.split("#")[0].strip() for block in blocks("bash") for line in block.splitlines()]
     commands = [shlex.split(line)[1:] for line in lines if line.startswith("ppviz ")]
-    assert len(commands) == 7
+    assert len(commands) == 8
     for argv in commands:
         assert main(argv) == 0, argv
     capsys.readouterr()

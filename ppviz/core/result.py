@@ -261,12 +261,12 @@ class Result:
         v_text = f"{v:g}" if self.program.placement is None or self.program.placement.reverse_device is None \
             else f"{v:g} (2 replicas)"
         k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
+        unit = unit_suffix(c.time_unit)
         lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
-                 f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}  ({len(self.ops)} ops)"]
+                 f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}{unit}  ({len(self.ops)} ops)"]
         settings = _settings_text(c)
         if settings:
             lines.append(f"  settings         {settings}")
-        unit = unit_suffix(c.time_unit)
         lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
                      (f"   closed form {cf.makespan:.6g}{unit}" if cf else ""))
         lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +

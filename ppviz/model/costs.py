@@ -256,6 +256,18 @@ def choose_layout(model: Transformer, hardware: Hardware, **options) -> Layout:
     return plan(model, hardware, **options)[1]
 
 
+def _check_heads_split(model: Transformer, t: int) -> None:
+    """Tensor parallelism gives each rank whole attention heads and whole key/value groups:
+    Megatron-LM refuses ``num_attention_heads % tensor_model_parallel_size != 0`` (its
+    arguments check) and splits ``num_query_groups`` with ``divide``, which asserts the same."""
+    kv = model.kv_heads if model.kv_heads is not None else model.heads
+    for what, count in (("attention heads", model.heads), ("key/value heads", kv)):
+        if count % t:
+            fits = [d for d in range(1, count + 1) if model.heads % d == 0 and kv % d == 0]
+            raise ConfigError("tensor_parallel", t, f"give a size that divides them: {', '.join(map(str, fits))}",
+                              reason=f"the model's {count} {what} do not split evenly over {t} ranks")
+
+
 def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devices: int = 4,
          microbatches: int = 8, stages_per_device: int | None = None, data_parallel: int = 1,
          tensor_parallel: int = 1, sequence_parallel: bool | None = None, zero_stage: int = 0,
@@ -293,6 +305,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                               "Hardware with host_gbps (its PCIe bandwidth per direction, GB/s)",
                               reason=f"{hardware.name or 'this hardware'} has no host link bandwidth")
     training = Training(tensor_parallel, sequence_parallel, data_parallel, zero_stage, recompute, flash_attention)
+    _check_heads_split(model, training.parallel.tensor)
     spec = lookup(schedule) if isinstance(schedule, str) else None
     if spec is not None and spec.builder is None:
         raise ConfigError("schedule", schedule, "give a registered schedule; for your own program, simulate it with "
