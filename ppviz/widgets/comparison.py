@@ -222,8 +222,8 @@ def _link(chart, *, dark: bool = False):
     from ``chart``, which is changed on the way).
 
     Marks coloured by run (bars and points, and the edges of hollow points), their closed-form
-    ticks and their value labels dim unless they belong to the run named by ``ppviz_schedule`` (and, where they are per
-    device, to the device ``ppviz_device``). Clicking a chart's run marks fills its point
+    ticks and their value labels dim unless they belong to the run named by ``ppviz_schedule``
+    (and, where they are per device, to the device ``ppviz_device``). Clicking a chart's run marks fills its point
     selection ``ppviz_pick_<n>`` of the field ``name``, or of ``name`` and ``device`` where
     the marks are per device. ``ppviz_dark`` switches the colours of text, axes, grid and
     background between the light and the dark palette.
