@@ -735,6 +735,31 @@ def test_runs_beyond_the_palette_differ_in_shape_on_the_pareto(trio):
     assert all("shape" not in layer["encoding"] for layer in charts.pareto_chart(trio).to_dict()["layer"])
 
 
+def test_the_device_capacity_is_drawn_on_the_memory_and_pareto_charts():
+    # was only in the widget's lanes: the comparison's charts left "which fits?" to the tooltips
+    runs = [cfg(name, memory_capacity=3.5) for name in ("1f1b", "zb-h1", "v-half")]
+    over = [r.config.schedule for r in map(ppviz.simulate, runs) if r.out_of_memory]
+    assert over == ["1f1b", "zb-h1"]  # peaks 4 and 4 against 3.5; v-half's 3 fits
+    for chart in (charts.memory_chart(runs), charts.pareto_chart(runs)):
+        spec = chart.to_dict()
+        rules = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+        assert len(rules) == 1 and spec["datasets"][rules[0]["data"]["name"]] == [{"capacity": 3.5}]
+        assert rules[0]["mark"]["color"] == CHART["capacity"]
+        assert "red dashes: the device's capacity, 3.5 activation units; 1f1b, zb-h1 exceed it" in \
+            spec["title"]["subtitle"]
+    # in GiB with activation_bytes; a run that fits says so
+    gib = [cfg("v-half", memory_capacity=5, activation_bytes=2**30)]
+    subtitle = charts.memory_chart(gib).to_dict()["title"]["subtitle"]
+    assert "red dashes: the device's capacity, 5 GiB; every run fits" in subtitle
+    # no rule without a capacity, or where the runs' capacities differ
+    for plain in ([cfg("1f1b"), cfg("zb-h1")], [cfg("1f1b", memory_capacity=5), cfg("zb-h1", memory_capacity=6)],
+                  [cfg("1f1b", memory_capacity=5), cfg("zb-h1")]):
+        for chart in (charts.memory_chart(plain), charts.pareto_chart(plain)):
+            spec = chart.to_dict()
+            assert not any(layer["mark"]["type"] == "rule" for layer in spec["layer"])
+            assert "capacity" not in " ".join(spec["title"].get("subtitle", []))
+
+
 def test_a_light_runs_hollow_marker_is_edged_to_show_on_white():
     # zb-h1's yellow ring alone was faint: 1.3:1 against white, under WCAG's 3:1 for graphics
     from ppviz.charts.gantt import _luminance, _rgb

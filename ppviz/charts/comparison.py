@@ -34,6 +34,24 @@ def _headroom(values, factor: float) -> float:
     return top * factor if top > 0 else 1.0
 
 
+def _capacity(runs: Runs, unit) -> tuple[list, str, float]:
+    """The device capacity the runs share, in the chart's memory unit, as a red dashed rule on
+    ``y`` (none when a run has no capacity or they differ), a note for the subtitle naming the
+    runs that exceed it, and the capacity (0 for none)."""
+    caps = [None if r.config.memory_capacity is None else float(r.config.memory_capacity) * k
+            for r, k in zip(runs.results, unit.factors)]
+    if any(c is None for c in caps) or not np.allclose(caps, caps[0], rtol=1e-9, atol=0):
+        return [], "", 0.0
+    cap = caps[0]
+    over = [name for name, r in zip(runs.names, runs.results) if r.out_of_memory]
+    note = f"red dashes: the device's capacity, {format_number(cap)} {unit.label}" + (
+        f"; {', '.join(over)} exceed{'s' if len(over) == 1 else ''} it" if over else "; every run fits")
+    rule = alt.Chart({"values": [{"capacity": cap}]}).mark_rule(
+        color=CHART["capacity"], strokeDash=[6, 3], strokeWidth=1.3).encode(
+        y="capacity:Q", tooltip=alt.value(f"device capacity {format_number(cap)} {unit.label}"))
+    return [rule], note, cap
+
+
 def finite_or_none(x) -> float | None:
     return None if x is None else float(x)
 
@@ -139,11 +157,12 @@ def _memory(runs: Runs) -> alt.LayerChart:
         y="closed:Q",
         opacity=alt.Opacity("closed_applies:N", scale=alt.Scale(domain=[True, False], range=[1.0, 0.35]), legend=None),
         tooltip=tooltip)
-    return alt.layer(bars, ticks).properties(
+    capacity, capacity_note, _ = _capacity(runs, unit)
+    return alt.layer(bars, ticks, *capacity).properties(
         width=max(360, min(900, devices * len(runs.names) * 12)), height=260,
         title=_title(f"Peak {what} per device", unit.note,
                      "static = parameters, gradients and optimizer state" if static else "",
-                     "black tick: published closed form (faded where its assumptions do not hold)"))
+                     "black tick: published closed form (faded where its assumptions do not hold)", capacity_note))
 
 
 #: cells of the memory table are labelled with their value up to this many devices (beyond, the
@@ -213,7 +232,8 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
     bubble = [float(getattr(r, attr)) for r in runs.results]
     memory = [float(r.peak_memory.max()) * k for r, k in zip(runs.results, unit.factors)]
     front = pareto_front(bubble, memory)
-    x_end, y_end = _headroom(bubble, 1.08), _headroom(memory, 1.1)
+    capacity, capacity_note, cap = _capacity(runs, unit)
+    x_end, y_end = _headroom(bubble, 1.08), _headroom(memory + [cap], 1.1)
     texts, place, tops = _place_labels([b / x_end * width for b in bubble],
                                        [height - m / y_end * height for m in memory],
                                        runs.names, [not f for f in front], width, height)
@@ -246,10 +266,11 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
         detail="name:N", **by_shape)
     other_points = dominated.mark_point(size=110, strokeWidth=2, opacity=1).encode(
         color=runs.color(legend), tooltip=tooltip, **by_shape)
-    return alt.layer(line, front_points, edges, other_points, *_label_marks(base)).properties(
+    return alt.layer(*capacity, line, front_points, edges, other_points, *_label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
-                     "filled: on the Pareto front (no other run is lower on both)", "hollow: dominated"))
+                     "filled: on the Pareto front (no other run is lower on both)", "hollow: dominated",
+                     capacity_note))
 
 
 _LABEL_FONT, _LABEL_LINE = LABEL_SIZE, LABEL_SIZE + 2
