@@ -336,7 +336,10 @@ _FLAGS = {"devices": "-p", "microbatches": "-m", "stages_per_device": "-v", "mic
           "model": "--model", "hardware": "--hardware", "tensor_parallel": "--tensor-parallel",
           "data_parallel": "--data-parallel", "zero_stage": "--zero-stage", "layout": "--layout"}
 #: the library's advice that names a Python call, as the command line says it
-_ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)"}
+_ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)",
+           "give a layout string, layer counts per stage, layout='balanced', or first_stage_layers / "
+           "last_stage_layers": "give --layout balanced, or a layout string with --layout",
+           "layout='balanced'": "--layout balanced"}
 
 
 def _message(exc: PpvizError) -> str:

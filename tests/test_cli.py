@@ -443,6 +443,10 @@ def test_compare_model_answers_which_schedules_fit_the_device_in_gib(capsys):
      "divides them: 1, 2, 4, 8"),
     (("run", "--program", "p.txt", "--model", "llama-3-8b"), "--model builds the costs of a registry schedule's"),
     (("run", "1f1b", "--model", "llama-3-8b", "--zero-stage", "3"), "argument --zero-stage: invalid choice: 3"),
+    # the advice in the command line's words, not the Python call's
+    (("run", "1f1b", "--model", "llama-3-8b", "-p", "6"),
+     "32 layers do not split evenly over 6 stages (Megatron's default needs them to); give --layout balanced, or a "
+     "layout string with --layout"),
 ])
 def test_model_options_refused_in_one_line(capsys, tmp_path, monkeypatch, argv, message):
     monkeypatch.chdir(tmp_path)
