@@ -254,6 +254,10 @@ def _compare(args) -> int:
     print(_wrapped(_shown(heading), width))  # the heading only: a table's rows stay whole, however wide
     print()
     print(_shown_lines(table))
+    verdict = _fit_verdict(results)
+    if verdict:
+        print()
+        print(_wrapped(_shown(verdict), width))
     if split:
         print()
         print(_wrapped(f"--segments {segments}: {', '.join(split)} split{'s' if len(split) == 1 else ''} each "
@@ -281,14 +285,12 @@ def _comparison_table(results) -> tuple[str, str]:
     simulated and (in brackets) the published closed form where one applies; with a memory
     capacity, whether each run fits it. Memory is in GiB when every run gives its activation's
     bytes (a model's configs do), else in activation units."""
-    from .core.result import number_text
-
     unit = results[0].config.time_unit or ""
     static = any(r.static_memory.any() for r in results)  # then the peaks include the static memory
-    in_gib = all(r.config.activation_bytes is not None for r in results)
+    in_gib = _in_gib(results)
 
     def amount(r, x: float) -> str:
-        return number_text(x * r.config.activation_bytes / 2**30 if in_gib else x)
+        return _memory_text(r, x, in_gib)
 
     first = results[0]
     capacity = first.config.memory_capacity
@@ -315,6 +317,37 @@ def _comparison_table(results) -> tuple[str, str]:
     p, m = first.devices, first.program.whole_microbatches
     return (f"{len(results)} schedules at p={p} m={m}; in brackets: the published closed form where it applies",
             "\n".join(lines))
+
+
+def _fit_verdict(results) -> str:
+    """With a memory capacity: how many runs fit and the fastest of them, or the one that comes
+    closest when none does (empty without a capacity)."""
+    from .core.result import unit_suffix
+
+    if any(r.fits is None for r in results):
+        return ""
+    fitting = [r for r in results if not r.out_of_memory]
+    unit = unit_suffix(results[0].config.time_unit)
+    if fitting:
+        best = min(fitting, key=lambda r: r.makespan)
+        return (f"{len(fitting)} of {len(results)} fit the capacity; the fastest of them: {best.config.display_name}, "
+                f"makespan {best.makespan:.6g}{unit}")
+    least = min(results, key=lambda r: float(r.excess.max()))
+    in_gib = _in_gib(results)
+    return (f"none fits the capacity; the closest: {least.config.display_name}, over by "
+            f"{_memory_text(least, float(least.excess.max()), in_gib)}{' GiB' if in_gib else ''}")
+
+
+def _in_gib(results) -> bool:
+    """Whether a comparison shows memory in GiB: when every run gives its activation's bytes."""
+    return all(r.config.activation_bytes is not None for r in results)
+
+
+def _memory_text(result, x: float, in_gib: bool) -> str:
+    """An amount of ``result``'s memory (in activation units), in GiB or as it is."""
+    from .core.result import number_text
+
+    return number_text(x * result.config.activation_bytes / 2**30 if in_gib else x)
 
 
 def _shown(text: str) -> str:

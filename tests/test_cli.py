@@ -425,6 +425,21 @@ def test_compare_model_answers_which_schedules_fit_the_device_in_gib(capsys):
     # the answer a practitioner came for: v-half fits where zb-h1 does not, and is faster than 1f1b
     assert rows["v-half"][-1] == "yes" and rows["zb-h1"][-2] == "no" and \
         float(rows["v-half"][1]) < float(rows["1f1b"][1])
+    assert out.splitlines()[-1] == f"2 of 3 fit the capacity; the fastest of them: v-half, makespan {rows['v-half'][1]} ms"
+
+
+def test_compare_says_when_nothing_fits_which_run_comes_closest(capsys):
+    code, out, _ = run(capsys, "compare", "1f1b", "zb-h1", "v-min", "-p", "4", "-m", "8", "--memory-capacity", "1.5")
+    results = {n: simulate(Config(schedule=n, devices=4, microbatches=8, memory_capacity=1.5)) for n in ("1f1b", "zb-h1",
+                                                                                                     "v-min")}
+    assert all(r.out_of_memory for r in results.values())
+    closest = min(results, key=lambda n: (results[n].excess.max(), results[n].makespan))
+    assert closest == "v-min" and code == 0
+    assert out.splitlines()[-1] == (f"none fits the capacity; the closest: v-min, over by "
+                                    f"{number_text(results['v-min'].excess.max())}")
+    # without a capacity there is no verdict
+    code, out, _ = run(capsys, "compare", "1f1b", "zb-h1")
+    assert "fit the capacity" not in out and "none fits" not in out
 
 
 @pytest.mark.parametrize("argv, message", [
