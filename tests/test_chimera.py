@@ -96,3 +96,28 @@ GENERATOR = {
 def test_orders_are_the_authors_generators(p, m):
     program = Config(schedule="chimera", devices=p, microbatches=m).build()
     assert program.to_torch() == {d: passes.split() for d, passes in GENERATOR[p, m].items()}
+
+
+def _steps_pass_by_pass(p, m):
+    """The construction written pass by pass (ppviz's first builder): per device, its passes as
+    (step, kind, stage, microbatch), sorted."""
+    devices = [[] for _ in range(p)]
+    for unit in range(m // p):
+        for direction in (0, 1):
+            for x in range(p // 2):
+                microbatch = direction * (m // 2) + unit * (p // 2) + x
+                t0 = 2 * p * unit + 2 * x
+                for s in range(p):
+                    device = s if direction == 0 else p - 1 - s
+                    devices[device] += [(t0 + s, "F", s, microbatch), (t0 + 2 * p - 1 - s, "B", s, microbatch)]
+    return [sorted(passes) for passes in devices]
+
+
+@pytest.mark.parametrize("p", [2, 4, 6, 8, 12])
+@pytest.mark.parametrize("units", [1, 2, 3, 5])
+def test_the_vectorised_builder_equals_the_construction_pass_by_pass(p, units):
+    # the builder lays out every pass with array operations (3.8M ops took 4.4 s pass by pass, 0.8 s now)
+    program = Config(schedule="chimera", devices=p, microbatches=p * units).build()
+    expected = {d: [f"{s}{kind}{mb}" for _, kind, s, mb in passes]
+                for d, passes in enumerate(_steps_pass_by_pass(p, p * units))}
+    assert program.to_torch() == expected

@@ -34,39 +34,37 @@ device at the same step, and each device runs its passes in step order.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
-from ..core.program import DeviceOps, Program
+from ..core.program import B, F, Program
 from ..core.registry import ScheduleSpec, even_devices_whole_units, no_microbatch_groups, register, require
 
 
-def chimera_steps(p: int, m: int) -> list[list[tuple[int, str, int, int]]]:
-    """Per device, its passes as (step, kind, stage, microbatch) in the generator's lock-step model."""
-    half_unit = p // 2
-    devices: list[list[tuple[int, str, int, int]]] = [[] for _ in range(p)]
-    for unit in range(m // p):
-        for direction in (0, 1):  # 0: down (stage s on device s), 1: up (stage s on device p−1−s)
-            for x in range(half_unit):
-                microbatch = direction * (m // 2) + unit * half_unit + x
-                t0 = 2 * p * unit + 2 * x
-                for s in range(p):
-                    device = s if direction == 0 else p - 1 - s
-                    devices[device].append((t0 + s, "F", s, microbatch))
-                    devices[device].append((t0 + 2 * p - 1 - s, "B", s, microbatch))
-    for passes in devices:
-        passes.sort()
-    return devices
+def chimera_steps(p: int, m: int) -> tuple[np.ndarray, ...]:
+    """Every pass in the generator's lock-step model as arrays (device, step, kind, stage,
+    microbatch), each device's passes in step order (no two share a device and a step)."""
+    half = p // 2
+    # one entry per (unit, direction, x, stage): 0 the down direction (stage s on device s), 1 up
+    unit, direction, x, stage = (a.ravel() for a in np.meshgrid(
+        np.arange(m // p), np.arange(2), np.arange(half), np.arange(p), indexing="ij"))
+    microbatch = direction * (m // 2) + unit * half + x
+    t0 = 2 * p * unit + 2 * x
+    device = np.where(direction == 0, stage, p - 1 - stage)
+    step = np.concatenate([t0 + stage, t0 + 2 * p - 1 - stage])
+    kind = np.repeat(np.array([F, B], np.int8), len(t0))
+    device, stage, microbatch = (np.tile(a, 2) for a in (device, stage, microbatch))
+    order = np.lexsort((step, device))
+    return tuple(a[order] for a in (device, step, kind, stage, microbatch))
 
 
 def build_chimera(config) -> Program:
     p, m = config.devices, config.microbatches
-    devices = []
-    for passes in chimera_steps(p, m):
-        ops = DeviceOps()
-        for _, kind, stage, microbatch in passes:
-            (ops.f if kind == "F" else ops.b)(stage, microbatch)
-        devices.append(ops)
-    return Program.from_device_ops(devices, stages=p, microbatches=m, placement=Placement.bidirectional(p, m))
+    device, _, kind, stage, microbatch = chimera_steps(p, m)
+    cuts = np.searchsorted(device, np.arange(1, p))
+    per_device = list(zip(*(np.split(a, cuts) for a in (kind, stage, microbatch))))
+    return Program.from_arrays(per_device, stages=p, microbatches=m, placement=Placement.bidirectional(p, m))
 
 
 def _validate(config) -> None:
