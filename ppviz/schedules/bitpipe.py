@@ -37,83 +37,78 @@ control flow, loop for loop. The code's two gradient-sync markers are not comput
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
-from ..core.program import DeviceOps, Program
+from ..core.program import B, F, Program
 from ..core.registry import ScheduleSpec, even_devices_whole_units, no_microbatch_groups, register, require
 
 
-def _index_lists(rank: int, p: int, m: int) -> tuple[list[int], list[int]]:
-    """The code's ``get_microbatch_idx`` and ``get_bkmicrobatch_idx`` (without the sync markers):
-    the virtual microbatch ids of rank ``rank``'s forwards and of its backwards, in order."""
+def _unit_lists(rank: int, p: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The code's ``get_microbatch_idx`` and ``get_bkmicrobatch_idx`` (without the sync markers)
+    for one unit: rank ``rank``'s forwards and backwards as (chunk, i), the i-th of the unit's
+    p/2 microbatches of that chunk. Every unit repeats them, one unit's microbatches further."""
     half = p // 2
-    by_chunk: list[list[int]] = [[] for _ in range(4)]
-    for i in range(2 * m):
-        by_chunk[_chunk(i, p, m)].append(i)
     own = rank // half
     lead = half - rank if rank < half else rank - half + 1
-    forwards: list[int] = []
-    backwards: list[int] = []
-    for unit in range(m // p):
-        first = unit * half
-        for order, legs in ((forwards, (own, 1 - own, 3 - own, 2 + own)),
-                            (backwards, (2 + own, 3 - own, 1 - own, own))):
-            a, b, c, d = (by_chunk[leg] for leg in legs)
-            order += [a[first + i] for i in range(lead)]
-            for i in range(half - lead):
-                order += [b[first + i], a[first + i + lead]]
-            for i in range(lead):
-                order += [b[first + i + half - lead], c[first + i]]
-            for i in range(half - lead):
-                order += [d[first + i], c[first + i + lead]]
-            order += [d[first + i + half - lead] for i in range(lead)]
-    return forwards, backwards
+    lists = []
+    for legs in ((own, 1 - own, 3 - own, 2 + own), (2 + own, 3 - own, 1 - own, own)):
+        a, b, c, d = legs
+        order = [(a, i) for i in range(lead)]
+        for i in range(half - lead):
+            order += [(b, i), (a, i + lead)]
+        for i in range(lead):
+            order += [(b, i + half - lead), (c, i)]
+        for i in range(half - lead):
+            order += [(d, i), (c, i + lead)]
+        order += [(d, i + half - lead) for i in range(lead)]
+        lists.append(order)
+    return lists[0], lists[1]
 
 
-def _chunk(i: int, p: int, m: int) -> int:
-    """The code's ``get_model_chunk_id``: 0/1 the down/up replica's first leg, 2/3 their second."""
-    return (i % p) // (p // 2) + (0 if i < m else 2)
-
-
-def _passes(rank: int, p: int, m: int) -> list[tuple[str, int]]:
-    """Rank ``rank``'s compute passes as (F or B, virtual id), the code's control flow loop for loop."""
-    forwards, backwards = _index_lists(rank, p, m)
+def _control_flow(rank: int, p: int, units: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rank ``rank``'s passes as (is a backward, position in its forward or backward list), the
+    code's control flow: warm-up forwards, per unit but the last 1F1B steps, a backward drain and
+    a forward refill, then the last 1F1B steps and the cooldown. Every unit but the last runs one
+    pattern, 2p positions further each time; it is laid out once and repeated."""
     warmup = p + p // 2 + min(rank, p - 1 - rank)
     remaining = 2 * p - warmup
-    middle = (m // p - 1) * 2 * p
-    out = [("F", forwards[k]) for k in range(warmup)]
+    drain = warmup - remaining + 1
 
-    def one_f_one_b(steps: int, f_first: int, b_first: int) -> None:
-        for k in range(steps):
-            out.append(("F", forwards[f_first + k]))
-            out.append(("B", backwards[b_first + k]))
+    def one_f_one_b(steps, f_first, b_first):
+        k = np.arange(steps)
+        return np.tile([0, 1], steps), np.stack([f_first + k, b_first + k], axis=1).ravel()
 
-    for unit in range(m // p - 1):
-        offset = unit * 2 * p
-        one_f_one_b(remaining, warmup + offset, offset)
-        out += [("B", backwards[offset + remaining + k]) for k in range(warmup - remaining + 1)]
-        one_f_one_b(remaining - 1, 2 * p + offset, warmup + 1 + offset)
-        out += [("F", forwards[2 * p + offset + remaining - 1 + k]) for k in range(warmup - remaining + 1)]
-    one_f_one_b(remaining, warmup + middle, middle)
-    out += [("B", i) for i in backwards[middle + remaining:]]
-    return out
+    def run(kind, first, steps):
+        return np.full(steps, kind), first + np.arange(steps)
+
+    pieces = [one_f_one_b(remaining, warmup, 0), run(1, remaining, drain),
+              one_f_one_b(remaining - 1, 2 * p, warmup + 1), run(0, 2 * p + remaining - 1, drain)]
+    unit_kind, unit_position = (np.concatenate(parts) for parts in zip(*pieces))
+    middle = (units - 1) * 2 * p
+    repeats = np.arange(units - 1)[:, None] * 2 * p
+    parts = [run(0, 0, warmup), (np.tile(unit_kind, units - 1), (unit_position + repeats).ravel()),
+             one_f_one_b(remaining, warmup + middle, middle), run(1, middle + remaining, 2 * p - remaining)]
+    kind, position = (np.concatenate(x) for x in zip(*parts))
+    return kind, position
 
 
 def build_bitpipe(config) -> Program:
     p, m = config.devices, config.microbatches
-    half = p // 2
-    devices = []
+    half, units = p // 2, m // p
+    per_device = []
     for rank in range(p):
-        ops = DeviceOps()
-        for kind, i in _passes(rank, p, m):
-            chunk = _chunk(i, p, m)
-            unit, position = divmod(i % m, p)
-            # chunks 0, 2: the down replica (microbatches 0..m/2−1); 1, 3: the up replica
-            microbatch = unit * half + position if chunk in (0, 2) else m // 2 + unit * half + position - half
-            stage = (rank, p - 1 - rank, 2 * p - 1 - rank, p + rank)[chunk]
-            (ops.f if kind == "F" else ops.b)(stage, microbatch)
-        devices.append(ops)
-    return Program.from_device_ops(devices, stages=2 * p, microbatches=m, placement=bidirectional_v(p, m))
+        # chunks 0, 2: the down replica (microbatches 0..m/2−1), 1, 3: the up replica; per unit
+        # u the i-th microbatch of a chunk is u·p/2 + i of its replica
+        stage_of = np.array([rank, p - 1 - rank, 2 * p - 1 - rank, p + rank])
+        lists = [np.array(order) for order in _unit_lists(rank, p)]
+        backward, position = _control_flow(rank, p, units)
+        chunk_i = np.where(backward[:, None] == 1, lists[1][position % (2 * p)], lists[0][position % (2 * p)])
+        chunk, i = chunk_i[:, 0], chunk_i[:, 1]
+        microbatch = (chunk % 2) * (m // 2) + (position // (2 * p)) * half + i
+        per_device.append((np.where(backward == 1, B, F).astype(np.int8), stage_of[chunk], microbatch))
+    return Program.from_arrays(per_device, stages=2 * p, microbatches=m, placement=bidirectional_v(p, m))
 
 
 def bidirectional_v(p: int, m: int) -> Placement:
