@@ -1,6 +1,8 @@
 """The slow paths of issue 11, item 11, against their targets: V-Half/V-Min build, the automatic
-engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory; and two
-found since: a wide pipeline (many devices, few microbatches) and ZB-V with few microbatches.
+engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory; and those
+found since: a wide pipeline (many devices, few microbatches), ZB-V with few microbatches, and
+the slowest builders at the budget's edge (V-Half, BitPipe, Chimera with few devices and many
+microbatches).
 
 Run: python benchmarks/hardening.py [--before PATH] [--only NAME ...] [--repeat N]
 
@@ -130,6 +132,24 @@ def measure_zb_v_few_microbatches():
     return _timed(lambda: len(ppviz.Config(schedule="zb-v", devices=2000, microbatches=8).build()))
 
 
+def measure_v_half_many_microbatches():
+    import ppviz
+
+    return _timed(lambda: len(ppviz.Config(schedule="v-half", devices=8, microbatches=83_333).build()))
+
+
+def measure_bitpipe_edge():
+    import ppviz
+
+    return _timed(lambda: len(ppviz.Config(schedule="bitpipe", devices=8, microbatches=120_000).build()))
+
+
+def measure_chimera_edge():
+    import ppviz
+
+    return _timed(lambda: len(ppviz.Config(schedule="chimera", devices=8, microbatches=240_000).build()))
+
+
 # name: (what, measurement, target in seconds of wall time on an idle 2-core machine, or ops/s)
 CASES = {
     "v-half": ("V-Half build, p = m = 512 (1.57M ops)", measure_v_half, ("wall", 2.0)),
@@ -143,6 +163,10 @@ CASES = {
                  ("wall", None)),
     "static-memory": ("static_memory, p = 1024, v = 2, m = 512 (with and without a placement)", measure_static_memory,
                       ("wall", None)),
+    # the slowest builders at the size budget's edge, few devices and many microbatches
+    "v-half-many": ("V-Half build, p = 8, m = 83,333 (4.0M ops)", measure_v_half_many_microbatches, ("wall", None)),
+    "bitpipe-edge": ("BitPipe build, p = 8, m = 120,000 (3.84M ops)", measure_bitpipe_edge, ("wall", None)),
+    "chimera-edge": ("Chimera build, p = 8, m = 240,000 (3.84M ops)", measure_chimera_edge, ("wall", None)),
 }
 
 
