@@ -344,3 +344,13 @@ def test_a_base_short_of_the_steady_phase_is_refused_never_wrong(schedule):
             else:
                 assert np.array_equal(spliced[0], kinds) and np.array_equal(spliced[1], microbatches), (p, base)
     assert refused >= 4 + 4 * (schedule == "v-half")
+
+
+def test_the_cached_orders_are_compact_and_read_only():
+    # an order at the size budget (p = 8, m = 83,333) held 64 MB as int64, in a cache of 64 sizes
+    from ppviz.schedules import v_shape
+
+    kinds, microbatches = v_shape.v_schedule_order(8, 300, v_shape._block_v_half)
+    assert kinds.dtype == np.int8 and microbatches.dtype == np.int32 and kinds.shape == microbatches.shape == (8, 1800)
+    assert not kinds.flags.writeable and not microbatches.flags.writeable
+    assert v_shape.v_schedule_order.cache_info().maxsize == 16

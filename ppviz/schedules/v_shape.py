@@ -754,10 +754,11 @@ def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndar
     return np.where(below >= a[:, None], below, -1)
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def v_schedule_order(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
     """Each device's passes in slot order, per the construction above: (kind, microbatch), two
-    read-only (p, 6m) arrays. Cached: the same sizes are built again for every change of costs.
+    read-only (p, 6m) arrays, int8 and int32. Cached: the same sizes are built again for every
+    change of costs (a few sizes at a time: at the size budget one entry holds 20 MB).
 
     Many microbatches are spliced from few: past the warm-up, each further microbatch adds one
     period of the steady phase to every device and leaves the rest as it was, a microbatch on. The
@@ -765,13 +766,9 @@ def v_schedule_order(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
     only where it reproduces both of them exactly (else the construction runs at m). At p = 8,
     m = 83,333 the construction took 5.9 s, about p + m slot steps of array work."""
     base = _splice_base(p)
-    if m >= _SPLICE_FACTOR * base:
-        spliced = _spliced(p, m, block, base)
-        if spliced is not None:
-            kinds, microbatches = spliced
-            kinds.flags.writeable = microbatches.flags.writeable = False
-            return kinds, microbatches
-    kinds, microbatches = _constructed(p, m, block)
+    spliced = _spliced(p, m, block, base) if m >= _SPLICE_FACTOR * base else None
+    kinds, microbatches = spliced if spliced is not None else _constructed(p, m, block)
+    kinds, microbatches = kinds.astype(np.int8), microbatches.astype(np.int32)
     kinds.flags.writeable = microbatches.flags.writeable = False
     return kinds, microbatches
 
