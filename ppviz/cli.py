@@ -131,9 +131,10 @@ def _config(args, schedule: str, options: dict):
         return Config(**sizes, **options)
     from .model import Hardware, Transformer
 
-    machine = {key: getattr(args, key) for _, key in _MODEL_ONLY[1:] if getattr(args, key) is not None}
+    training = {key: getattr(args, key) for _, key in _MODEL_ONLY
+                if key != "hardware" and getattr(args, key) is not None}
     return Config.from_model(Transformer.preset(args.model), Hardware.preset(args.hardware or "h100-sxm"),
-                             **sizes, **machine, **options)
+                             **sizes, **training, **options)
 
 
 def _check_model_options(args, options: dict) -> None:
@@ -227,8 +228,8 @@ def _compare(args) -> int:
     configs, skipped, seen = [], [], set()
     for name in names:
         try:
-            split = {"segments": segments} if segments is not None and lookup(name).segmented else {}
-            config = _config(args, name, {**options, **split})
+            segmented = {"segments": segments} if segments is not None and lookup(name).segmented else {}
+            config = _config(args, name, {**options, **segmented})
         except PpvizError as exc:
             if not args.all:  # a schedule named on purpose that cannot run is an error, not a footnote
                 raise

@@ -34,6 +34,14 @@ def _headroom(values, factor: float) -> float:
     return top * factor if top > 0 else 1.0
 
 
+#: how the device's memory capacity is drawn, in every memory chart
+_CAPACITY_RULE = {"color": CHART["capacity"], "strokeDash": [6, 3], "strokeWidth": 1.3}
+
+
+def _capacity_words(cap: float, unit) -> str:
+    return f"red dashes: the device's capacity, {format_number(cap)} {unit.label}"
+
+
 def _capacity(runs: Runs, unit) -> tuple[list, str, float]:
     """The device capacity the runs share, in the chart's memory unit, as a red dashed rule on
     ``y`` (none when a run has no capacity or they differ), a note for the subtitle naming the
@@ -44,10 +52,9 @@ def _capacity(runs: Runs, unit) -> tuple[list, str, float]:
         return [], "", 0.0
     cap = caps[0]
     over = [name for name, r in zip(runs.names, runs.results) if r.out_of_memory]
-    note = f"red dashes: the device's capacity, {format_number(cap)} {unit.label}" + (
+    note = _capacity_words(cap, unit) + (
         f"; {', '.join(over)} exceed{'s' if len(over) == 1 else ''} it" if over else "; every run fits")
-    rule = alt.Chart({"values": [{"capacity": cap}]}).mark_rule(
-        color=CHART["capacity"], strokeDash=[6, 3], strokeWidth=1.3).encode(
+    rule = alt.Chart({"values": [{"capacity": cap}]}).mark_rule(**_CAPACITY_RULE).encode(
         y="capacity:Q", tooltip=alt.value(f"device capacity {format_number(cap)} {unit.label}"))
     return [rule], note, cap
 
@@ -461,11 +468,10 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     if c.memory_capacity is not None:
         # the device's memory, which the curve (activations + static) must stay under
         cap = float(c.memory_capacity) * k
-        capacity_note = f"; red dashes: the device's capacity, {format_number(cap)} {unit.label}"
+        capacity_note = f"; {_capacity_words(cap, unit)}"
         if r.out_of_memory:
             capacity_note += f", exceeded on {int((~r.fits).sum())} of {p} devices"
-        layers.append(base.transform_filter("datum.first").mark_rule(
-            color=CHART["capacity"], strokeDash=[6, 3], strokeWidth=1.3).encode(
+        layers.append(base.transform_filter("datum.first").mark_rule(**_CAPACITY_RULE).encode(
             x=alt.datum(0), x2=alt.datum(r.makespan), y=alt.datum(cap),
             tooltip=alt.value(f"capacity {format_number(cap)} {unit.label}")))
     return alt.layer(*layers).properties(width=560, height=max(22, min(56, 480 // p))).facet(

@@ -42,9 +42,9 @@ from ..core.program import B, F, Program
 from ..core.registry import ScheduleSpec, even_devices_whole_units, no_microbatch_groups, register, require
 
 
-def chimera_steps(p: int, m: int) -> tuple[np.ndarray, ...]:
-    """Every pass in the generator's lock-step model as arrays (device, step, kind, stage,
-    microbatch), each device's passes in step order (no two share a device and a step)."""
+def chimera_passes(p: int, m: int) -> tuple[np.ndarray, ...]:
+    """Every pass as arrays (device, kind, stage, microbatch), each device's passes in the order
+    of their steps in the generator's lock-step model (no two share a device and a step)."""
     half = p // 2
     # one entry per (unit, direction, x, stage): 0 the down direction (stage s on device s), 1 up
     unit, direction, x, stage = (a.ravel() for a in np.meshgrid(
@@ -56,12 +56,12 @@ def chimera_steps(p: int, m: int) -> tuple[np.ndarray, ...]:
     kind = np.repeat(np.array([F, B], np.int8), len(t0))
     device, stage, microbatch = (np.tile(a, 2) for a in (device, stage, microbatch))
     order = np.lexsort((step, device))
-    return tuple(a[order] for a in (device, step, kind, stage, microbatch))
+    return tuple(a[order] for a in (device, kind, stage, microbatch))
 
 
 def build_chimera(config) -> Program:
     p, m = config.devices, config.microbatches
-    device, _, kind, stage, microbatch = chimera_steps(p, m)
+    device, kind, stage, microbatch = chimera_passes(p, m)
     cuts = np.searchsorted(device, np.arange(1, p))
     per_device = list(zip(*(np.split(a, cuts) for a in (kind, stage, microbatch))))
     return Program.from_arrays(per_device, stages=p, microbatches=m, placement=Placement.bidirectional(p, m))

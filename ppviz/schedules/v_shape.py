@@ -803,11 +803,12 @@ def _spliced(p: int, m: int, block, base: int) -> tuple[np.ndarray, np.ndarray] 
         # order again (a microbatch on for each period inserted)
         inserted = column - at[:, None]
         in_period = (inserted >= 0) & (inserted < _PERIOD * count)
-        source = np.where(inserted < 0, column, column - _PERIOD * count)
         rows = np.arange(p)[:, None]
-        kinds = np.where(in_period, k1[rows, at[:, None] + inserted % _PERIOD], k0[rows, np.where(in_period, 0, source)])
-        microbatches = np.where(in_period, mb1[rows, at[:, None] + inserted % _PERIOD] + inserted // _PERIOD,
-                                mb0[rows, np.where(in_period, 0, source)] + np.where(inserted < 0, 0, count))
+        from_base = np.where(in_period, 0, np.where(inserted < 0, column, column - _PERIOD * count))
+        from_period = at[:, None] + inserted % _PERIOD
+        kinds = np.where(in_period, k1[rows, from_period], k0[rows, from_base])
+        microbatches = np.where(in_period, mb1[rows, from_period] + inserted // _PERIOD,
+                                mb0[rows, from_base] + np.where(inserted < 0, 0, count))
         return kinds, microbatches
 
     for count, (kinds, microbatches) in ((1, (k1, mb1)), (2, (k2, mb2))):

@@ -223,9 +223,9 @@ def _link(chart, *, dark: bool = False):
 
     Marks coloured by run (bars and points, and the edges of hollow points), their closed-form
     ticks and their value labels dim unless they belong to the run named by ``ppviz_schedule``
-    (and, where they are per device, to the device ``ppviz_device``). Clicking a chart's run marks fills its point
-    selection ``ppviz_pick_<n>`` of the field ``name``, or of ``name`` and ``device`` where
-    the marks are per device. ``ppviz_dark`` switches the colours of text, axes, grid and
+    (and, where they are per device, to the device ``ppviz_device``). Clicking a chart's run
+    marks fills its point selection ``ppviz_pick_<n>`` of the field ``name``, or of ``name``
+    and ``device`` where the marks are per device. ``ppviz_dark`` switches the colours of text, axes, grid and
     background between the light and the dark palette.
     """
     import altair as alt
