@@ -760,6 +760,25 @@ def test_the_device_capacity_is_drawn_on_the_memory_and_pareto_charts():
             assert "capacity" not in " ".join(spec["title"].get("subtitle", []))
 
 
+def test_runs_over_the_capacity_are_left_off_the_pareto_front():
+    # zb-v has the lowest bubble and so sat on the front, above the red line: not a choice
+    runs = [cfg(name, memory_capacity=3.5) for name in ("1f1b", "zb-v", "v-half")]
+    def points(chart):
+        spec = chart.to_dict()
+        return spec, by_name(next(rows for layer in spec["layer"] if "front" in (rows := rows_of(layer, spec["datasets"]))[0]))
+
+    spec, rows = points(charts.pareto_chart(runs))
+    assert {n: (r["front"], r["status"]) for n, r in rows.items()} == {
+        "1f1b": (False, "over the capacity"), "zb-v": (False, "over the capacity"), "v-half": (True, "Pareto front")}
+    assert "hollow: dominated, or over the capacity" in spec["title"]["subtitle"]
+    # with room for all three, zb-v is back on the front
+    _, roomy = points(charts.pareto_chart([c.replace(memory_capacity=8) for c in runs]))
+    assert roomy["zb-v"]["front"] and roomy["v-half"]["front"] and roomy["1f1b"]["status"] == "dominated"
+    # none fits: no front at all
+    _, tight = points(charts.pareto_chart([c.replace(memory_capacity=1) for c in runs]))
+    assert not any(r["front"] for r in tight.values())
+
+
 def test_a_light_runs_hollow_marker_is_edged_to_show_on_white():
     # zb-h1's yellow ring alone was faint: 1.3:1 against white, under WCAG's 3:1 for graphics
     from ppviz.charts.gantt import _luminance, _rgb

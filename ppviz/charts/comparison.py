@@ -238,14 +238,20 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
     what, _ = memory_words(runs.results)
     bubble = [float(getattr(r, attr)) for r in runs.results]
     memory = [float(r.peak_memory.max()) * k for r, k in zip(runs.results, unit.factors)]
-    front = pareto_front(bubble, memory)
+    # a run over its device's capacity cannot be chosen, however low its bubble: the front is
+    # the best of the runs that fit
+    over = np.array([r.out_of_memory for r in runs.results])
+    front = np.zeros(len(bubble), bool)
+    if not over.all():
+        front[~over] = pareto_front(np.array(bubble)[~over], np.array(memory)[~over])
     capacity, capacity_note, cap = _capacity(runs, unit)
     x_end, y_end = _headroom(bubble, 1.08), _headroom(memory + [cap], 1.1)
     texts, place, tops = _place_labels([b / x_end * width for b in bubble],
                                        [height - m / y_end * height for m in memory],
                                        runs.names, [not f for f in front], width, height)
     rows = [{"name": n, "schedule": r.config.schedule, "bubble": b, "memory": m, "front": bool(f),
-             "status": "Pareto front" if f else "dominated", "busiest": int(np.argmax(r.peak_memory)),
+             "status": "Pareto front" if f else "over the capacity" if r.out_of_memory else "dominated",
+             "busiest": int(np.argmax(r.peak_memory)),
              "text": t, "place": k, "label_y": (height - top) / height * y_end}
             for n, r, b, m, f, t, k, top in zip(runs.names, runs.results, bubble, memory, front, texts, place, tops)]
     tooltip = [alt.Tooltip("name:N", title="schedule"),
@@ -276,7 +282,9 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
     return alt.layer(*capacity, line, front_points, edges, other_points, *_label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
-                     "filled: on the Pareto front (no other run is lower on both)", "hollow: dominated",
+                     *(("filled: on the Pareto front (no other run that fits is lower on both)",
+                        "hollow: dominated, or over the capacity") if over.any() else
+                       ("filled: on the Pareto front (no other run is lower on both)", "hollow: dominated")),
                      capacity_note))
 
 
@@ -365,7 +373,8 @@ def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak memory (y) for each run.
 
     Runs on the Pareto front (no other run is at least as low on both and lower on one) are
-    filled and joined by a dashed staircase; dominated runs are hollow.
+    filled and joined by a dashed staircase; dominated runs are hollow. A run over its device's
+    ``memory_capacity`` is hollow too, and the front is that of the runs that fit.
     """
     metric_of(metric, BUBBLE_METRICS)
     return _pareto(Runs.of(items), metric)
