@@ -1,8 +1,8 @@
 """The slow paths of issue 11, item 11, against their targets: V-Half/V-Min build, the automatic
 engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory; and those
 found since: a wide pipeline (many devices, few microbatches), ZB-V with few microbatches, and
-the slowest builders at the budget's edge (V-Half, BitPipe, Chimera with few devices and many
-microbatches).
+the slowest builders at the budget's edge (V-Half, BitPipe, Chimera, ZB-V, ZB-H1, interleaved ZB,
+1F1B-overlap, DualPipe-V with few devices and many microbatches).
 
 Run: python benchmarks/hardening.py [--before PATH] [--only NAME ...] [--repeat N]
 
@@ -150,6 +150,15 @@ def measure_chimera_edge():
     return _timed(lambda: len(ppviz.Config(schedule="chimera", devices=8, microbatches=240_000).build()))
 
 
+def _build(schedule: str, devices: int, microbatches: int):
+    def measure():
+        import ppviz
+
+        return _timed(lambda: len(ppviz.Config(schedule=schedule, devices=devices, microbatches=microbatches).build()))
+
+    return measure
+
+
 # name: (what, measurement, target in seconds of wall time on an idle 2-core machine, or ops/s)
 CASES = {
     "v-half": ("V-Half build, p = m = 512 (1.57M ops)", measure_v_half, ("wall", 2.0)),
@@ -167,6 +176,15 @@ CASES = {
     "v-half-many": ("V-Half build, p = 8, m = 83,333 (4.0M ops)", measure_v_half_many_microbatches, ("wall", None)),
     "bitpipe-edge": ("BitPipe build, p = 8, m = 120,000 (3.84M ops)", measure_bitpipe_edge, ("wall", None)),
     "chimera-edge": ("Chimera build, p = 8, m = 240,000 (3.84M ops)", measure_chimera_edge, ("wall", None)),
+    # builders that lay out every op in Python, spliced from few microbatches since
+    "zb-v-edge": ("ZB-V build, p = 8, m = 83,328 (4.0M ops)", _build("zb-v", 8, 83_328), ("wall", None)),
+    "zb-h1-edge": ("ZB-H1 build, p = 8, m = 166,666 (4.0M ops)", _build("zb-h1", 8, 166_666), ("wall", None)),
+    "interleaved-zb-edge": ("interleaved ZB build, p = 8, m = 83,328 (4.0M ops)", _build("interleaved-zb", 8, 83_328),
+                            ("wall", None)),
+    "overlap-edge": ("1F1B-overlap build, p = 8, m = 250,000 (4.0M ops)", _build("1f1b-overlap", 8, 250_000),
+                     ("wall", None)),
+    "dualpipe-v-edge": ("DualPipe-V build, p = 8, m = 83,328 (4.0M ops)", _build("dualpipe-v", 8, 83_328),
+                        ("wall", None)),
 }
 
 

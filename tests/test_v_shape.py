@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ppviz import Config, ScheduleConstraintError, simulate
+from ppviz.core.program import F, I, W
 
 
 def run(schedule, p, m, **kw):
@@ -304,46 +305,22 @@ BLOCKS = {"v-half": "_block_v_half", "v-min": "_block_v_min"}
 
 
 @pytest.mark.parametrize("schedule", ["v-half", "v-min"])
-def test_many_microbatches_are_spliced_from_few_exactly_as_constructed(schedule):
-    # at p = 8, m = 83,333 the construction took 5.9 s; the splice takes three at 48 microbatches
-    from ppviz.schedules import v_shape
-
-    block = getattr(v_shape, BLOCKS[schedule])
-    for p in [*range(1, 9), 12, 16]:
-        base = v_shape._splice_base(p)
-        for m in (v_shape._SPLICE_FACTOR * base, v_shape._SPLICE_FACTOR * base + 1, 5 * base + 3):
-            spliced = v_shape._spliced(p, m, block, base)
-            assert spliced is not None, (p, m)  # the splice is taken, not the fallback
-            kinds, microbatches = v_shape._constructed(p, m, block)
-            assert np.array_equal(spliced[0], kinds) and np.array_equal(spliced[1], microbatches), (p, m)
-
-
-@pytest.mark.parametrize("schedule", ["v-half", "v-min"])
 def test_a_spliced_order_is_the_greedys_pass_by_pass(schedule):
-    from ppviz.schedules import v_shape
+    # (tests/test_splice.py checks the splice against the construction at many more sizes)
+    from ppviz.schedules.splice import SPLICE_FACTOR, splice_base
 
     for p in (1, 2, 3):
-        m = v_shape._SPLICE_FACTOR * v_shape._splice_base(p) + 1
-        assert built(p, m, schedule) == pass_by_pass(p, m, schedule), p
-
-
-@pytest.mark.parametrize("schedule", ["v-half", "v-min"])
-def test_a_base_short_of_the_steady_phase_is_refused_never_wrong(schedule):
-    # the splice is checked against the constructions at base + 1 and base + 2: from bases inside
-    # the warm-up it is refused (V-Half's steady phase begins at m = p + 2); where it is taken, it is right
-    from ppviz.schedules import v_shape
-
-    block = getattr(v_shape, BLOCKS[schedule])
-    refused = 0
-    for p in (4, 8):
-        kinds, microbatches = v_shape._constructed(p, 40 * p, block)
-        for base in range(1, p + 2):
-            spliced = v_shape._spliced(p, 40 * p, block, base)
-            if spliced is None:
-                refused += 1
-            else:
-                assert np.array_equal(spliced[0], kinds) and np.array_equal(spliced[1], microbatches), (p, base)
-    assert refused >= 4 + 4 * (schedule == "v-half")
+        m = SPLICE_FACTOR * splice_base(p) + 1
+        program = Config(schedule=schedule, devices=p, microbatches=m).build()
+        passes = []
+        for d in range(p):
+            ops = slice(program.offsets[d], program.offsets[d + 1])
+            up = program.stage[ops] != d
+            kind = program.kind[ops]
+            # the authors' pass kinds: down F, up F, up I, down I, up W, down W
+            code = np.select([kind == F, kind == I, kind == W], [up * 1, 3 - up, 5 - up])
+            passes.append(tuple(zip(code.tolist(), program.microbatch[ops].tolist())))
+        assert tuple(passes) == pass_by_pass(p, m, schedule), p
 
 
 def test_the_cached_orders_are_compact_and_read_only():

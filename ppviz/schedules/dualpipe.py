@@ -71,6 +71,7 @@ from ..core.program import DeviceOps, Program
 from ..core.placement import Placement
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.registry import ScheduleSpec, register, require
+from .splice import spliced_builder
 
 
 def _eight_steps(ops: DeviceOps, phases, h: int, halves: int, chunks: int, middle: bool,
@@ -256,7 +257,7 @@ register(ScheduleSpec(
     name="dualpipe-v",
     summary="DualPipe cut in half: one model in 2p stages placed in a V",
     reference="deepseek-ai/DualPipe dualpipev.py (Sea AI Lab's cut-in-half); torch ScheduleDualPipeV",
-    builder=build_dualpipe_v,
+    builder=spliced_builder(build_dualpipe_v),
     aliases=("DualPipeV", "ScheduleDualPipeV", "cut-in-half"),
     default_v=2,
     v_min=2,
@@ -294,7 +295,7 @@ register(ScheduleSpec(
     name="dualpipe-v-unsplit",
     summary="DualPipeV with every backward a full B (no I/W split, no zero-bubble steps)",
     reference="deepseek-ai/DualPipe dualpipev.py run with enable_zb=False",
-    builder=build_dualpipe_v_unsplit,
+    builder=spliced_builder(build_dualpipe_v_unsplit),
     aliases=("DualPipeV-unsplit", "DualPipeV-noZB", "dualpipe-v-full-backward"),
     default_v=2,
     v_min=2,

@@ -39,6 +39,7 @@ from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
 from ..core.program import DeviceOps, Program
 from ..core.registry import ScheduleSpec, no_microbatch_groups, register, require
+from .splice import spliced_builder
 
 
 def build_inference(config) -> Program:
@@ -83,7 +84,7 @@ register(ScheduleSpec(
     name="inference",
     summary="forward-only pipeline: each microbatch once through every stage, no backward",
     reference="DeepSpeed InferenceSchedule (deepspeed/runtime/pipe/schedule.py); d9d inference program",
-    builder=build_inference,
+    builder=spliced_builder(build_inference),
     aliases=("InferenceSchedule", "forward-only", "pipeline-inference"),
     validate=_validate,
     closed_form=inference_closed_form,

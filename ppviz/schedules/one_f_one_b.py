@@ -57,6 +57,7 @@ from ..core.placement import Placement
 from ..core.errors import ScheduleConstraintError
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.registry import ScheduleSpec, one_stage_per_device, register, require
+from .splice import group_period, spliced_builder
 
 
 def schedule_table(m: int, v: int, g: int) -> tuple[np.ndarray, np.ndarray]:
@@ -275,7 +276,7 @@ register(ScheduleSpec(
     name="1f1b-overlap",
     summary="1F1B whose steady state runs each forward and backward as one overlapped F&B slot",
     reference="Victarry/PP-Schedule-Visualization 1f1b_overlap (DualPipe-style F&B overlap)",
-    builder=build_overlap,
+    builder=spliced_builder(build_overlap, group_period),
     aliases=("1F1BOverlap", "overlap-1f1b", "1f1b-fb-overlap"),
     validate=one_stage_per_device("interleaved-1f1b-overlap for v >= 2"),
     closed_form=overlap_1f1b_closed_form,
@@ -287,7 +288,7 @@ register(ScheduleSpec(
     name="interleaved-1f1b-overlap",
     summary="interleaved 1F1B with overlapped F&B slots in the steady state",
     reference="Victarry/PP-Schedule-Visualization 1f1b_interleave_overlap; Megatron-LM virtual pipeline",
-    builder=build_overlap,
+    builder=spliced_builder(build_overlap, group_period),
     aliases=("1f1b-interleave-overlap", "interleave-overlap", "interleaved-overlap", "vpp-overlap"),
     default_v=2,
     v_min=2,

@@ -62,6 +62,7 @@ from ..core.program import F, I, W, DeviceOps, Program
 from ..core.placement import Placement
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.registry import ScheduleSpec, register, require
+from .splice import spliced_builder
 
 
 def _program(devices: list[DeviceOps], p: int, m: int) -> Program:
@@ -758,64 +759,13 @@ def _lifted(old: np.ndarray, a: np.ndarray, b: np.ndarray, rise: int) -> np.ndar
 def v_schedule_order(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
     """Each device's passes in slot order, per the construction above: (kind, microbatch), two
     read-only (p, 6m) arrays, int8 and int32. Cached: the same sizes are built again for every
-    change of costs (a few sizes at a time: at the size budget one entry holds 20 MB).
-
-    Many microbatches are spliced from few: past the warm-up, each further microbatch adds one
-    period of the steady phase to every device and leaves the rest as it was, a microbatch on. The
-    construction runs at ``_splice_base(p)`` microbatches and the next two, and the splice is used
-    only where it reproduces both of them exactly (else the construction runs at m). At p = 8,
-    m = 83,333 the construction took 5.9 s, about p + m slot steps of array work."""
-    base = _splice_base(p)
-    spliced = _spliced(p, m, block, base) if m >= _SPLICE_FACTOR * base else None
-    kinds, microbatches = spliced if spliced is not None else _constructed(p, m, block)
+    change of costs (a few sizes at a time: at the size budget one entry holds about 20 MB). Many
+    microbatches are spliced from few (``splice.spliced_builder``): the construction runs at a few
+    sizes past the warm-up, about p + m slot steps of array work each."""
+    kinds, microbatches = _constructed(p, m, block)
     kinds, microbatches = kinds.astype(np.int8), microbatches.astype(np.int32)
     kinds.flags.writeable = microbatches.flags.writeable = False
     return kinds, microbatches
-
-
-def _splice_base(p: int) -> int:
-    """Microbatches well into the steady phase: the published figures hold from m = p + 2 on."""
-    return 4 * p + 16
-
-
-#: splice only from this many times the base's microbatches (three constructions at the base
-#: must cost less than one at m)
-_SPLICE_FACTOR = 4
-
-
-def _spliced(p: int, m: int, block, base: int) -> tuple[np.ndarray, np.ndarray] | None:
-    """The order at m, made from the order at ``base`` microbatches by inserting m − base steady
-    periods on every device where the orders at base and base + 1 differ; None where that does not
-    reproduce the constructions at base + 1 and base + 2."""
-    k0, mb0 = _constructed(p, base, block)
-    k1, mb1 = _constructed(p, base + 1, block)
-    k2, mb2 = _constructed(p, base + 2, block)
-    # per device, where the order at base + 1 first differs from the one at base: its period
-    # begins there (or at the end, where the order is all steady, as on one device)
-    differ = (k1[:, :-_PERIOD] != k0) | (mb1[:, :-_PERIOD] != mb0)
-    at = np.where(differ.any(axis=1), differ.argmax(axis=1), k0.shape[1])
-
-    def insert(count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The order at base + count: ``count`` periods at ``at`` on every device."""
-        width = _PERIOD * (base + count)
-        column = np.arange(width)[None, :]
-        # the source of each column: the base order before the insertion, a period, then the base
-        # order again (a microbatch on for each period inserted)
-        inserted = column - at[:, None]
-        in_period = (inserted >= 0) & (inserted < _PERIOD * count)
-        rows = np.arange(p)[:, None]
-        from_base = np.where(in_period, 0, np.where(inserted < 0, column, column - _PERIOD * count))
-        from_period = at[:, None] + inserted % _PERIOD
-        kinds = np.where(in_period, k1[rows, from_period], k0[rows, from_base])
-        microbatches = np.where(in_period, mb1[rows, from_period] + inserted // _PERIOD,
-                                mb0[rows, from_base] + np.where(inserted < 0, 0, count))
-        return kinds, microbatches
-
-    for count, (kinds, microbatches) in ((1, (k1, mb1)), (2, (k2, mb2))):
-        made = insert(count)
-        if not (np.array_equal(made[0], kinds) and np.array_equal(made[1], microbatches)):
-            return None
-    return insert(m - base)
 
 
 def _constructed(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
@@ -845,10 +795,12 @@ def _build_v(config, block) -> Program:
                                microbatches=m, placement=Placement.v_shape(p, 2))
 
 
+@spliced_builder
 def build_v_half(config) -> Program:
     return _build_v(config, _block_v_half)
 
 
+@spliced_builder
 def build_v_min(config) -> Program:
     return _build_v(config, _block_v_min)
 
@@ -937,7 +889,7 @@ def _register_v(name: str, summary: str, reference: str, builder, aliases: tuple
 
 
 _register_v("zb-v", "zero bubble in a V: two stages per device, 1F1B memory",
-            "Zero Bubble PP (arXiv 2401.10241) §6 ZB-V; torch ScheduleZBVZeroBubble", build_zb_v,
+            "Zero Bubble PP (arXiv 2401.10241) §6 ZB-V; torch ScheduleZBVZeroBubble", spliced_builder(build_zb_v),
             ("ZBVZeroBubble", "ScheduleZBVZeroBubble", "ZBV", "zero-bubble-v"), zb_v_closed_form)
 _register_v("v-half", "V-shape at half of 1F1B's activation memory",
             "Pipeline Parallelism with Controllable Memory (arXiv 2405.15362) V-Half; sail-sg building block",

@@ -62,6 +62,7 @@ from ..core.placement import Placement
 from .one_f_one_b import interleaved_warmup, schedule_table, validate_group_size
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.registry import ScheduleSpec, one_stage_per_device, register
+from .splice import group_period, spliced_builder
 
 
 def split_backward_order(forwards, backwards, warmup: int, delay: int) -> DeviceOps:
@@ -173,7 +174,7 @@ register(ScheduleSpec(
     name="zb-h1",
     summary="zero bubble, 1F1B memory: W's delayed to fill the drain bubble",
     reference="Zero Bubble PP (arXiv 2401.10241) ZB-H1; torch ScheduleInterleavedZeroBubble rule",
-    builder=build_zb_h1,
+    builder=spliced_builder(build_zb_h1),
     aliases=("ZB1P", "zbh1", "zero-bubble-h1"),
     validate=one_stage_per_device("interleaved-zb / zb-v for more stages per device"),
     closed_form=zb_h1_closed_form,
@@ -185,7 +186,7 @@ register(ScheduleSpec(
     name="zb-h2",
     summary="zero bubble at (2p−1) activations: a longer warmup, W's moved to the tail",
     reference="Zero Bubble PP (arXiv 2401.10241) ZB-H2, the authors' get_hand_schedule(warmup_c=2)",
-    builder=build_zb_h2,
+    builder=spliced_builder(build_zb_h2),
     aliases=("ZB2P", "zbh2", "zero-bubble-h2"),
     validate=one_stage_per_device("interleaved-zb / zb-v for more stages per device"),
     closed_form=zb_h2_closed_form,
@@ -197,7 +198,7 @@ register(ScheduleSpec(
     name="interleaved-zb",
     summary="ZB1P over v looped stages per device: interleaved 1F1B with W's delayed",
     reference="torch ScheduleInterleavedZeroBubble (Zero Bubble PP, arXiv 2401.10241)",
-    builder=build_interleaved_zb,
+    builder=spliced_builder(build_interleaved_zb, group_period),
     aliases=("InterleavedZeroBubble", "ScheduleInterleavedZeroBubble", "ZB1P-interleaved",
              "interleaved-zb1p", "interleaved-zero-bubble"),
     default_v=2,
