@@ -1,8 +1,8 @@
 """The slow paths of issue 11, item 11, against their targets: V-Half/V-Min build, the automatic
 engine choice, the Chrome trace of 10^6 ops, parsing action strings, static memory; and those
 found since: a wide pipeline (many devices, few microbatches), ZB-V with few microbatches, and
-the slowest builders at the budget's edge (V-Half, BitPipe, Chimera, ZB-V, ZB-H1, interleaved ZB,
-1F1B-overlap, DualPipe-V with few devices and many microbatches).
+the slowest builders at the budget's edge (V-Half, BitPipe, Chimera, Hanayo, ZB-V, ZB-H1,
+interleaved ZB, 1F1B-overlap, DualPipe-V with few devices and many microbatches).
 
 Run: python benchmarks/hardening.py [--before PATH] [--only NAME ...] [--repeat N]
 
@@ -176,6 +176,7 @@ CASES = {
     "v-half-many": ("V-Half build, p = 8, m = 83,333 (4.0M ops)", measure_v_half_many_microbatches, ("wall", None)),
     "bitpipe-edge": ("BitPipe build, p = 8, m = 120,000 (3.84M ops)", measure_bitpipe_edge, ("wall", None)),
     "chimera-edge": ("Chimera build, p = 8, m = 240,000 (3.84M ops)", measure_chimera_edge, ("wall", None)),
+    "hanayo-edge": ("Hanayo build, p = 8, m = 125,000 (4.0M ops)", _build("hanayo", 8, 125_000), ("wall", None)),
     # builders that lay out every op in Python, spliced from few microbatches since
     "zb-v-edge": ("ZB-V build, p = 8, m = 83,328 (4.0M ops)", _build("zb-v", 8, 83_328), ("wall", None)),
     "zb-h1-edge": ("ZB-H1 build, p = 8, m = 166,666 (4.0M ops)", _build("zb-h1", 8, 166_666), ("wall", None)),

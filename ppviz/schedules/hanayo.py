@@ -49,55 +49,52 @@ of m = p, but activation memory grows with m, as GPipe's does. m < p is refused.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..core.closed_form import ClosedForm, base, uniform_costs
 from ..core.placement import Placement
-from ..core.program import DeviceOps, Program
+from ..core.program import B, F, Program
 from ..core.registry import ScheduleSpec, no_microbatch_groups, register, require
 
 
-def _chunk_stage(rank: int, chunk: int, p: int) -> int:
-    """Stage of ``rank``'s ``chunk``-th chunk: down legs (even chunks) at rank, up legs at p−1−rank."""
-    return chunk * p + (rank if chunk % 2 == 0 else p - 1 - rank)
+def hanayo_order(rank: int, p: int, m: int, waves: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rank ``rank``'s passes in order, as arrays: is each a forward, its chunk, its microbatch.
 
-
-def hanayo_order(rank: int, p: int, m: int, waves: int) -> list[tuple[str, int, int]]:
-    """Rank ``rank``'s passes as (``"F"`` or ``"B"``, chunk, microbatch), in order."""
-    out: list[tuple[str, int, int]] = []
-    down = min(p - rank, m)  # down-leg forwards issued so far, over all waves
-    up_back = 0  # up-leg backwards issued so far, over all waves
+    The rule above, counted out: with T = W·m and d = min(p − rank, m) first forwards, step 2's
+    t-th extra pass is down-leg forward d + t while t < T − d, then up-leg backward t − (T − d);
+    step 3 starts at up-leg backward d, so its t-th extra pass is up-leg backward d + t while
+    t < T − d, and none after."""
+    first = min(p - rank, m)
     total = m * waves
-    out += [("F", 0, j) for j in range(down)]
-
-    def next_up_backward() -> None:
-        nonlocal up_back
-        out.append(("B", 2 * waves - 1 - 2 * (up_back // m), up_back % m))
-        up_back += 1
-
-    for w in range(waves):
-        for j in range(m):
-            out.append(("F", 2 * w + 1, j))
-            if down < total:
-                out.append(("F", 2 * (down // m), down % m))
-                down += 1
-            else:
-                next_up_backward()
-    for w in range(waves):
-        for j in range(m):
-            out.append(("B", 2 * waves - 2 - 2 * w, j))
-            if up_back < total:
-                next_up_backward()
-    return out
+    t = np.arange(total)
+    mid = total - first  # the passes of step 2 that still issue a down-leg forward
+    up_chunk = 2 * waves - 1  # the last chunk: the first up leg to run backwards
+    # step 2: (F, chunk 2w + 1, j) then the next down-leg forward or up-leg backward
+    extra = np.where(t < mid, first + t, t - mid)
+    step2_forward = np.stack([np.ones(total, bool), t < mid])
+    step2_chunk = np.stack([2 * (t // m) + 1, np.where(t < mid, 2 * (extra // m), up_chunk - 2 * (extra // m))])
+    step2_mb = np.stack([t % m, extra % m])
+    # step 3: (B, chunk 2W − 2 − 2w, j) then the next up-leg backward while any is left
+    later = first + t[:mid]
+    step3_chunk = np.stack([2 * waves - 2 - 2 * (t // m), np.r_[up_chunk - 2 * (later // m), np.zeros(first, int)]])
+    step3_mb = np.stack([t % m, np.r_[later % m, np.zeros(first, int)]])
+    step3_kept = np.stack([np.ones(total, bool), t < mid])
+    # each pair of rows interleaves, column by column: ravel in Fortran order
+    forward = np.r_[np.ones(first, bool), step2_forward.ravel("F"), np.zeros(int(step3_kept.sum()), bool)]
+    chunk = np.r_[np.zeros(first, int), step2_chunk.ravel("F"), step3_chunk.ravel("F")[step3_kept.ravel("F")]]
+    mb = np.r_[np.arange(first), step2_mb.ravel("F"), step3_mb.ravel("F")[step3_kept.ravel("F")]]
+    return forward, chunk, mb
 
 
 def build_hanayo(config) -> Program:
     p, m, v = config.devices, config.microbatches, config.stages_per_device
-    devices = []
+    per_device = []
     for rank in range(p):
-        ops = DeviceOps()
-        for kind, chunk, mb in hanayo_order(rank, p, m, v // 2):
-            (ops.f if kind == "F" else ops.b)(_chunk_stage(rank, chunk, p), mb)
-        devices.append(ops)
-    return Program.from_device_ops(devices, stages=p * v, microbatches=m, placement=Placement.v_shape(p, v))
+        forward, chunk, mb = hanayo_order(rank, p, m, v // 2)
+        # down legs (even chunks) at stage chunk·p + rank, up legs at chunk·p + p − 1 − rank
+        stage = chunk * p + np.where(chunk % 2 == 0, rank, p - 1 - rank)
+        per_device.append((np.where(forward, F, B).astype(np.int8), stage, mb))
+    return Program.from_arrays(per_device, stages=p * v, microbatches=m, placement=Placement.v_shape(p, v))
 
 
 def _validate(config) -> None:
