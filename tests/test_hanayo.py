@@ -3,6 +3,8 @@ Eq. (1); and the one public generator, topal-team/elf ``generate_hanayo_schedule
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ppviz import Config, ScheduleConstraintError, simulate
 from ppviz.core.placement import Placement
@@ -199,6 +201,18 @@ def test_equals_the_elf_generator():
         program = Config(schedule="hanayo", devices=p, microbatches=m, stages_per_device=2 * waves).build()
         assert program.to_torch() == expected, (p, m, waves)
     assert len(configs) == 320
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 16), st.integers(1, 4), st.integers(0, 200))
+def test_equals_the_elf_generator_at_larger_sizes(p, waves, extra):
+    # the builder counts the rule out with array operations; the generator runs it op by op
+    m = p + extra
+    placement = ([*range(p), *reversed(range(p))]) * waves
+    expected = {rank: [f"{stage}{kind}{mb}" for kind, stage, mb in ops]
+                for rank, ops in elf_generate_hanayo_schedule(placement, m).items()}
+    program = Config(schedule="hanayo", devices=p, microbatches=m, stages_per_device=2 * waves).build()
+    assert program.to_torch() == expected
 
 
 def test_names_and_defaults():
