@@ -134,14 +134,15 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
     push = runnable.append
     while runnable:
         d = pop()
-        i = pos[d]
-        e = stop[d]
         t = free[d]
-        while i < e:
+        # a for loop over a range (see _events_plain), which skips an F&B pair's second op by hand
+        ahead = iter(range(pos[d], stop[d]))
+        for i in ahead:
             j = dep_l[i]
             r = end[j]
             if r < 0.0:
                 waiter[j] = d
+                pos[d] = i
                 break
             r += cross_l[i]
             if r > t:
@@ -150,21 +151,24 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
                 # an F&B pair: one slot that also waits for its second op's input (t may
                 # already hold the first input's time if it breaks here: harmless, the slot
                 # starts at the max of both anyway)
-                j = dep_l[i + 1]
+                k = i + 1
+                j = dep_l[k]
                 r = end[j]
                 if r < 0.0:
                     waiter[j] = d
+                    pos[d] = i
                     break
-                r += cross_l[i + 1]
+                r += cross_l[k]
                 if r > t:
                     t = r
-                start[i] = start[i + 1] = t
+                start[i] = start[k] = t
                 t += cost_l[i]
-                end[i] = end[i + 1] = t
+                end[i] = end[k] = t
                 w = waiter[i]
                 if w >= 0:
                     push(w)
-                i += 1
+                next(ahead)
+                i = k
             else:
                 start[i] = t
                 t += cost_l[i]
@@ -172,8 +176,8 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
             w = waiter[i]
             if w >= 0:
                 push(w)
-            i += 1
-        pos[d] = i
+        else:
+            pos[d] = stop[d]
         free[d] = t
     return _event_times(program, dep, pos, stop, end, start, cost)
 
