@@ -152,6 +152,16 @@ def test_minimal_json(tmp_path):
     assert m.busy.tolist() == pytest.approx([3.0, 3.0])
 
 
+def test_minimal_json_takes_every_time_unit_the_topology_does(tmp_path):
+    # the micro sign (U+00B5) and the Greek mu (U+03BC) look alike: both mean microseconds
+    starts = {}
+    for unit, per_ms in (("s", 1e3), ("ms", 1.0), ("us", 1e-3), ("\u00b5s", 1e-3), ("\u03bcs", 1e-3), ("ns", 1e-6)):
+        m = ppviz.load_trace(_write(tmp_path, {**README_EXAMPLE, "time_unit": unit}))
+        starts[unit] = m.ops.start.tolist()
+        assert m.makespan == 6400 * per_ms, unit
+    assert starts["\u03bcs"] == starts["\u00b5s"] == starts["us"]
+
+
 @pytest.mark.parametrize("config", ROUND_TRIP, ids=lambda c: c.schedule)
 def test_minimal_json_round_trip(config, tmp_path):
     result = ppviz.simulate(config)

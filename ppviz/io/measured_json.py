@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from ..core.errors import ParseError
 from ..core.program import _shown
+from ..core.topology import SECONDS
 from .trace_records import RankRecords, action_ops
 
 FORMAT_KEY = "ppviz_measured"
 VERSION = 1
-#: milliseconds per unit
-UNITS = {"s": 1e3, "ms": 1.0, "us": 1e-3, "µs": 1e-3, "ns": 1e-6}
+#: milliseconds per unit (the topology's seconds per unit, divided: equal bit for bit to the ratios)
+UNITS = {unit: seconds / 1e-3 for unit, seconds in SECONDS.items()}
 _FIELDS = ("rank", "action", "start", "end", "step", "wait_start")
 
 
