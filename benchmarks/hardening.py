@@ -53,16 +53,14 @@ def _timed(fn):
             "memory_mb": _high_water_mb() - before, "value": value}
 
 
-def measure_v_half():
-    import ppviz
+def _build(schedule: str, devices: int, microbatches: int):
+    """The measurement of building one schedule at one size."""
+    def measure():
+        import ppviz
 
-    return _timed(lambda: len(ppviz.Config(schedule="v-half", devices=512, microbatches=512).build()))
+        return _timed(lambda: len(ppviz.Config(schedule=schedule, devices=devices, microbatches=microbatches).build()))
 
-
-def measure_v_min():
-    import ppviz
-
-    return _timed(lambda: len(ppviz.Config(schedule="v-min", devices=512, microbatches=512).build()))
+    return measure
 
 
 def measure_engine():
@@ -126,56 +124,23 @@ def measure_wide():
     return _timed(lambda: len(ppviz.simulate(cfg).ops))
 
 
-def measure_zb_v_few_microbatches():
-    import ppviz
-
-    return _timed(lambda: len(ppviz.Config(schedule="zb-v", devices=2000, microbatches=8).build()))
-
-
-def measure_v_half_many_microbatches():
-    import ppviz
-
-    return _timed(lambda: len(ppviz.Config(schedule="v-half", devices=8, microbatches=83_333).build()))
-
-
-def measure_bitpipe_edge():
-    import ppviz
-
-    return _timed(lambda: len(ppviz.Config(schedule="bitpipe", devices=8, microbatches=120_000).build()))
-
-
-def measure_chimera_edge():
-    import ppviz
-
-    return _timed(lambda: len(ppviz.Config(schedule="chimera", devices=8, microbatches=240_000).build()))
-
-
-def _build(schedule: str, devices: int, microbatches: int):
-    def measure():
-        import ppviz
-
-        return _timed(lambda: len(ppviz.Config(schedule=schedule, devices=devices, microbatches=microbatches).build()))
-
-    return measure
-
-
 # name: (what, measurement, target in seconds of wall time on an idle 2-core machine, or ops/s)
 CASES = {
-    "v-half": ("V-Half build, p = m = 512 (1.57M ops)", measure_v_half, ("wall", 2.0)),
-    "v-min": ("V-Min build, p = m = 512 (1.57M ops)", measure_v_min, ("wall", 2.0)),
+    "v-half": ("V-Half build, p = m = 512 (1.57M ops)", _build("v-half", 512, 512), ("wall", 2.0)),
+    "v-min": ("V-Min build, p = m = 512 (1.57M ops)", _build("v-min", 512, 512), ("wall", 2.0)),
     "engine": ("engine='auto', looped-bfs p = 1024, m = 1, v = 200 (409,600 ops)", measure_engine, ("wall", 0.5)),
     "chrome-trace": ("Chrome trace of 10^6 ops (1F1B p = 8, m = 62,500)", measure_chrome_trace, ("wall", 2.0)),
     "parse": ("Program.from_torch, 1,048,576 action strings", measure_parse, ("rate", 1e6)),
     "parse-text": ("Program.from_text, 1,048,576 actions", measure_parse_text, ("rate", 1e6)),
     "wide": ("simulate a wide pipeline, 1F1B p = 100,000, m = 16 (3.2M ops)", measure_wide, ("wall", None)),
-    "zb-v-few": ("ZB-V build with m < 2p − 1, p = 2,000, m = 8 (96,000 ops)", measure_zb_v_few_microbatches,
+    "zb-v-few": ("ZB-V build with m < 2p − 1, p = 2,000, m = 8 (96,000 ops)", _build("zb-v", 2000, 8),
                  ("wall", None)),
     "static-memory": ("static_memory, p = 1024, v = 2, m = 512 (with and without a placement)", measure_static_memory,
                       ("wall", None)),
     # the slowest builders at the size budget's edge, few devices and many microbatches
-    "v-half-many": ("V-Half build, p = 8, m = 83,333 (4.0M ops)", measure_v_half_many_microbatches, ("wall", None)),
-    "bitpipe-edge": ("BitPipe build, p = 8, m = 120,000 (3.84M ops)", measure_bitpipe_edge, ("wall", None)),
-    "chimera-edge": ("Chimera build, p = 8, m = 240,000 (3.84M ops)", measure_chimera_edge, ("wall", None)),
+    "v-half-many": ("V-Half build, p = 8, m = 83,333 (4.0M ops)", _build("v-half", 8, 83_333), ("wall", None)),
+    "bitpipe-edge": ("BitPipe build, p = 8, m = 120,000 (3.84M ops)", _build("bitpipe", 8, 120_000), ("wall", None)),
+    "chimera-edge": ("Chimera build, p = 8, m = 240,000 (3.84M ops)", _build("chimera", 8, 240_000), ("wall", None)),
     "hanayo-edge": ("Hanayo build, p = 8, m = 125,000 (4.0M ops)", _build("hanayo", 8, 125_000), ("wall", None)),
     # builders that lay out every op in Python, spliced from few microbatches since
     "zb-v-edge": ("ZB-V build, p = 8, m = 83,328 (4.0M ops)", _build("zb-v", 8, 83_328), ("wall", None)),

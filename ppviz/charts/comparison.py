@@ -282,10 +282,8 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
     return alt.layer(*capacity, line, front_points, edges, other_points, *_label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
-                     *(("filled: on the Pareto front (no other run that fits is lower on both)",
-                        "hollow: dominated, or over the capacity") if over.any() else
-                       ("filled: on the Pareto front (no other run is lower on both)", "hollow: dominated")),
-                     capacity_note))
+                     f"filled: on the Pareto front (no other run{' that fits' if over.any() else ''} is lower on both)",
+                     "hollow: dominated" + (", or over the capacity" if over.any() else ""), capacity_note))
 
 
 _LABEL_FONT, _LABEL_LINE = LABEL_SIZE, LABEL_SIZE + 2

@@ -69,20 +69,20 @@ def hanayo_order(rank: int, p: int, m: int, waves: int) -> tuple[np.ndarray, np.
     t = np.arange(total)
     mid = total - first  # the passes of step 2 that still issue a down-leg forward
     up_chunk = 2 * waves - 1  # the last chunk: the first up leg to run backwards
+    # each step's two passes are a pair of rows, interleaved column by column (ravel in Fortran
+    # order); while t < mid, step 2's second pass is a forward and step 3 has a second pass
+    early = np.stack([np.ones(total, bool), t < mid]).ravel("F")
     # step 2: (F, chunk 2w + 1, j) then the next down-leg forward or up-leg backward
     extra = np.where(t < mid, first + t, t - mid)
-    step2_forward = np.stack([np.ones(total, bool), t < mid])
     step2_chunk = np.stack([2 * (t // m) + 1, np.where(t < mid, 2 * (extra // m), up_chunk - 2 * (extra // m))])
     step2_mb = np.stack([t % m, extra % m])
     # step 3: (B, chunk 2W − 2 − 2w, j) then the next up-leg backward while any is left
     later = first + t[:mid]
     step3_chunk = np.stack([2 * waves - 2 - 2 * (t // m), np.r_[up_chunk - 2 * (later // m), np.zeros(first, int)]])
     step3_mb = np.stack([t % m, np.r_[later % m, np.zeros(first, int)]])
-    step3_kept = np.stack([np.ones(total, bool), t < mid])
-    # each pair of rows interleaves, column by column: ravel in Fortran order
-    forward = np.r_[np.ones(first, bool), step2_forward.ravel("F"), np.zeros(int(step3_kept.sum()), bool)]
-    chunk = np.r_[np.zeros(first, int), step2_chunk.ravel("F"), step3_chunk.ravel("F")[step3_kept.ravel("F")]]
-    mb = np.r_[np.arange(first), step2_mb.ravel("F"), step3_mb.ravel("F")[step3_kept.ravel("F")]]
+    forward = np.r_[np.ones(first, bool), early, np.zeros(int(early.sum()), bool)]
+    chunk = np.r_[np.zeros(first, int), step2_chunk.ravel("F"), step3_chunk.ravel("F")[early]]
+    mb = np.r_[np.arange(first), step2_mb.ravel("F"), step3_mb.ravel("F")[early]]
     return forward, chunk, mb
 
 

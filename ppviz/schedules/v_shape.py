@@ -762,14 +762,6 @@ def v_schedule_order(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
     change of costs (a few sizes at a time: at the size budget one entry holds about 20 MB). Many
     microbatches are spliced from few (``splice.spliced_builder``): the construction runs at a few
     sizes past the warm-up, about p + m slot steps of array work each."""
-    kinds, microbatches = _constructed(p, m, block)
-    kinds, microbatches = kinds.astype(np.int8), microbatches.astype(np.int32)
-    kinds.flags.writeable = microbatches.flags.writeable = False
-    return kinds, microbatches
-
-
-def _constructed(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
-    """The construction itself (steps 1 to 5 above), for all devices at once."""
     pos = block(p)[:, :, None] + _PERIOD * np.arange(m)[None, None, :]
     placed, ws = _reorder_placed(pos, _add_ws(pos, split=False), m)
     first, _ = _squeeze(placed, ws)
@@ -778,7 +770,10 @@ def _constructed(p: int, m: int, block) -> tuple[np.ndarray, np.ndarray]:
     ups, downs = _add_ws(final, split=True)
     slots = np.concatenate([final.reshape(p, 4 * m), ups, downs], axis=1)
     order = np.argsort(slots, axis=1, kind="stable")
-    return np.repeat(np.arange(6), m)[order], np.tile(np.arange(m), 6)[order]
+    kinds = np.repeat(np.arange(6, dtype=np.int8), m)[order]
+    microbatches = np.tile(np.arange(m, dtype=np.int32), 6)[order]
+    kinds.flags.writeable = microbatches.flags.writeable = False
+    return kinds, microbatches
 
 
 # each pass kind as the op it is and its leg: 0 the down stage (d), 1 the up stage (2p−1−d)
