@@ -256,23 +256,23 @@ def test_labels_are_drawn_where_they_were_placed_clear_of_each_other(draw):
 
 
 def test_pareto_labels_stay_apart_and_close_points_share_one():
-    from ppviz.charts.comparison import _LABEL_PLACES, _place_labels
+    from ppviz.charts.labels import PLACES, place_labels
 
     xs, ys = [100, 104, 300, 355, 200], [100, 97, 100, 30, 200]
     names = ["a", "b", "c", "far-right", "d"]
-    texts, place, _ = _place_labels(xs, ys, names, [0, 0, 1, 1, 1], 360, 260)
+    texts, place, _ = place_labels(xs, ys, names, [0, 0, 1, 1, 1], 360, 260)
     assert texts[:2] == ["b\na", ""]  # within a marker of each other: one label, top point first
     assert place[1] == -1 and all(k >= 0 for k in place[:1] + place[2:])
-    assert _LABEL_PLACES[place[3]][0] == "right"  # no room to its right: label goes left
+    assert PLACES[place[3]][0] == "right"  # no room to its right: label goes left
     # a crowded row: whatever gets placed must not overlap (boxes from the same glyph estimate)
     xs, ys = [50 + 20 * i for i in range(7)], [50] * 7
-    texts, place, _ = _place_labels(xs, ys, [f"run-{i}" for i in range(7)], [0] * 7, 360, 260)
+    texts, place, _ = place_labels(xs, ys, [f"run-{i}" for i in range(7)], [0] * 7, 360, 260)
     assert all(texts) and sum(k >= 0 for k in place) >= 4
     boxes = []
     for x, y, t, k in zip(xs, ys, texts, place):
         if k < 0:
             continue
-        align, baseline, dx, dy = _LABEL_PLACES[k]
+        align, baseline, dx, dy = PLACES[k]
         w, h = 0.55 * 11 * len(t), 13
         x0 = x + dx - {"left": 0, "center": w / 2, "right": w}[align]
         y0 = y + dy - {"bottom": h, "middle": h / 2, "top": 0}[baseline]
@@ -735,6 +735,32 @@ def test_runs_beyond_the_palette_differ_in_shape_on_the_pareto(trio):
     assert all("shape" not in layer["encoding"] for layer in charts.pareto_chart(trio).to_dict()["layer"])
 
 
+def _subtitle(spec) -> str:
+    """A chart's subtitle as one text, its wrapped lines joined again."""
+    return " ".join(line.strip() for line in spec["title"]["subtitle"])
+
+
+def test_a_long_capacity_note_wraps_within_the_chart():
+    # was one line naming every run over the capacity: with the whole registry, 1,250 px wider
+    # than the Pareto chart, and Vega widened the view to fit it
+    names = ["gpipe", "1f1b", "interleaved-1f1b", "zb-h1", "zb-h2", "interleaved-zb", "zb-v", "dualpipe-v", "v-half",
+             "chimera", "bitpipe", "1f1b-overlap"]
+    runs = [cfg(name, memory_capacity=0.5, **({"stages_per_device": 2} if name.startswith("interleaved") else {}))
+            for name in names]
+    for chart in (charts.pareto_chart(runs), charts.memory_chart(runs)):
+        spec = chart.to_dict()
+        lines = spec["title"]["subtitle"]
+        assert len(lines) > 4 and max(map(len, lines)) <= 120
+        text = _subtitle(spec)
+        assert all(f"{name}," in text or f"{name} exceed" in text for name in names)
+    # more runs than colours: the memory chart is a table, and it outlines the devices over the capacity
+    table = charts.memory_chart(runs).to_dict()
+    outlines = [layer for layer in table["layer"] if layer["mark"] == {"type": "rect", "filled": False,
+                                                                      "stroke": CHART["capacity"], "strokeWidth": 2}]
+    assert len(outlines) == 1 and outlines[0]["transform"] == [{"filter": "datum.peak > 0.5"}]
+    assert _subtitle(table).count("red outline: over the device's capacity, 0.5 activation units") == 1
+
+
 def test_the_device_capacity_is_drawn_on_the_memory_and_pareto_charts():
     # was only in the widget's lanes: the comparison's charts left "which fits?" to the tooltips
     runs = [cfg(name, memory_capacity=3.5) for name in ("1f1b", "zb-h1", "v-half")]
@@ -746,11 +772,10 @@ def test_the_device_capacity_is_drawn_on_the_memory_and_pareto_charts():
         assert len(rules) == 1 and spec["datasets"][rules[0]["data"]["name"]] == [{"capacity": 3.5}]
         assert rules[0]["mark"]["color"] == CHART["capacity"]
         assert "red dashes: the device's capacity, 3.5 activation units; 1f1b, zb-h1 exceed it" in \
-            spec["title"]["subtitle"]
+            _subtitle(spec)
     # in GiB with activation_bytes; a run that fits says so
     gib = [cfg("v-half", memory_capacity=5, activation_bytes=2**30)]
-    subtitle = charts.memory_chart(gib).to_dict()["title"]["subtitle"]
-    assert "red dashes: the device's capacity, 5 GiB; every run fits" in subtitle
+    assert "red dashes: the device's capacity, 5 GiB; every run fits" in _subtitle(charts.memory_chart(gib).to_dict())
     # no rule without a capacity, or where the runs' capacities differ
     for plain in ([cfg("1f1b"), cfg("zb-h1")], [cfg("1f1b", memory_capacity=5), cfg("zb-h1", memory_capacity=6)],
                   [cfg("1f1b", memory_capacity=5), cfg("zb-h1")]):

@@ -18,14 +18,26 @@ from .inputs import (
     BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
+from .labels import GLYPH as _GLYPH, label_marks, point_labels
 from .offline import shown_offline
 from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
 
 # Charts ---------------------------------------------------------------------------------------
 
-def _title(text: str, *subtitle: str) -> alt.TitleParams:
-    return alt.TitleParams(text, subtitle=[s for s in subtitle if s] or alt.Undefined, anchor="start",
+def _title(text: str, *subtitle: str, width: int = 0) -> alt.TitleParams:
+    """A chart's title and subtitle lines; given the chart's ``width`` in pixels, a subtitle line
+    longer than the chart and its axis wraps (a list of runs that exceed the capacity can be
+    long, and Vega would widen the whole view to show it on one line)."""
+    lines = [s for s in subtitle if s]
+    if width:
+        columns = max(40, int((width + _AXIS_PX) / (_GLYPH * LABEL_SIZE)))
+        lines = [part for line in lines for part in textwrap.wrap(line, columns, subsequent_indent="  ")]
+    return alt.TitleParams(text, subtitle=lines or alt.Undefined, anchor="start",
                            subtitleColor=CHART["subtitle"], subtitleFontSize=LABEL_SIZE)
+
+
+#: the room a y axis with its title takes left of a chart, which a title spans too
+_AXIS_PX = 60
 
 
 def _headroom(values, factor: float) -> float:
@@ -38,21 +50,22 @@ def _headroom(values, factor: float) -> float:
 _CAPACITY_RULE = {"color": CHART["capacity"], "strokeDash": [6, 3], "strokeWidth": 1.3}
 
 
-def _capacity_words(cap: float, unit) -> str:
-    return f"red dashes: the device's capacity, {format_number(cap)} {unit.label}"
+def _capacity_words(cap: float, unit, drawn: str = "red dashes:") -> str:
+    return f"{drawn} the device's capacity, {format_number(cap)} {unit.label}"
 
 
-def _capacity(runs: Runs, unit) -> tuple[list, str, float]:
+def _capacity(runs: Runs, unit, drawn: str = "red dashes:") -> tuple[list, str, float]:
     """The device capacity the runs share, in the chart's memory unit, as a red dashed rule on
     ``y`` (none when a run has no capacity or they differ), a note for the subtitle naming the
-    runs that exceed it, and the capacity (0 for none)."""
+    runs that exceed it (``drawn``: how the chart shows the capacity), and the capacity (0 for
+    none)."""
     caps = [None if r.config.memory_capacity is None else float(r.config.memory_capacity) * k
             for r, k in zip(runs.results, unit.factors)]
     if any(c is None for c in caps) or not np.allclose(caps, caps[0], rtol=1e-9, atol=0):
         return [], "", 0.0
     cap = caps[0]
     over = [name for name, r in zip(runs.names, runs.results) if r.out_of_memory]
-    note = _capacity_words(cap, unit) + (
+    note = _capacity_words(cap, unit, drawn) + (
         f"; {', '.join(over)} exceed{'s' if len(over) == 1 else ''} it" if over else "; every run fits")
     rule = alt.Chart({"values": [{"capacity": cap}]}).mark_rule(**_CAPACITY_RULE).encode(
         y="capacity:Q", tooltip=alt.value(f"device capacity {format_number(cap)} {unit.label}"))
@@ -126,7 +139,8 @@ def bubble_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     return _bubble(Runs.of(items), metric)
 
 
-def _memory(runs: Runs) -> alt.LayerChart:
+def _memory(runs: Runs, width: int | None = None) -> alt.LayerChart:
+    """``width``: the chart's, in pixels (by default from the devices and runs)."""
     unit = memory_unit(runs.results)
     what, static = memory_words(runs.results)
     rows = []
@@ -153,7 +167,7 @@ def _memory(runs: Runs) -> alt.LayerChart:
                 alt.Tooltip("closed_applies:N", title="formula's assumptions hold")]
     devices = max(r.devices for r in runs.results)
     if runs.labelled:
-        return _memory_table(runs, rows, tooltip, what, unit, static, devices)
+        return _memory_table(runs, rows, tooltip, what, unit, static, devices, width)
     base = alt.Chart({"values": rows}).encode(
         x=alt.X("device:O", title="device (pipeline rank)", axis=alt.Axis(labelAngle=0)),
         xOffset=alt.XOffset("name:N", sort=runs.names))
@@ -165,11 +179,13 @@ def _memory(runs: Runs) -> alt.LayerChart:
         opacity=alt.Opacity("closed_applies:N", scale=alt.Scale(domain=[True, False], range=[1.0, 0.35]), legend=None),
         tooltip=tooltip)
     capacity, capacity_note, _ = _capacity(runs, unit)
+    width = width or max(360, min(900, devices * len(runs.names) * 12))
     return alt.layer(bars, ticks, *capacity).properties(
-        width=max(360, min(900, devices * len(runs.names) * 12)), height=260,
+        width=width, height=260,
         title=_title(f"Peak {what} per device", unit.note,
                      "static = parameters, gradients and optimizer state" if static else "",
-                     "black tick: published closed form (faded where its assumptions do not hold)", capacity_note))
+                     "black tick: published closed form (faded where its assumptions do not hold)", capacity_note,
+                     width=width))
 
 
 #: cells of the memory table are labelled with their value up to this many devices (beyond, the
@@ -187,7 +203,7 @@ def _label_step(devices: int) -> int:
 
 
 def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static: bool,
-                  devices: int) -> alt.LayerChart:
+                  devices: int, width: int | None) -> alt.LayerChart:
     """Peak memory as a table, a row per run and a column per device, shaded by the peak: with
     more runs than colours, grouped bars of repeated colours could not be told apart."""
     for row in rows:
@@ -208,17 +224,23 @@ def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static
                         scale=alt.Scale(scheme="lightgreyteal", domain=[0, top], zero=True)),
         tooltip=tooltip)
     layers = [cells]
+    # a table has no y axis to draw the capacity on: the devices over it are outlined instead
+    _, capacity_note, cap = _capacity(runs, unit, drawn="red outline: over")
+    if cap:
+        layers.append(base.transform_filter(f"datum.peak > {cap!r}").mark_rect(
+            filled=False, stroke=CHART["capacity"], strokeWidth=2).encode(tooltip=tooltip))
     if devices <= _TABLE_LABELS_UP_TO:
         layers.append(base.mark_text(fontSize=LABEL_SIZE).encode(
             text="label:N",
             color=alt.condition(f"datum.peak > {0.6 * top!r}", alt.value(INK_LIGHT), alt.value(INK_DARK)),
             tooltip=tooltip))
+    width = width or max(360, min(900, devices * cell))
     return alt.layer(*layers).properties(
-        width=max(360, min(900, devices * cell)), height=18 * len(runs.names),
+        width=width, height=18 * len(runs.names),
         title=_title(f"Peak {what} per device", unit.note,
                      "static = parameters, gradients and optimizer state" if static else "",
                      "a row per run, darker is more; in brackets: the published closed form where it "
-                     "applies and differs"))
+                     "applies and differs", capacity_note, width=width))
 
 
 @shown_offline
@@ -246,14 +268,12 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
         front[~over] = pareto_front(np.array(bubble)[~over], np.array(memory)[~over])
     capacity, capacity_note, cap = _capacity(runs, unit)
     x_end, y_end = _headroom(bubble, 1.08), _headroom(memory + [cap], 1.1)
-    texts, place, tops = _place_labels([b / x_end * width for b in bubble],
-                                       [height - m / y_end * height for m in memory],
-                                       runs.names, [not f for f in front], width, height)
+    labels = point_labels(bubble, memory, runs.names, [not f for f in front], x_end=x_end, y_end=y_end,
+                          width=width, height=height)
     rows = [{"name": n, "schedule": r.config.schedule, "bubble": b, "memory": m, "front": bool(f),
              "status": "Pareto front" if f else "over the capacity" if r.out_of_memory else "dominated",
-             "busiest": int(np.argmax(r.peak_memory)),
-             "text": t, "place": k, "label_y": (height - top) / height * y_end}
-            for n, r, b, m, f, t, k, top in zip(runs.names, runs.results, bubble, memory, front, texts, place, tops)]
+             "busiest": int(np.argmax(r.peak_memory)), **label}
+            for n, r, b, m, f, label in zip(runs.names, runs.results, bubble, memory, front, labels)]
     tooltip = [alt.Tooltip("name:N", title="schedule"),
                alt.Tooltip("bubble:Q", title=label, format=".2%"),
                alt.Tooltip("memory:Q", title=f"peak {what} ({unit.label})", format=".4~g"),
@@ -279,91 +299,12 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
         detail="name:N", **by_shape)
     other_points = dominated.mark_point(size=110, strokeWidth=2, opacity=1).encode(
         color=runs.color(legend), tooltip=tooltip, **by_shape)
-    return alt.layer(*capacity, line, front_points, edges, other_points, *_label_marks(base)).properties(
+    return alt.layer(*capacity, line, front_points, edges, other_points, *label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
                      f"filled: on the Pareto front (no other run{' that fits' if over.any() else ''} is lower on both)",
-                     "hollow: dominated" + (", or over the capacity" if over.any() else ""), capacity_note))
-
-
-_LABEL_FONT, _LABEL_LINE = LABEL_SIZE, LABEL_SIZE + 2
-_GLYPH = 0.55  # average glyph width in ems of the default sans-serif, a little generous
-#: Where a point's label may go, in order of preference: (align, baseline, dx, dy) in pixels.
-_LABEL_PLACES = (("left", "bottom", 7, -3), ("left", "top", 7, 3), ("right", "bottom", -7, -3),
-                 ("right", "top", -7, 3), ("center", "bottom", 0, -9), ("center", "top", 0, 9),
-                 ("left", "middle", 10, 0), ("right", "middle", -10, 0), ("left", "bottom", 7, -14),
-                 ("left", "top", 7, 14), ("right", "bottom", -7, -14), ("right", "top", -7, 14))
-
-
-def _place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[str], list[int], list[float]]:
-    """Label text, spot (index in ``_LABEL_PLACES``, −1 for none) and the pixel y of the
-    label's top edge for each point, in pixels; ``others``: more markers (x, y) to keep clear of.
-
-    Vega-Lite cannot move labels apart, so this does it here: points closer than a marker
-    share one label (a line per name, top point first, on the first by ``rank``), and labels
-    are placed greedily in ``rank`` order inside the plot, clear of each other and if possible
-    of every marker, using an average glyph width. Labels that find no spot get a second try
-    placed first; a label still without a spot is left out (the legend and tooltip name it).
-    Vega puts a multi-line text's first line by its baseline and the others below it, so the
-    labels are drawn from their top edge (see :func:`_label_marks`).
-    """
-    order = sorted(range(len(xs)), key=lambda i: (rank[i], xs[i], i))
-    near = 8.0
-    group: dict[int, list[int]] = {}
-    for i in order:
-        lead = next((j for j in group if abs(xs[j] - xs[i]) < near and abs(ys[j] - ys[i]) < near), None)
-        group.setdefault(i if lead is None else lead, []).append(i)
-    texts = [""] * len(xs)
-    for lead, members in group.items():
-        texts[lead] = "\n".join(names[i] for i in sorted(members, key=lambda i: ys[i]))
-    dot = 6.0
-    markers = [(x - dot, y - dot, x + dot, y + dot) for x, y in [*zip(xs, ys), *others]]
-
-    def spots(i):
-        lines = texts[i].split("\n")
-        w, h = _GLYPH * _LABEL_FONT * max(map(len, lines)), _LABEL_LINE * len(lines)
-        for align, baseline, dx, dy in _LABEL_PLACES:
-            x0 = xs[i] + dx - {"left": 0, "center": w / 2, "right": w}[align]
-            y0 = ys[i] + dy - {"bottom": h, "middle": h / 2, "top": 0}[baseline]
-            yield x0, y0, x0 + w, y0 + h
-
-    def free(box, avoid):
-        inside = box[0] >= 0 and box[1] >= 0 and box[2] <= width and box[3] <= height
-        return inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in avoid)
-
-    def attempt(sequence):
-        boxes, place = [], [-1] * len(xs)
-        for i in sequence:
-            candidates = list(spots(i))
-            # clear of markers and labels if possible; else over a marker rather than dropping the name
-            k = next((k for k, s in enumerate(candidates) if free(s, markers + boxes)),
-                     next((k for k, s in enumerate(candidates) if free(s, boxes)), -1))
-            if k >= 0:
-                place[i] = k
-                boxes.append(candidates[k])
-        return place
-
-    labelled = [i for i in order if texts[i]]
-    place = attempt(labelled)
-    dropped = [i for i in labelled if place[i] < 0]
-    if dropped:
-        retry = attempt(dropped + [i for i in labelled if place[i] >= 0])
-        if retry.count(-1) < place.count(-1):
-            place = retry
-    tops = [list(spots(i))[k][1] if k >= 0 else 0.0 for i, k in enumerate(place)]
-    return texts, place, tops
-
-
-def _label_marks(base: alt.Chart) -> list[alt.Chart]:
-    """The text marks of labels placed by :func:`_place_labels`: rows with ``text``, ``place``
-    and ``label_y`` (the data y of the label's top edge). Each label is drawn twice, first as a
-    halo in the background colour, so that it reads over a line or a marker it has to cross."""
-    return [base.transform_filter(f"datum.place == {k}").mark_text(
-        align=align, baseline="top", dx=dx, lineBreak="\n", fontSize=_LABEL_FONT, lineHeight=_LABEL_LINE,
-        **style).encode(y="label_y:Q", text="text:N")
-        for k, (align, _, dx, _) in enumerate(_LABEL_PLACES)
-        for style in ({"color": CHART["labelHalo"], "stroke": CHART["labelHalo"], "strokeWidth": 3,
-                       "strokeJoin": "round"}, {"color": CHART["text"]})]
+                     "hollow: dominated" + (", or over the capacity" if over.any() else ""), capacity_note,
+                     width=width))
 
 
 @shown_offline
@@ -394,7 +335,7 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     legend = not runs.labelled
     top = alt.hconcat(_bubble(runs, metric, legend=legend and "bottom", height=height, width=300),
                       _pareto(runs, metric, height, width=320, legend=legend), spacing=36)
-    rows = [top, _memory(runs).properties(width=720)]
+    rows = [top, _memory(runs, width=720)]
     if any(r.config.topology is not None for r in runs.results):
         rows.append(_communication(runs, legend))
     # (the memory table's colour is its own, a scale of memory)

@@ -7,8 +7,8 @@ import altair as alt
 
 from ..analysis.frontier import METRICS, FrontierPoints
 from ..core.errors import ConfigError
-from .comparison import _label_marks, _place_labels
 from .inputs import BUBBLE_METRICS, PALETTE
+from .labels import label_marks, point_labels
 from .style import CHART, LABEL_SIZE
 
 #: The point selection a click fills, with the field ``name`` (the widget observes it).
@@ -37,17 +37,13 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
     x_end, y_end = top_x * 1.12 if top_x > 0 else 1.0, top_y * 1.1 if top_y > 0 else 1.0
     # the front's names, placed clear of each other and of every marker (coinciding runs share one label)
     front = [row for row in rows if row["front"]]
-
-    def pixels(row):
-        return row["bubble"] / x_end * width, height - row["memory"] / y_end * height
-
-    texts, places, tops = _place_labels([pixels(r)[0] for r in front], [pixels(r)[1] for r in front],
-                                        [r["name"] for r in front], [False] * len(front), width, height,
-                                        others=[pixels(r) for r in rows if not r["front"]])
     for row in rows:
-        row["text"], row["place"], row["label_y"] = "", -1, 0.0
-    for row, text, place, top in zip(front, texts, places, tops):
-        row["text"], row["place"], row["label_y"] = text, place, (height - top) / height * y_end
+        row.update(text="", place=-1, label_y=0.0)
+    labels = point_labels([r["bubble"] for r in front], [r["memory"] for r in front], [r["name"] for r in front],
+                          [False] * len(front), x_end=x_end, y_end=y_end, width=width, height=height,
+                          others=[(r["bubble"], r["memory"]) for r in rows if not r["front"]])
+    for row, placed in zip(front, labels):
+        row.update(placed)
     pick = alt.selection_point(name=PICK, fields=["name"], on="click", clear="dblclick")
     tooltip = [alt.Tooltip("name:N", title="run"), alt.Tooltip("source:N"),
                alt.Tooltip("bubble:Q", title=label, format=".2%"),
@@ -66,7 +62,7 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
     marks = base.mark_point(size=120, strokeWidth=2, cursor="pointer").encode(
         color=color, fill=alt.condition("datum.front", color, alt.value("transparent")),
         opacity=alt.condition(pick, alt.value(1.0), alt.value(0.35)), tooltip=tooltip).add_params(pick)
-    return alt.layer(line, marks, *_label_marks(base)).properties(
+    return alt.layer(line, marks, *label_marks(base)).properties(
         width=width, height=height,
         title=alt.TitleParams(f"{label.capitalize()} vs peak activation", anchor="start",
                               subtitle=["lower left is better; filled: on the Pareto front, hollow: dominated",
