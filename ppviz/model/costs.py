@@ -20,7 +20,7 @@ W is taken to keep ``w_share`` of what F stored.
 Activation offload (``offload=α``, PipeOffload, arXiv 2503.01328) copies α of each stage's
 stored activation bytes over ``host_link`` (default: the hardware's PCIe link,
 ``Hardware.host_link``); the simulation of the copies is :mod:`ppviz.core.offload`. The layout
-balancer chooses its cuts without offload.
+balancer simulates its candidates with the run's offload and links, as it will run.
 """
 
 from __future__ import annotations
@@ -180,16 +180,18 @@ def held_at_peak(config: Config) -> np.ndarray:
     return held
 
 
-def balanced_layout(model: Transformer, hardware: Hardware, config: Config, training: Training = Training()) -> Layout:
+def balanced_layout(model: Transformer, hardware: Hardware, config: Config, training: Training = Training(),
+                    links: dict | None = None) -> Layout:
     """The automatic balancer: of :func:`layout_candidates` for ``config``'s schedule and sizes,
     the layout whose simulated step is fastest (among those that fit ``config.memory_capacity``
     when some do). Megatron's even split is a candidate whenever it exists, so the result is
-    never slower than it."""
+    never slower than it. ``links``: the run's transfers and offload (Config fields), with which
+    each candidate is simulated."""
     from ..core.engine import simulate
 
     best, best_key = None, None
     for layout in layout_candidates(model, hardware, config, training):
-        result = simulate(_config_for(model, hardware, config, layout, training))
+        result = simulate(_config_for(model, hardware, config, layout, training, links))
         key = (result.out_of_memory, result.makespan)
         if best_key is None or key < best_key:
             best, best_key = layout, key
@@ -211,7 +213,7 @@ def placement_weights(config: Config) -> np.ndarray:
 
 
 def _layout(model: Transformer, hardware: Hardware, training: Training, base: Config, layout,
-            first: int | None, last: int | None) -> Layout:
+            first: int | None, last: int | None, links: dict) -> Layout:
     S = base.stages
     if (first is not None or last is not None) and layout not in (None, "even"):
         raise ConfigError("first_stage_layers" if first is not None else "last_stage_layers", first if first is not None
@@ -219,7 +221,7 @@ def _layout(model: Transformer, hardware: Hardware, training: Training, base: Co
     if layout is None or layout == "even":
         return Layout.uneven(model.layers, S, first, last, model.mtp_layers)
     if layout == "balanced":
-        return balanced_layout(model, hardware, base, training)
+        return balanced_layout(model, hardware, base, training, links)
     if isinstance(layout, Layout):
         return layout
     if isinstance(layout, str):
@@ -306,6 +308,13 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                               reason=f"{hardware.name or 'this hardware'} has no host link bandwidth")
     training = Training(tensor_parallel, sequence_parallel, data_parallel, zero_stage, recompute, flash_attention)
     _check_heads_split(model, training.parallel.tensor)
+    if transfers.get("topology") is not None and "comm_bytes" not in transfers:
+        # what crosses the links is the model's own: its hidden states, sharded as the training shards them
+        transfers["comm_bytes"] = boundary_bytes(model, training.parallel)
+    # the run's links and offload: the balancer simulates its candidates with them, so that the
+    # layout it keeps is the fastest (and fits) in this run, not in one without them
+    links = {**transfers, **({"offload": offload, "host_link": host_link}
+                             if offload is not None or host_link is not None else {})}
     spec = lookup(schedule) if isinstance(schedule, str) else None
     if spec is not None and spec.builder is None:
         raise ConfigError("schedule", schedule, "give a registered schedule; for your own program, simulate it with "
@@ -313,18 +322,14 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
     v = _stages_per_device(spec, devices, stages_per_device, layout) if spec is not None else stages_per_device
     base = Config(schedule=schedule, devices=devices, microbatches=microbatches, stages_per_device=v,
                   recompute=recompute, **options)
-    chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers)
-    config = _config_for(model, hardware, base, chosen, training)
-    if transfers.get("topology") is not None and "comm_bytes" not in transfers:
-        # what crosses the links is the model's own: its hidden states, sharded as the training shards them
-        transfers["comm_bytes"] = boundary_bytes(model, training.parallel)
-    if offload is not None or host_link is not None or transfers:
-        config = config.replace(offload=offload, host_link=host_link, **transfers)
-    return config, chosen
+    chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers, links)
+    return _config_for(model, hardware, base, chosen, training, links), chosen
 
 
-def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training) -> Config:
-    """``base`` (schedule and sizes) with the costs of ``layout``, in ms and bytes."""
+def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training,
+                links: dict | None = None) -> Config:
+    """``base`` (schedule and sizes) with the costs of ``layout``, in ms and bytes, and ``links``
+    (transfers, offload: Config fields set once the costs have given the time unit)."""
     layout.check(model.layers, model.mtp_layers, stages=base.stages)
     costs = stage_costs(model, hardware, layout, training)
     p = base.devices
@@ -332,8 +337,9 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
     per_stage = {s: {"f": float(costs.f[s]), "b": float(costs.i[s]), "w": float(costs.w[s]),
                      "recompute": float(costs.recompute[s]), "activation": float(costs.activation[s]) / unit,
                      "params": float(costs.static[s]) / unit} for s in range(base.stages)}
-    return base.replace(
+    config = base.replace(
         f=float(costs.f.sum()) / p, b=float(costs.i.sum()) / p, w=float(costs.w.sum()) / p,
         stage_costs=per_stage, activation=1.0, activation_bytes=unit, params=float(costs.static.sum()) / p / unit,
         w_share=activations.weight_gradient_share(model, flash_attention=training.flash_attention),
         memory_capacity=hardware.memory_bytes / unit, time_unit="ms", recompute=training.recompute)
+    return config.replace(**links) if links else config
