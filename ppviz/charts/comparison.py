@@ -18,7 +18,7 @@ from .inputs import (
     BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
-from .labels import GLYPH as _GLYPH, label_marks, point_labels
+from .labels import GLYPH as _GLYPH, label_marks, leader_marks, point_labels
 from .offline import shown_offline
 from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
 
@@ -299,7 +299,8 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
         detail="name:N", **by_shape)
     other_points = dominated.mark_point(size=110, strokeWidth=2, opacity=1).encode(
         color=runs.color(legend), tooltip=tooltip, **by_shape)
-    return alt.layer(*capacity, line, front_points, edges, other_points, *label_marks(base)).properties(
+    return alt.layer(*capacity, line, leader_marks(base), front_points, edges, other_points,
+                     *label_marks(base)).properties(
         width=width, height=height,
         title=_title(f"{label.capitalize()} vs peak memory", "lower left is better",
                      f"filled: on the Pareto front (no other run{' that fits' if over.any() else ''} is lower on both)",

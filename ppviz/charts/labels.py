@@ -12,10 +12,19 @@ from .style import CHART, LABEL_SIZE
 _FONT, _LINE = LABEL_SIZE, LABEL_SIZE + 2
 GLYPH = 0.55  # average glyph width in ems of the default sans-serif, a little generous
 #: Where a point's label may go, in order of preference: (align, baseline, dx, dy) in pixels.
+#: Beside the point first; then, in a crowd, farther off with a leader line to it (a label left
+#: out could be told only by its tooltip, and a PNG has none).
 PLACES = (("left", "bottom", 7, -3), ("left", "top", 7, 3), ("right", "bottom", -7, -3),
           ("right", "top", -7, 3), ("center", "bottom", 0, -9), ("center", "top", 0, 9),
           ("left", "middle", 10, 0), ("right", "middle", -10, 0), ("left", "bottom", 7, -14),
-          ("left", "top", 7, 14), ("right", "bottom", -7, -14), ("right", "top", -7, 14))
+          ("left", "top", 7, 14), ("right", "bottom", -7, -14), ("right", "top", -7, 14)) + tuple(
+    place for r in (24, 40, 56) for place in (
+        ("left", "bottom", r, -r), ("right", "bottom", -r, -r), ("left", "top", r, r), ("right", "top", -r, r),
+        ("center", "bottom", 0, -r - 4), ("center", "top", 0, r + 4), ("left", "middle", r + 6, 0),
+        ("right", "middle", -r - 6, 0)))
+#: places from this index on are far from their point, and drawn with a leader line
+LEADER_FROM = 12
+_MARKER_RADIUS = 7.0  # pixels from a marker's centre to its edge (size 110 and its stroke)
 
 
 def place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[str], list[int], list[float]]:
@@ -76,6 +85,21 @@ def place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[st
     return texts, place, tops
 
 
+def leader_marks(base: alt.Chart) -> alt.Chart:
+    """The leader lines of labels placed far from their points (:func:`point_labels`), from
+    ``from_x``, ``from_y`` (the edge of the point's marker) to ``lead_x``, ``lead_y``."""
+    return base.transform_filter(f"datum.place >= {LEADER_FROM}").mark_rule(
+        color=CHART["subtitle"], strokeWidth=0.8, opacity=0.8).encode(
+        x=_on_axis_of(base, "x", "from_x"), y=_on_axis_of(base, "y", "from_y"), x2="lead_x:Q", y2="lead_y:Q")
+
+
+def _on_axis_of(base: alt.Chart, channel: str, field: str):
+    """``field`` on the base's ``channel`` with its title and scale: a layer's own title would be
+    joined to the base's, and no title would drop the axis title altogether."""
+    shown = {key: value for key, value in base.encoding[channel].to_dict().items() if key in ("title", "scale")}
+    return (alt.X if channel == "x" else alt.Y)(field=field, type="quantitative", **shown)
+
+
 def label_marks(base: alt.Chart) -> list[alt.Chart]:
     """The text marks of labels placed by :func:`point_labels`: rows with ``text``, ``place``
     and ``label_y`` (the data y of the label's top edge). Each label is drawn twice, first as a
@@ -91,16 +115,31 @@ def label_marks(base: alt.Chart) -> list[alt.Chart]:
 def point_labels(xs, ys, names, rank, *, x_end: float, y_end: float, width: int, height: int,
                  others=()) -> list[dict]:
     """For points at data (x, y) on axes from 0 to ``x_end`` and ``y_end`` drawn ``width`` ×
-    ``height`` pixels: per point, the fields :func:`label_marks` draws (``text``, ``place``,
-    ``label_y``). ``others``: more markers, in data (x, y), to keep clear of; ``rank``: the
+    ``height`` pixels: per point, the fields :func:`label_marks` and :func:`leader_marks` draw
+    (``text``, ``place``, ``label_y``, ``lead_x``, ``lead_y``). ``others``: more markers, in data (x, y), to keep clear of; ``rank``: the
     points labelled first (lower first)."""
     def px(x, y):
         return x / x_end * width, height - y / y_end * height
 
-    texts, places, tops = place_labels([px(x, y)[0] for x, y in zip(xs, ys)], [px(x, y)[1] for x, y in zip(xs, ys)],
-                                       names, rank, width, height, others=[px(x, y) for x, y in others])
-    return [{"text": t, "place": k, "label_y": (height - top) / height * y_end}
-            for t, k, top in zip(texts, places, tops)]
+    points = [px(x, y) for x, y in zip(xs, ys)]
+    texts, places, tops = place_labels([x for x, _ in points], [y for _, y in points], names, rank, width, height,
+                                       others=[px(x, y) for x, y in others])
+    def data(x, y):
+        return x / width * x_end, (height - y) / height * y_end
+
+    out = []
+    for (x, y), text, k, top in zip(points, texts, places, tops):
+        row = {"text": text, "place": k, "label_y": (height - top) / height * y_end,
+               "from_x": None, "from_y": None, "lead_x": None, "lead_y": None}
+        if k >= LEADER_FROM:
+            # from the marker's edge (a hollow marker would show the line inside its ring) to the
+            # label's edge nearest the point: its anchor
+            _, _, dx, dy = PLACES[k]
+            edge = _MARKER_RADIUS / (dx * dx + dy * dy) ** 0.5
+            row["from_x"], row["from_y"] = data(x + dx * edge, y + dy * edge)
+            row["lead_x"], row["lead_y"] = data(x + dx, y + dy)
+        out.append(row)
+    return out
 
 
-__all__ = ["GLYPH", "PLACES", "label_marks", "place_labels", "point_labels"]
+__all__ = ["GLYPH", "LEADER_FROM", "PLACES", "label_marks", "leader_marks", "place_labels", "point_labels"]
