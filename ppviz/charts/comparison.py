@@ -24,6 +24,10 @@ from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
 
 # Charts ---------------------------------------------------------------------------------------
 
+#: the room a y axis with its title takes left of a chart, which a title spans too
+_AXIS_PX = 60
+
+
 def _title(text: str, *subtitle: str, width: int = 0) -> alt.TitleParams:
     """A chart's title and subtitle lines; given the chart's ``width`` in pixels, a subtitle line
     longer than the chart and its axis wraps (a list of runs that exceed the capacity can be
@@ -34,10 +38,6 @@ def _title(text: str, *subtitle: str, width: int = 0) -> alt.TitleParams:
         lines = [part for line in lines for part in textwrap.wrap(line, columns, subsequent_indent="  ")]
     return alt.TitleParams(text, subtitle=lines or alt.Undefined, anchor="start",
                            subtitleColor=CHART["subtitle"], subtitleFontSize=LABEL_SIZE)
-
-
-#: the room a y axis with its title takes left of a chart, which a title spans too
-_AXIS_PX = 60
 
 
 def _headroom(values, factor: float) -> float:

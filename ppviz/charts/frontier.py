@@ -8,7 +8,7 @@ import altair as alt
 from ..analysis.frontier import METRICS, FrontierPoints
 from ..core.errors import ConfigError
 from .inputs import BUBBLE_METRICS, PALETTE
-from .labels import label_marks, leader_marks, point_labels
+from .labels import UNLABELLED, label_marks, leader_marks, point_labels
 from .style import CHART, LABEL_SIZE
 
 #: The point selection a click fills, with the field ``name`` (the widget observes it).
@@ -38,7 +38,7 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
     # the front's names, placed clear of each other and of every marker (coinciding runs share one label)
     front = [row for row in rows if row["front"]]
     for row in rows:
-        row.update(text="", place=-1, label_y=0.0, from_x=None, from_y=None, lead_x=None, lead_y=None)
+        row.update(UNLABELLED)
     labels = point_labels([r["bubble"] for r in front], [r["memory"] for r in front], [r["name"] for r in front],
                           [False] * len(front), x_end=x_end, y_end=y_end, width=width, height=height,
                           others=[(r["bubble"], r["memory"]) for r in rows if not r["front"]])

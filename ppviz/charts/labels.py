@@ -25,15 +25,17 @@ PLACES = (("left", "bottom", 7, -3), ("left", "top", 7, 3), ("right", "bottom", 
 #: places from this index on are far from their point, and drawn with a leader line
 LEADER_FROM = 12
 _MARKER_RADIUS = 7.0  # pixels from a marker's centre to its edge (size 110 and its stroke)
+#: the label fields of a point drawn without a label (and without a leader line)
+UNLABELLED = {"text": "", "place": -1, "label_y": 0.0, "from_x": None, "from_y": None, "lead_x": None, "lead_y": None}
 
 
 def place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[str], list[int], list[float]]:
     """Label text, spot (index in ``PLACES``, −1 for none) and the pixel y of the
     label's top edge for each point, in pixels; ``others``: more markers (x, y) to keep clear of.
 
-    Points closer than a marker share one label (a line per name, top point first, on the first by ``rank``), and labels
-    are placed greedily in ``rank`` order inside the plot, clear of each other and if possible
-    of every marker, using an average glyph width. Labels that find no spot get a second try
+    Points closer than a marker share one label (a line per name, top point first, on the first
+    by ``rank``), and labels are placed greedily in ``rank`` order inside the plot, clear of
+    each other and if possible of every marker, using an average glyph width. Labels that find no spot get a second try
     placed first; a label still without a spot is left out (the legend and tooltip name it).
     Vega puts a multi-line text's first line by its baseline and the others below it, so the
     labels are drawn from their top edge (see :func:`label_marks`).
@@ -116,21 +118,20 @@ def point_labels(xs, ys, names, rank, *, x_end: float, y_end: float, width: int,
                  others=()) -> list[dict]:
     """For points at data (x, y) on axes from 0 to ``x_end`` and ``y_end`` drawn ``width`` ×
     ``height`` pixels: per point, the fields :func:`label_marks` and :func:`leader_marks` draw
-    (``text``, ``place``, ``label_y``, ``lead_x``, ``lead_y``). ``others``: more markers, in data (x, y), to keep clear of; ``rank``: the
-    points labelled first (lower first)."""
+    (those of :data:`UNLABELLED`). ``others``: more markers, in data (x, y), to keep clear of;
+    ``rank``: the points labelled first (lower first)."""
     def px(x, y):
         return x / x_end * width, height - y / y_end * height
+
+    def data(x, y):
+        return x / width * x_end, (height - y) / height * y_end
 
     points = [px(x, y) for x, y in zip(xs, ys)]
     texts, places, tops = place_labels([x for x, _ in points], [y for _, y in points], names, rank, width, height,
                                        others=[px(x, y) for x, y in others])
-    def data(x, y):
-        return x / width * x_end, (height - y) / height * y_end
-
     out = []
     for (x, y), text, k, top in zip(points, texts, places, tops):
-        row = {"text": text, "place": k, "label_y": (height - top) / height * y_end,
-               "from_x": None, "from_y": None, "lead_x": None, "lead_y": None}
+        row = {**UNLABELLED, "text": text, "place": k, "label_y": (height - top) / height * y_end}
         if k >= LEADER_FROM:
             # from the marker's edge (a hollow marker would show the line inside its ring) to the
             # label's edge nearest the point: its anchor
@@ -142,4 +143,5 @@ def point_labels(xs, ys, names, rank, *, x_end: float, y_end: float, width: int,
     return out
 
 
-__all__ = ["GLYPH", "LEADER_FROM", "PLACES", "label_marks", "leader_marks", "place_labels", "point_labels"]
+__all__ = ["GLYPH", "LEADER_FROM", "PLACES", "UNLABELLED", "label_marks", "leader_marks", "place_labels",
+           "point_labels"]
