@@ -239,6 +239,10 @@ class TransferRun:
     end: list[float]
     makespan: float
     transfers: dict             # (direction "F"/"B", sending stage, microbatch) → (src, dst, start, end)
+    copies: dict                # with offload, as OffloadRun's; else empty
+    #: with offload, per device the peak activation and the curve, as OffloadRun's
+    peak_activation: list[float] | None = None
+    curves: list | None = None
 
 
 def link_duration(config, src: int, dst: int, segments: int = 1) -> float:
@@ -256,12 +260,17 @@ def link_duration(config, src: int, dst: int, segments: int = 1) -> float:
 
 
 def run_transfers(program, config, blocking: bool) -> TransferRun:
-    """Times of a program with communication ops (``program.comms``) under ``config``'s links."""
+    """Times of a program with communication ops (``program.comms``) under ``config``'s links;
+    with ``config.offload``, its host copies as in ``run_offload`` (``TransferRun.copies``)."""
     text = program.to_torch(comms=True)
     rows = program_rows(program)
     p, S = len(rows), program.stages
     costs = segment_costs(config, p, S, program.segments)
     ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
+    offloaded, copy_time = _offload_plan(rows, costs, config) if config.offload is not None else (set(), None)
+    last_start = [0.0] * p  # start of each device's last compute action
+    d2h, h2d = [0.0] * p, [0.0] * p
+    copies = {}
     # each device's items: ("compute", [op indices into rows[d]]) or ("comm", key, is_send)
     items = []
     for d in range(p):
@@ -357,9 +366,21 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
                         break
                     free = max([free] + [t_end[k] for k in batch[d]])
                 s0 = max([free] + readies)
+                for kind, s, mb, _ in ops:
+                    if kind in "BI" and (s, mb) in offloaded:
+                        r0 = max(last_start[d], h2d[d], copies[(d, s, mb, "offload")][1])
+                        h2d[d] = r1 = r0 + copy_time(s)
+                        copies[(d, s, mb, "reload")] = (r0, r1)
+                        s0 = max(s0, r1)
                 dur = ratio * sum(costs[op[1]][op[0]] for op in ops) if len(ops) == 2 else costs[ops[0][1]][ops[0][0]]
                 for k in item[1]:
                     start[base[d] + k], end[base[d] + k] = s0, s0 + dur
+                for kind, s, mb, _ in ops:
+                    if kind == "F" and (s, mb) in offloaded:
+                        o0 = max(s0 + dur, d2h[d])
+                        d2h[d] = o0 + copy_time(s)
+                        copies[(d, s, mb, "offload")] = (o0, d2h[d])
+                last_start[d] = s0
                 clock[d] = post[d] = s0 + dur
                 batch[d] = []
                 pos[d] += 1
@@ -367,7 +388,13 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
     if any(pos[d] < len(items[d]) for d in range(p)) or len(t_end) < len(src_of):
         raise Deadlock(f"stuck at positions {pos}")
     transfers = {k: (src_of[k], dst_of[k], t_start[k], t_end[k]) for k in src_of}
-    return TransferRun(start=start, end=end, makespan=max(end) if end else 0.0, transfers=transfers)
+    peaks = curves = None
+    if config.offload is not None:
+        by_device = [slice(base[d], base[d] + len(rows[d])) for d in range(p)]
+        peaks, curves = offload_curves(rows, costs, config, [start[s] for s in by_device], [end[s] for s in by_device],
+                                       copies, offloaded)
+    return TransferRun(start=start, end=end, makespan=max(end) if end else 0.0, transfers=transfers, copies=copies,
+                       peak_activation=peaks, curves=curves)
 
 
 
@@ -400,20 +427,8 @@ class OffloadRun:
     curves: list[list[tuple[float, float]]]
 
 
-def run_offload(program, config) -> OffloadRun:
-    rows = program_rows(program)
-    p, S = len(rows), program.stages
-    costs = segment_costs(config, p, S, program.segments)
-    ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
-    alpha = config.offload
-    link = config.host_link
-    latency, bandwidth = link.latency, link.bandwidth
-    if link.unit is not None:
-        scale = SECONDS_PER[link.unit] / SECONDS_PER[config.time_unit]
-        latency, bandwidth = latency * scale, bandwidth / scale
-    unit_bytes = config.activation_bytes if config.activation_bytes is not None else 1.0
-
-    # each device's actions: lists of row positions (a pair is two)
+def _actions(rows):
+    """Each device's actions: lists of row positions (a pair is two)."""
     actions = []
     for row in rows:
         acts, k = [], 0
@@ -422,25 +437,49 @@ def run_offload(program, config) -> OffloadRun:
             acts.append(list(range(k, k + size)))
             k += size
         actions.append(acts)
+    return actions
+
+
+def _offload_plan(rows, costs, config):
+    """The (stage, mb) whose F's activation is offloaded, and the copy time of a stage's."""
+    alpha = config.offload
+    link = config.host_link
+    latency, bandwidth = link.latency, link.bandwidth
+    if link.unit is not None:
+        scale = SECONDS_PER[link.unit] / SECONDS_PER[config.time_unit]
+        latency, bandwidth = latency * scale, bandwidth / scale
+    unit_bytes = config.activation_bytes if config.activation_bytes is not None else 1.0
     where = {}
-    for d, row in enumerate(rows):
-        for k, (kind, s, mb, _) in enumerate(row):
-            where[(kind, s, mb)] = (d, k)
-    action_of = {}
-    for d, acts in enumerate(actions):
+    for d, acts in enumerate(_actions(rows)):
         for a, members in enumerate(acts):
             for k in members:
-                action_of[(d, k)] = a
-    offloaded = set()  # (stage, mb)
-    for (kind, s, mb), (d, k) in where.items():
+                kind, s, mb, _ = rows[d][k]
+                where[(kind, s, mb)] = (d, a)
+    offloaded = set()
+    for (kind, s, mb), (d, a) in where.items():
         if kind not in "BI":
             continue
-        fd, fk = where[("F", s, mb)]
-        if fd == d and action_of[(d, k)] - action_of[(fd, fk)] >= 2 and alpha > 0 and costs[s]["act"] > 0:
+        fd, fa = where[("F", s, mb)]
+        if fd == d and a - fa >= 2 and alpha > 0 and costs[s]["act"] > 0:
             offloaded.add((s, mb))
 
     def copy_time(s):
         return latency + alpha * costs[s]["act"] * unit_bytes / bandwidth
+
+    return offloaded, copy_time
+
+
+def run_offload(program, config) -> OffloadRun:
+    rows = program_rows(program)
+    p, S = len(rows), program.stages
+    costs = segment_costs(config, p, S, program.segments)
+    ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
+    actions = _actions(rows)
+    where = {}
+    for d, row in enumerate(rows):
+        for k, (kind, s, mb, _) in enumerate(row):
+            where[(kind, s, mb)] = (d, k)
+    offloaded, copy_time = _offload_plan(rows, costs, config)
 
     start = [[None] * len(r) for r in rows]
     end = [[None] * len(r) for r in rows]
@@ -507,7 +546,17 @@ def run_offload(program, config) -> OffloadRun:
     if any(pos[d] < len(actions[d]) for d in range(p)):
         raise Deadlock(f"stuck at positions {pos}")
 
-    share = config.w_share
+    peaks, curves = offload_curves(rows, costs, config, start, end, copies, offloaded)
+    flat_start = [x for r in start for x in r]
+    flat_end = [x for r in end for x in r]
+    return OffloadRun(start=flat_start, end=flat_end, makespan=max(flat_end) if flat_end else 0.0,
+                      peak_activation=peaks, copies=copies, curves=curves)
+
+
+def offload_curves(rows, costs, config, start, end, copies, offloaded):
+    """Per device, the peak activation and the curve (see ``OffloadRun``); start and end per
+    device and row position."""
+    alpha, share = config.offload, config.w_share
     peaks = []
     curves = []
     for d, row in enumerate(rows):
@@ -536,7 +585,4 @@ def run_offload(program, config) -> OffloadRun:
                 curve.append((t, level))
         peaks.append(peak)
         curves.append(curve)
-    flat_start = [x for r in start for x in r]
-    flat_end = [x for r in end for x in r]
-    return OffloadRun(start=flat_start, end=flat_end, makespan=max(flat_end) if flat_end else 0.0,
-                      peak_activation=peaks, copies=copies, curves=curves)
+    return peaks, curves

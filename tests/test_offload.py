@@ -199,6 +199,16 @@ def offload_configs(draw):
     return cfg.replace(offload=alpha, host_link=link)
 
 
+def assert_copies_match(h, want):
+    """Result.host_copies against the reference's {(device, stage, mb, kind): (start, end)}."""
+    got = {(int(d), int(s), int(mb), str(k)): (float(a), float(b))
+           for d, s, mb, k, a, b in zip(h.device, h.stage, h.microbatch, h.kind, h.start, h.end)}
+    assert got.keys() == want.keys()
+    for key, (a, b) in got.items():
+        assert math.isclose(a, want[key][0], rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isclose(b, want[key][1], rel_tol=1e-9, abs_tol=1e-9)
+
+
 @settings(max_examples=80, deadline=None)
 @given(offload_configs())
 def test_matches_the_reference_simulator(cfg):
@@ -209,13 +219,7 @@ def test_matches_the_reference_simulator(cfg):
     assert math.isclose(res.makespan, ref.makespan, rel_tol=1e-9, abs_tol=1e-9)
     np.testing.assert_allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
     assert_curves_match(res.memory, ref.curves)
-    h = res.host_copies
-    got = {(int(d), int(s), int(mb), str(k)): (float(a), float(b))
-           for d, s, mb, k, a, b in zip(h.device, h.stage, h.microbatch, h.kind, h.start, h.end)}
-    assert got.keys() == ref.copies.keys()
-    for key, (a, b) in got.items():
-        assert math.isclose(a, ref.copies[key][0], rel_tol=1e-9, abs_tol=1e-9)
-        assert math.isclose(b, ref.copies[key][1], rel_tol=1e-9, abs_tol=1e-9)
+    assert_copies_match(res.host_copies, ref.copies)
 
 
 @settings(max_examples=80, deadline=None)
@@ -277,7 +281,6 @@ def test_the_metrics_fast_path_sends_offload_configs_to_simulate():
     ({"offload": 1.0, "host_link": "pcie"}, "host_link"),
     ({"offload": 1.0, "host_link": ppviz.Topology(8, INF, INF)}, "host_link"),
     ({"offload": 1.0, "host_link": Link(0.0, 64e9, "s")}, "time_unit"),
-    ({"offload": 1.0, "host_link": INF, "topology": Link(0.0, 1.0), "comm_bytes": 1.0}, "offload"),
 ])
 def test_invalid_offload_is_refused_naming_the_field(options, field):
     with pytest.raises(ConfigError) as err:
@@ -372,3 +375,110 @@ def test_without_activation_bytes_the_copies_are_counted_in_activation_units_not
     in_bytes = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=0.5, host_link=link,
                                            activation_bytes=2**20))
     assert "(12 MiB each way)" in in_bytes.summary() and "2 bytes per time unit" in in_bytes.summary()
+
+
+# Offload beside transfers (a topology) ------------------------------------------------------------
+#
+# The host copies run on each device's own PCIe link, apart from the links between devices. The
+# reference simulator runs both from their definitions; two properties pin the composition to the
+# two models alone: with an infinitely fast host link the run is the topology's alone, and with
+# free links between devices it is offload's alone.
+
+
+@st.composite
+def offload_transfer_configs(draw):
+    cfg = draw(offload_configs())
+    link = st.builds(Link, st.sampled_from([0.0, 0.1, 0.5]), st.sampled_from([0.5, 1.0, 4.0, math.inf]))
+    topology = draw(link | st.builds(ppviz.Topology, st.integers(1, 4), link, link))
+    return cfg.replace(comm=0.0, topology=topology, comm_bytes=draw(st.sampled_from([0.0, 1.0, 3.0])),
+                       p2p=draw(st.sampled_from(["blocking", "overlapped", None])))
+
+
+@settings(max_examples=60, deadline=None)
+@given(offload_transfer_configs(), st.sampled_from(["events", "auto"]))
+def test_offload_over_transfers_matches_the_reference_simulator(cfg, engine):
+    res = simulate(cfg, engine=engine)
+    ref = oracle.run_transfers(res.program, cfg, cfg.p2p_mode == "blocking")
+    np.testing.assert_allclose(res.ops.start, ref.start, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(res.ops.end, ref.end, rtol=1e-9, atol=1e-9)
+    t = res.transfers
+    assert len(t) == len(ref.transfers)
+    for kind, stage, mb, start, end in zip(t.kind, t.stage, t.microbatch, t.start, t.end):
+        want = ref.transfers[(str(kind), int(stage), int(mb))]
+        assert math.isclose(start, want[2], rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isclose(end, want[3], rel_tol=1e-9, abs_tol=1e-9)
+    assert_copies_match(res.host_copies, ref.copies)
+    np.testing.assert_allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
+    assert_curves_match(res.memory, ref.curves)
+    assert np.allclose(res.idle, res.exposed_comm + res.idle_compute, rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=40, deadline=None)
+@given(offload_transfer_configs())
+def test_over_transfers_an_infinitely_fast_host_link_leaves_the_topologys_run(cfg):
+    res = simulate(cfg.replace(host_link=INF))
+    alone = simulate(cfg.replace(offload=None, host_link=None))
+    for name in ("start", "end"):
+        np.testing.assert_array_equal(getattr(res.ops, name), getattr(alone.ops, name))
+        np.testing.assert_array_equal(getattr(res.transfers, name), getattr(alone.transfers, name))
+    assert (res.peak_activation <= alone.peak_activation + 1e-9 * np.maximum(1.0, alone.peak_activation)).all()
+
+
+@settings(max_examples=40, deadline=None)
+@given(offload_configs(), st.sampled_from(["blocking", "overlapped"]))
+def test_over_free_links_offload_runs_as_it_does_alone(cfg, p2p):
+    cfg = cfg.replace(comm=0.0)
+    res = simulate(cfg.replace(topology=INF, comm_bytes=1.0, p2p=p2p))
+    alone = simulate(cfg)
+    np.testing.assert_array_equal(res.ops.start, alone.ops.start)
+    np.testing.assert_array_equal(res.ops.end, alone.ops.end)
+    for name in ("device", "stage", "microbatch", "kind", "ready", "start", "end", "op"):
+        np.testing.assert_array_equal(getattr(res.host_copies, name), getattr(alone.host_copies, name))
+    np.testing.assert_array_equal(res.peak_activation, alone.peak_activation)
+
+
+def test_over_transfers_a_slow_host_link_delays_the_backwards_by_their_reloads():
+    """GPipe p = 2, m = 4, the devices on two nodes 0.5 apart (overlapped P2P), a host link of 2
+    per copy (a unit over 0.5). Without offload: device 1's F's in [1.5, 5.5], its B's in
+    [5.5, 13.5]; device 0's B's start as each gradient lands, 8 … 14; makespan 16. Every F is
+    offloaded (another action runs before its backward on both devices)."""
+    topology = ppviz.Topology(1, Link(0.0, math.inf), Link(0.5, math.inf))
+    options = dict(topology=topology, comm_bytes=1.0, p2p="overlapped")
+    bare = simulate(Config(schedule="gpipe", devices=2, microbatches=4, **options))
+    assert bare.makespan == 16.0
+    res = simulate(gpipe(Link(0.0, 0.5), **options))
+    # device 1: offloads queue after each F's end; B0's reload, issued at F3's start (4.5), holds
+    # B0 to 6.5, one later than without offload, and each next reload is issued as a B starts
+    assert copies(res, 1, "offload")[1:] == ([2.5, 4.5, 6.5, 8.5], [4.5, 6.5, 8.5, 10.5])
+    assert copies(res, 1, "reload") == ([4.5, 6.5, 8.5, 10.5], [4.5, 6.5, 8.5, 10.5], [6.5, 8.5, 10.5, 12.5])
+    assert times(res, 1, "B") == ([6.5, 8.5, 10.5, 12.5], [8.5, 10.5, 12.5, 14.5])
+    # device 0: the gradients land at 9, 11, 13, 15, as do (from B1 on) the reloads
+    assert copies(res, 0, "reload") == ([3.0, 9.0, 11.0, 13.0], [3.0, 9.0, 11.0, 13.0], [5.0, 11.0, 13.0, 15.0])
+    assert times(res, 0, "B") == ([9.0, 11.0, 13.0, 15.0], [11.0, 13.0, 15.0, 17.0])
+    assert res.makespan == 17.0
+    # device 1's wait for B0's reload counts as exposed communication
+    assert res.exposed_comm[1] == pytest.approx(bare.exposed_comm[1] + 1.0)
+    with pytest.raises(ConfigError, match="events"):
+        simulate(res.config, engine="lockstep")
+    text = res.summary()
+    assert "transfers        8 of 1" in text and "offload          1 of each activation" in text
+
+
+def test_the_chrome_trace_of_a_run_with_both_keeps_transfers_and_host_copies_apart(tmp_path):
+    import json
+
+    res = simulate(gpipe(Link(0.0, 0.5), topology=Link(0.5, math.inf), comm_bytes=1.0))
+    events = json.loads(open(res.to_chrome_trace(tmp_path / "both.json"), encoding="utf-8").read())["traceEvents"]
+    p = res.devices
+    threads = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
+    assert {tid: name for tid, name in threads.items() if tid >= p} == {
+        **{p + d: f"device {d}: transfers out" for d in range(p)},
+        **{2 * p + d: f"device {d}: host copies" for d in range(p)}}
+    shown = [e for e in events if e.get("ph") == "X"]
+    assert sum(e.get("cat") == "transfer" for e in shown) == len(res.transfers) == 8
+    assert sum(e.get("cat") == "host copy" for e in shown) == len(res.host_copies) == 16
+    # every flow's start has its one end, transfers' and reloads' alike
+    starts = [(e["cat"], e["id"]) for e in events if e.get("ph") == "s"]
+    ends = [(e["cat"], e["id"]) for e in events if e.get("ph") == "f"]
+    assert len(set(starts)) == len(starts) == 8 + 8 and sorted(starts) == sorted(ends)
+    assert len({i for _, i in starts}) == len(starts)  # ids apart, whatever a viewer keys them by

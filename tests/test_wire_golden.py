@@ -135,6 +135,26 @@ def test_offloads_host_copies_travel_in_the_transfers_section():
     assert describe(ppviz.simulate(ppviz.Config(devices=2, microbatches=2)))["offload"] is None
 
 
+def test_a_run_with_transfers_and_offload_sends_the_transfers_then_the_host_copies():
+    import ppviz
+    from ppviz.widgets.wire import HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F
+
+    res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8, offload=0.5,
+                                      host_link=ppviz.Link(0.0, 1.0), topology=ppviz.Link(0.1, 2.0), comm_bytes=1.0))
+    t, h = res.transfers, res.host_copies
+    cols = transfer_section(encode_timeline(res), res)
+    assert len(t) > 0 and len(h) > 0 and len(cols["kind"]) == len(t) + len(h)
+    first, rest = slice(0, len(t)), slice(len(t), None)
+    assert cols["kind"][first].tolist() == [TRANSFER_F if k == "F" else TRANSFER_B for k in t.kind.tolist()]
+    assert cols["kind"][rest].tolist() == [HOST_OFFLOAD if k == "offload" else HOST_RELOAD for k in h.kind.tolist()]
+    for name in ("ready", "start", "end"):
+        assert cols[name].tolist() == np.concatenate([getattr(t, name), getattr(h, name)]).astype(np.float32).tolist()
+    assert cols["src"][first].tolist() == t.src.tolist() and cols["dst"][first].tolist() == t.dst.tolist()
+    assert cols["src"][rest].tolist() == cols["dst"][rest].tolist() == h.device.tolist()
+    assert cols["consumer"][first].tolist() == t.consumer.tolist()
+    assert cols["producer"][rest].tolist() == h.op.tolist()
+
+
 def test_the_transfers_section_is_what_the_simulation_returned():
     """A run across nodes: every transfer's fields come back from the bytes, in Result.transfers order."""
     import ppviz

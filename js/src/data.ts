@@ -49,8 +49,9 @@ export interface Timeline {
 /** transfer kinds: an activation to the next stage, a gradient to the previous one */
 export const TRANSFER_F = 0;
 export const TRANSFER_B = 1;
-/** offload's host copies, in the same section (src = dst = their device, producer = consumer = the
- * op they serve): an activation to host memory after its F, and back before its backward */
+/** offload's host copies, in the same section after the transfers (src = dst = their device,
+ * producer = consumer = the op they serve): an activation to host memory after its F, and back
+ * before its backward */
 export const HOST_OFFLOAD = 2;
 export const HOST_RELOAD = 3;
 
@@ -72,7 +73,8 @@ export interface Transfers {
   dst: Uint16Array;
   /** TRANSFER_F, TRANSFER_B, HOST_OFFLOAD or HOST_RELOAD */
   kind: Uint8Array;
-  /** the section holds offload's host copies rather than transfers between devices */
+  /** the section holds transfers between devices (a topology), offload's host copies, or both */
+  links: boolean;
   host: boolean;
   /** transfers sent by device d: outIndex[outOffsets[d] .. outOffsets[d+1]] (in wire order); a
    * device's offloads count as sent, its reloads as received */
@@ -81,8 +83,10 @@ export interface Transfers {
   /** transfers received by device d: inIndex[inOffsets[d] .. inOffsets[d+1]] */
   inOffsets: Uint32Array;
   inIndex: Uint32Array;
-  /** the transfer bringing op k its input (for a backward, its reload), or -1: intoOp[k] */
+  /** the transfer between devices bringing op k its input, or -1: intoOp[k] */
   intoOp: Int32Array;
+  /** the reload a backward k waited for, or -1: reloadOf[k] */
+  reloadOf: Int32Array;
   /** the offload of op k's activation, or -1: outOfOp[k] */
   outOfOp: Int32Array;
   /** the longest transfer (culling reaches back this far) */
@@ -219,17 +223,27 @@ function decodeTransfers(r: Reader, devices: number, n: number): Transfers {
   const dst = r.column(Uint16Array, count);
   const kind = r.column(Uint8Array, count);
   const intoOp = new Int32Array(n).fill(-1);
+  const reloadOf = new Int32Array(n).fill(-1);
   const outOfOp = new Int32Array(n).fill(-1);
-  const host = count > 0 && kind[0] >= HOST_OFFLOAD;
+  let links = false;
+  let host = false;
   let maxDur = 0;
   for (let i = 0; i < count; i++) {
     if (src[i] >= devices || dst[i] >= devices || producer[i] >= n || consumer[i] >= n) {
       throw new Error(`ppviz: transfer ${i} names a device or op that the timeline does not have`);
     }
-    if (kind[i] > HOST_RELOAD || (kind[i] >= HOST_OFFLOAD) !== host) {
-      throw new Error(`ppviz: transfer ${i} has kind ${kind[i]}; a timeline has transfers (0, 1) or host copies (2, 3)`);
+    if (kind[i] > HOST_RELOAD) {
+      throw new Error(`ppviz: transfer ${i} has kind ${kind[i]}; a transfer is 0 or 1, a host copy 2 or 3`);
+    }
+    if (kind[i] >= HOST_OFFLOAD) {
+      host = true;
+    } else if (host) {
+      throw new Error(`ppviz: transfer ${i} follows a host copy; the host copies come after every transfer`);
+    } else {
+      links = true;
     }
     if (kind[i] === HOST_OFFLOAD) outOfOp[producer[i]] = i;
+    else if (kind[i] === HOST_RELOAD) reloadOf[consumer[i]] = i;
     else intoOp[consumer[i]] = i;
     if (end[i] - start[i] > maxDur) maxDur = end[i] - start[i];
   }
@@ -237,8 +251,8 @@ function decodeTransfers(r: Reader, devices: number, n: number): Transfers {
   const [outOffsets, outIndex] = groupBy(src, devices, (i) => kind[i] !== HOST_RELOAD);
   const [inOffsets, inIndex] = groupBy(dst, devices, (i) => kind[i] !== HOST_OFFLOAD);
   return {
-    count, ready, start, end, producer, consumer, src, dst, kind, host, outOffsets, outIndex, inOffsets, inIndex,
-    intoOp, outOfOp, maxDur,
+    count, ready, start, end, producer, consumer, src, dst, kind, links, host, outOffsets, outIndex, inOffsets,
+    inIndex, intoOp, reloadOf, outOfOp, maxDur,
   };
 }
 
@@ -255,8 +269,7 @@ function groupBy(keys: Uint16Array, buckets: number, keep: (i: number) => boolea
 
 /** The transfer between devices that brought op k its input, or -1 (a reload is not one). */
 export function inputTransfer(tl: Timeline, k: number): number {
-  const i = tl.transfers.intoOp[k];
-  return i >= 0 && !isHostCopy(tl.transfers, i) ? i : -1;
+  return tl.transfers.intoOp[k];
 }
 
 /** The transfer op k waited for: the one bringing its input when that input set its start, or -1. */

@@ -161,7 +161,8 @@ function communicationCard(meta: Meta): HTMLElement | null {
     ? `${c.topology ? `${c.topology}, ` : ""}${c.devices_per_node} devices per node; within a node ${c.intra}; between nodes ${c.inter}`
     : `one link between every pair of devices: ${c.intra}`;
   return metric("exposed comm", time(worst), `max per device · ${percent(share)} of all`,
-    `idle time spent waiting for communication (latency, transfers, busy links, blocking batches): the most on any ` +
+    `idle time spent waiting for communication (latency, transfers, busy links, blocking batches` +
+      `${meta.offload ? ", reloads from host memory" : ""}): the most on any ` +
       `device, and the total over all devices as a share of p × makespan (${time(total)}); ` +
       `${c.count.toLocaleString("en-US")} transfers of ${bytes(c.bytes)}, p2p ${c.p2p ?? "–"}; ${links}`);
 }

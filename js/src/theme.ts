@@ -32,6 +32,8 @@ export interface Palette {
   /** transfers in the lane under each row: activations (F), gradients (B), the empty lane */
   transferF: string;
   transferB: string;
+  /** offload's copies to and from host memory, in the same lane */
+  hostCopy: string;
   transferRail: string;
   /** a device that does not fit its memory: its lane's line and label, the badge */
   oom: string;
@@ -116,6 +118,7 @@ function fromStyle(name: ThemeName, t: StyleTheme): Palette {
     errorBg: rest.errorBg,
     transferF: rest.transferF,
     transferB: rest.transferB,
+    hostCopy: rest.hostCopy,
     transferRail: rest.transferRail,
     oom: rest.oom,
     oomFill: rest.oomFill,

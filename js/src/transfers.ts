@@ -1,6 +1,7 @@
-// Transfers (Config.topology): the lane under each device row that shows when the device's
-// sends (top half) and receives (bottom half) occupy a link, the routed dependency arrows of a
-// selected microbatch, hit-testing and the tooltip text. Like the bars, a lane is a 1-D pixel
+// Transfers (Config.topology) and host copies (Config.offload): the lane under each device row
+// that shows when the device's sends and offloads (top half) and its receives and reloads (bottom
+// half) occupy a link, the routed dependency arrows of a selected microbatch, hit-testing and the
+// tooltip text. Like the bars, a lane is a 1-D pixel
 // image per half: transfers narrower than a pixel add up in their pixel column's opacity.
 
 import {
@@ -87,7 +88,7 @@ function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: nu
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
   strip.ensure(width, 2 * tl.devices);
   const px = strip.pixels;
-  const colours = [rgbaWord(P.transferF) | 0xff000000, rgbaWord(P.transferB) | 0xff000000].map((c) => c >>> 0);
+  const colours = [P.transferF, P.transferB, P.hostCopy, P.hostCopy].map((c) => (rgbaWord(c) | 0xff000000) >>> 0);
   const { t0, t1 } = scale.view;
   const k = scale.k * dpr;
   let shown = 0;
@@ -96,8 +97,7 @@ function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: nu
     const b = tr.end[i];
     if (b < t0 || a > t1) continue;
     shown++;
-    // host copies move activations: the activation colour, in the one half they occupy
-    const colour = colours[tr.kind[i] === TRANSFER_B ? 1 : 0];
+    const colour = colours[tr.kind[i]];
     const xa = (a - t0) * k;
     // a zero-length transfer still shows as a hairline
     const xb = Math.max(xa + 0.6, (b - t0) * k);
@@ -184,10 +184,10 @@ export function drawLaneSelection(ctx: CanvasRenderingContext2D, s: LaneScene, m
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.laneTop[d], L.plotRight - L.plotLeft, L.laneHeight);
   const mine: number[] = [];
   for (const k of tl.mbIndex.subarray(tl.mbOffsets[mb], tl.mbOffsets[mb + 1])) {
-    for (const i of [tr.intoOp[k], tr.outOfOp[k]]) if (i >= 0) mine.push(i);
+    for (const i of [tr.intoOp[k], tr.reloadOf[k], tr.outOfOp[k]]) if (i >= 0) mine.push(i);
   }
   for (const i of mine) {
-    ctx.fillStyle = tr.kind[i] === TRANSFER_B ? P.transferB : P.transferF;
+    ctx.fillStyle = kindColour(P, tr.kind[i]);
     for (const half of halvesOf(tr, i)) {
       const b = transferBox(s, i, half);
       ctx.fillRect(b.x, b.y, b.w, b.h);
@@ -218,6 +218,11 @@ export function drawLaneSelection(ctx: CanvasRenderingContext2D, s: LaneScene, m
       arrow(out.x + out.w, out.y + out.h / 2, scale.x(tl.start[c]), rowMid(L, dst), (tl.flags[c] & FLAG_WAITED) !== 0);
     }
   }
+}
+
+/** The colour a transfer or host copy of this kind is drawn in. */
+export function kindColour(P: Palette, kind: number): string {
+  return kind === TRANSFER_F ? P.transferF : kind === TRANSFER_B ? P.transferB : P.hostCopy;
 }
 
 function rowMid(L: Layout, d: number): number {
@@ -269,13 +274,15 @@ export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "
   const time = (t: number) => withUnit(num(t), meta.time_unit);
   const rows: [string, string][] = [];
   if (tr.outOfOp[k] >= 0) rows.push(["offload", transferLine(tl, meta, tr.outOfOp[k])]);
+  const reload = tr.reloadOf[k];
+  if (reload >= 0) {  // a backward starts no earlier than its reload's end
+    const early = tl.start[k] - tr.end[reload];
+    rows.push(["reload", `${transferLine(tl, meta, reload)} · ` +
+      (early <= 0 ? "back just as it started" : `back ${time(early)} before it started`)]);
+  }
   const i = tr.intoOp[k];
   if (i < 0) return rows;
   const early = tl.start[k] - tr.end[i];
-  if (isHostCopy(tr, i)) {  // a backward starts no earlier than its reload's end
-    return [...rows, ["reload", `${transferLine(tl, meta, i)} · ` +
-      (early <= 0 ? "back just as it started" : `back ${time(early)} before it started`)]];
-  }
   const waited = (tl.flags[k] & FLAG_WAITED) !== 0;
   const note = waited && early <= 0 ? "it waited for this transfer"
     : `arrived ${time(Math.max(0, early))} before it started` +
@@ -341,25 +348,31 @@ function describeHostCopy(tl: Timeline, meta: Meta, i: number): { title: string;
 
 // Legend ---------------------------------------------------------------------------------
 
-/** The legend's transfer entries: the lane's switch and its colours (host copies: the activation's only). */
+/** The legend's lane entries: the lane's switch and the colours it shows (transfers: activation and
+ * gradient; host copies: their own). `what` says what the lanes hold. */
 export function transferLegend(P: Palette, on: boolean, compact: boolean, onToggle: (on: boolean) => void,
-  host = false): HTMLElement[] {
+  what: { links: boolean; host: boolean } = { links: true, host: false }): HTMLElement[] {
   const toggle = document.createElement("label");
   toggle.className = "ppviz-legend-item ppviz-transfer-toggle";
-  toggle.title = host
-    ? "a lane under each device's row: its activations offloaded to host memory (top half) and reloaded (bottom half)"
-    : "a lane under each device's row: its sends (top half) and receives (bottom half) on the links";
+  const { links, host } = what;
+  toggle.title = "a lane under each device's row: " + (links && host
+    ? "its sends and offloads to host memory (top half), its receives and reloads (bottom half)"
+    : host ? "its activations offloaded to host memory (top half) and reloaded (bottom half)"
+    : "its sends (top half) and receives (bottom half) on the links");
   const box = document.createElement("input");
   box.type = "checkbox";
   box.checked = on;
   box.addEventListener("change", () => onToggle(box.checked));
-  toggle.append(box, document.createTextNode(host
-    ? (compact ? "host copies" : "host copies (under each row: offloads, then reloads)")
-    : (compact ? "transfers" : "transfers (under each row: sends, then receives)")));
+  const name = links && host ? "transfers + host copies" : host ? "host copies" : "transfers";
+  const order = links && host ? "sends and offloads, then receives and reloads"
+    : host ? "offloads, then reloads" : "sends, then receives";
+  toggle.append(box, document.createTextNode(compact ? name : `${name} (under each row: ${order})`));
   const items: HTMLElement[] = [toggle];
   if (on) {
-    const kinds = [[compact ? "act." : "activation", P.transferF], [compact ? "grad." : "gradient", P.transferB]];
-    for (const [text, colour] of host ? kinds.slice(0, 1) : kinds) {
+    const kinds: [string, string][] = [];
+    if (links) kinds.push([compact ? "act." : "activation", P.transferF], [compact ? "grad." : "gradient", P.transferB]);
+    if (host) kinds.push([compact ? "host" : "host copy", P.hostCopy]);
+    for (const [text, colour] of kinds) {
       const item = document.createElement("span");
       item.className = "ppviz-legend-item ppviz-legend-transfer";
       const swatch = document.createElement("span");

@@ -327,7 +327,7 @@ export class GanttView {
       this.hideTooltip();
       this.fillLegend();
       this.requestDraw();
-    }, this.tl.transfers.host);
+    }, this.tl.transfers);
     const hint = this.legend.querySelector(".ppviz-legend-hint");
     for (const item of items) this.legend.insertBefore(item, hint);
   }

@@ -34,6 +34,12 @@ const COMM: Communication = {
   exposed_comm: [0.25, 2], idle_compute: [3.75, 4.25],
 };
 
+/** "#rrggbb" as the DOM reads back a style colour. */
+function rgb(hex: string): string {
+  const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+  return `rgb(${r}, ${g}, ${b})`;
+}
+
 function timeline(transfers = TRANSFERS) {
   return decodeTimeline(encodeTimeline(2, OPS, transfers));
 }
@@ -295,7 +301,7 @@ describe("the view's transfer switch", () => {
     b.destroy();
   });
 
-  it("names offload's host copies in the legend, with the one colour they use", async () => {
+  it("names offload's host copies in the legend, with the colour of their own", async () => {
     const memory = encodeMemory([[[0, 0], [7, 0]]]);
     const v = new GanttView(host, new FakeModel({
       timeline: new DataView(encodeTimeline(1, HOST_OPS, HOST_COPIES).buffer),
@@ -306,8 +312,26 @@ describe("the view's transfer switch", () => {
     expect(v.root.dataset.transfers).toBe("shown");
     const legend = v.root.querySelector(".ppviz-legend")!.textContent!;
     expect(legend).toContain("host copies (under each row: offloads, then reloads)");
-    expect(legend).toContain("activation");
+    expect(legend).toContain("host copy");
+    expect(legend).not.toContain("activation");
     expect(legend).not.toContain("gradient");
+    const swatches = [...v.root.querySelectorAll<HTMLElement>(".ppviz-legend-transfer .ppviz-swatch")];
+    expect(swatches.map((s) => s.style.background)).toEqual([rgb(LIGHT.hostCopy)]);
+    v.destroy();
+  });
+
+  it("names transfers and host copies together when a run has both", async () => {
+    const v = new GanttView(host, new FakeModel({
+      timeline: new DataView(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]).buffer),
+      memory: new DataView(encodeMemory([[[0, 0], [8, 0]], [[0, 0], [8, 0]]]).buffer),
+      meta: meta({ offload: { share: 1, link: "latency 0 ms, 64 GB/s", count: 2 } }),
+    }) as never);
+    await nextFrame();
+    const legend = v.root.querySelector(".ppviz-legend")!.textContent!;
+    expect(legend).toContain("transfers + host copies (under each row: sends and offloads, then receives and reloads)");
+    const swatches = [...v.root.querySelectorAll<HTMLElement>(".ppviz-legend-transfer .ppviz-swatch")];
+    expect(swatches.map((s) => s.style.background)).toEqual(
+      [LIGHT.transferF, LIGHT.transferB, LIGHT.hostCopy].map(rgb));
     v.destroy();
   });
 
@@ -340,6 +364,13 @@ const HOST_COPIES: TransferSpec[] = [
   { src: 0, dst: 0, kind: "reload", ready: 2, start: 3, end: 5, producer: 3, consumer: 3 },
 ];
 
+// With transfers: device 0 offloads F0's activation after it and reloads it for B0, which also
+// waits for its gradient from device 1.
+const MIXED_COPIES: TransferSpec[] = [
+  { src: 0, dst: 0, kind: "offload", ready: 1, start: 1, end: 2, producer: 0, consumer: 0 },
+  { src: 0, dst: 0, kind: "reload", ready: 1, start: 4, end: 5.5, producer: 2, consumer: 2 },
+];
+
 describe("offload's host copies in the lanes", () => {
   const tl = decodeTimeline(encodeTimeline(1, HOST_OPS, HOST_COPIES));
   const hostMeta = metaFor(1, HOST_OPS, 7, { time_unit: "ms", offload: { share: 0.5, link: "latency 0 ms, 25 GB/s",
@@ -348,16 +379,34 @@ describe("offload's host copies in the lanes", () => {
 
   it("decode as host copies: an offload leaves its F, a reload arrives for its backward", () => {
     const tr = tl.transfers;
-    expect(tr.host).toBe(true);
+    expect([tr.host, tr.links]).toEqual([true, false]);
     expect(Array.from(tr.outOfOp)).toEqual([0, -1, -1, -1]);
-    expect(Array.from(tr.intoOp)).toEqual([-1, -1, -1, 1]);
+    expect(Array.from(tr.reloadOf)).toEqual([-1, -1, -1, 1]);
+    expect(Array.from(tr.intoOp)).toEqual([-1, -1, -1, -1]);
     expect(Array.from(tr.outIndex.subarray(tr.outOffsets[0], tr.outOffsets[1]))).toEqual([0]);
     expect(Array.from(tr.inIndex.subarray(tr.inOffsets[0], tr.inOffsets[1]))).toEqual([1]);
     // a reload is not a transfer between devices: the backward's input came from no other device
     expect(inputTransfer(tl, 3)).toBe(-1);
     expect(inputTransfer(timeline(), 3)).toBe(0);
-    const mixed = [HOST_COPIES[0], { ...TRANSFERS[0], src: 0, dst: 0, producer: 0, consumer: 3 }];
-    expect(() => decodeTimeline(encodeTimeline(1, HOST_OPS, mixed))).toThrow(/transfers \(0, 1\) or host copies/);
+    // the host copies follow every transfer in the section
+    const late = [HOST_COPIES[0], { ...TRANSFERS[0], src: 0, dst: 0, producer: 0, consumer: 3 }];
+    expect(() => decodeTimeline(encodeTimeline(1, HOST_OPS, late))).toThrow(/transfer 1 follows a host copy/);
+  });
+
+  it("decode beside transfers: a backward has both its gradient's transfer and its reload", () => {
+    const both = decodeTimeline(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]));
+    const tr = both.transfers;
+    expect([tr.host, tr.links, tr.count]).toEqual([true, true, 5]);
+    expect(Array.from(tr.intoOp)).toEqual([-1, -1, 2, 0, 1, -1]);
+    expect(Array.from(tr.reloadOf)).toEqual([-1, -1, 4, -1, -1, -1]);
+    expect(Array.from(tr.outOfOp)).toEqual([3, -1, -1, -1, -1, -1]);
+    // device 0 sends two activations and offloads one (top half); it receives a gradient and a reload
+    expect(Array.from(tr.outIndex.subarray(tr.outOffsets[0], tr.outOffsets[1]))).toEqual([0, 1, 3]);
+    expect(Array.from(tr.inIndex.subarray(tr.inOffsets[0], tr.inOffsets[1]))).toEqual([2, 4]);
+    const tip = Object.fromEntries(describeOp(both, meta({ offload: { share: 1, link: "latency 0 ms, 64 GB/s",
+      count: 2 } }), 2).rows);
+    expect(tip.reload).toBe("host → device 0, 4–5.5 ms, queued 3 ms · back 0.5 ms before it started");
+    expect(tip["input transfer"]).toMatch(/^device 1 → 0, /);
   });
 
   it("are hit in their own half only", () => {
@@ -410,11 +459,11 @@ describe("offload's host copies in the lanes", () => {
       const [y, h] = halfLane(layout, 0, half);
       return Array.from(ctx.getImageData(Math.round(s.scale.x(t)), Math.round(y + h / 2), 1, 1).data.slice(0, 3));
     };
-    const activation = [1, 3, 5].map((i) => parseInt(LIGHT.transferF.slice(i, i + 2), 16));
-    expect(colour("out", 2)).toEqual(activation);
-    expect(colour("in", 2)).not.toEqual(activation);  // an offload does not come back at once
-    expect(colour("in", 4)).toEqual(activation);
-    expect(colour("out", 4)).not.toEqual(activation);
+    const copy = [1, 3, 5].map((i) => parseInt(LIGHT.hostCopy.slice(i, i + 2), 16));
+    expect(colour("out", 2)).toEqual(copy);
+    expect(colour("in", 2)).not.toEqual(copy);  // an offload does not come back at once
+    expect(colour("in", 4)).toEqual(copy);
+    expect(colour("out", 4)).not.toEqual(copy);
     canvas.remove();
   });
 });

@@ -30,6 +30,8 @@ import numpy as np
 from .dependencies import dependencies
 from .errors import ConfigError, DeadlockError
 from .lowering import add_comms
+from .offload import HostLinks, Offloads, copies_table
+from .offload import plan as offload_plan
 from .program import F, Program
 from .topology import durations
 from .transfers import Plan, Transfers
@@ -49,7 +51,7 @@ class Graph:
 
     def __init__(self, program: Program, cost: np.ndarray, plan: Plan, duration: np.ndarray, dep: np.ndarray,
                  blocking: bool):
-        n, p = len(program), program.devices
+        p = program.devices
         actions = program.actions
         first, of_op = actions.first, actions.of_op
         A = len(first)
@@ -161,22 +163,30 @@ def _previous_on_link(link: np.ndarray, devices: int) -> np.ndarray:
 
 
 class Timeline:
-    """An engine's output: start and end of every slot and of every transfer."""
+    """An engine's output: start and end of every slot and of every transfer; with offload, the
+    host copies (``copies``: offload.copies_table's input), else None."""
 
-    def __init__(self, slot_start, slot_end, t_start, t_end):
+    def __init__(self, slot_start, slot_end, t_start, t_end, copies=None):
         self.slot_start = slot_start
         self.slot_end = slot_end
         self.t_start = t_start
         self.t_end = t_end
+        self.copies = copies
 
 
-def execute(graph: Graph, engine: str = "auto") -> Timeline:
+def execute(graph: Graph, engine: str = "auto", offload: Offloads | None = None) -> Timeline:
     """Run the graph with the chosen engine (``"auto"``, ``"events"`` or ``"lockstep"``).
 
     ``"lockstep"`` (and ``"auto"`` on a large program) runs a leaner engine for programs without
-    F&B pairs (:func:`_single_input`), the general one otherwise."""
+    F&B pairs (:func:`_single_input`), the general one otherwise. With ``offload`` (the host
+    copies' plan) only the events engine runs."""
     if engine not in ("auto", "events", "lockstep"):
         raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
+    if offload is not None:
+        if engine == "lockstep":
+            raise ConfigError("engine", engine, "use 'events' or 'auto' with offload: only the events engine models "
+                              "host copies")
+        return _events(graph, offload)
     given = engine
     if engine == "auto":
         longest = int(np.diff(np.append(graph.row_start, graph.slots)).max(initial=1))
@@ -298,7 +308,10 @@ def _single_input(g: Graph) -> Timeline:
     return Timeline(start, end[pad], t_start, t_start + g.duration)
 
 
-def _events(g: Graph) -> Timeline:
+def _events(g: Graph, offload: Offloads | None = None) -> Timeline:
+    """Each device runs until it must wait. With ``offload``, each device's host link carries
+    its copies (ppviz.core.offload has the rules): a backward's reload is issued when the action
+    before it starts and the backward waits for it; an F's offload follows its action's end."""
     slots, T = g.slots, g.T
     cost = g.cost.tolist()
     start = [0.0] * slots
@@ -312,6 +325,11 @@ def _events(g: Graph) -> Timeline:
     pos = g.row_start.tolist()
     stop = (g.end_slot + 1).tolist()
     clock = [0.0] * p
+    copying = offload is not None
+    if copying:
+        reloads, offloads = _copies_by_slot(g, offload)
+        row_start = g.row_start.tolist()
+        links = HostLinks(p, offload.duration.tolist())
     runnable = list(range(p - 1, -1, -1))
     push = runnable.append
     while runnable:
@@ -329,9 +347,18 @@ def _events(g: Graph) -> Timeline:
                 if r > s:
                     s = r
             else:
+                if copying and i in reloads:
+                    issued = start[i - 1] if i > row_start[d] else 0.0  # the start of the action before
+                    for k, j in reloads[i]:
+                        back = links.reload(d, issued, k, j)
+                        if back > s:
+                            s = back
                 t = s + cost[i]
                 start[i] = s
                 end[i] = t
+                if copying and i in offloads:
+                    for j in offloads[i]:
+                        links.offload(d, t, j)
                 for w in waiters.pop(i, ()):
                     push(w)
                 for x in sends[i]:
@@ -350,7 +377,20 @@ def _events(g: Graph) -> Timeline:
         clock[d] = t
     if any(pos[d] < stop[d] for d in range(p)):
         raise _deadlock(g, pos, stop, end)
-    return Timeline(np.array(start), np.array(end[:slots]), np.array(t_start), np.array(end[slots:]))
+    return Timeline(np.array(start), np.array(end[:slots]), np.array(t_start), np.array(end[slots:]),
+                    links.copies if copying else None)
+
+
+def _copies_by_slot(g: Graph, offload: Offloads):
+    """Per slot, its ops' reloads as (backward op, its F) and the F's it offloads."""
+    slot_of_op = g.slot_of_op.tolist()
+    reloads: dict[int, list[tuple[int, int]]] = {}
+    for k in np.flatnonzero(offload.forward >= 0).tolist():
+        reloads.setdefault(slot_of_op[k], []).append((k, int(offload.forward[k])))
+    offloads: dict[int, list[int]] = {}
+    for j in np.flatnonzero(offload.offloaded).tolist():
+        offloads.setdefault(slot_of_op[j], []).append(j)
+    return reloads, offloads
 
 
 def _lockstep(g: Graph) -> Timeline:
@@ -447,8 +487,9 @@ def _deadlock(g: Graph, pos, stop, end) -> DeadlockError:
 
 def run(program: Program, config, cost: np.ndarray, engine: str = "auto"):
     """Simulate ``program`` (compute ops, with communication ops or not) with the transfers
-    ``config`` describes: (the program with its communication ops, start and end of every op,
-    its dependencies, the end of each device's last batch, the Transfers table)."""
+    ``config`` describes, and its host copies with offload: (the program with its communication
+    ops, start and end of every op, its dependencies, the end of each device's last batch, the
+    Transfers table, the HostCopies table or None without offload)."""
     blocking = config.p2p_mode == "blocking"
     dep = dependencies(program)
     if program.comms is None:
@@ -460,8 +501,9 @@ def run(program: Program, config, cost: np.ndarray, engine: str = "auto"):
     if not np.isfinite(float(cost.sum()) + float(duration.sum())):
         raise ConfigError("comm_bytes", config.comm_bytes, "give smaller times or sizes: summed over this run the "
                           "transfers and ops overflow a float")
+    offload = None if config.offload is None else offload_plan(program, config)
     graph = Graph(program, cost, plan, duration, dep, blocking)
-    timeline = execute(graph, engine)
+    timeline = execute(graph, engine, offload)
     start = timeline.slot_start[graph.slot_of_op]
     end = timeline.slot_end[graph.slot_of_op]
     forward = program.kind[plan.consumer] == F
@@ -470,4 +512,5 @@ def run(program: Program, config, cost: np.ndarray, engine: str = "auto"):
                       kind=np.where(forward, "F", "B"), bytes=np.full(len(plan), size),
                       ready=timeline.slot_end[graph.post], start=timeline.t_start, end=timeline.t_end,
                       producer=plan.producer, consumer=plan.consumer)
-    return program, start, end, dep, timeline.slot_end[graph.end_slot], table
+    copies = None if offload is None else copies_table(program, offload, timeline.copies, end, config)
+    return program, start, end, dep, timeline.slot_end[graph.end_slot], table, copies

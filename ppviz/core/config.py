@@ -296,9 +296,6 @@ class Config:
         if spec.forward_only:
             raise ConfigError("offload", self.offload, "leave offload out for forward-only schedules",
                               reason=f"{spec.name} keeps no activation for a backward, so there is nothing to offload")
-        if self.topology is not None:
-            raise ConfigError("offload", self.offload, "use offload with a bare comm latency (no topology), or "
-                              "transfers without offload", reason="offload over transfers is not modelled yet")
         if share == 0:
             if self.host_link is not None and not isinstance(self.host_link, Link):
                 raise ConfigError("host_link", self.host_link, "give a ppviz.Link(latency, bandwidth)")

@@ -331,8 +331,9 @@ def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **opti
     program.validate()
     cost = op_costs(program, cfg)
     if cfg.transfers:
-        program, start, end, dep, device_end, transfers = comm_engine.run(program, cfg, cost, engine)
-        return Result(cfg, program, start, end, dep, cost, transfers=transfers, device_end=device_end)
+        program, start, end, dep, device_end, transfers, copies = comm_engine.run(program, cfg, cost, engine)
+        return Result(cfg, program, start, end, dep, cost, transfers=transfers, device_end=device_end,
+                      host_copies=copies)
     if cfg.offload is not None:
         start, end, dep, copies = offload.run(program, cfg, cost, cfg.comm, engine)
         return Result(cfg, program, start, end, dep, cost, host_copies=copies)

@@ -98,6 +98,9 @@ class Offloads:
 
 def plan(program: Program, config) -> Offloads:
     """Which F's are offloaded and what each copy moves and costs (see the module docstring)."""
+    if program.forward_only:
+        raise ConfigError("offload", config.offload, "leave offload out for a forward-only program",
+                          reason="it keeps no activation for a backward")
     n = len(program)
     act = stage_activation(config, program.devices, program.stages)[program.stage] / program.segments
     kind = program.kind
@@ -122,12 +125,39 @@ def plan(program: Program, config) -> Offloads:
     return Offloads(forward, offloaded, amount, nbytes, duration)
 
 
+class HostLinks:
+    """Each device's two host links as an engine drives them, device by device in time order:
+    ``reload`` when a backward's action is about to start, ``offload`` when an F's action has
+    ended. ``duration``: per op, its copy's (an F's, for both of its copies). ``copies`` are the
+    input of :func:`copies_table`."""
+
+    def __init__(self, devices: int, duration: list[float]):
+        self.duration = duration
+        self.to_host = [0.0] * devices  # when each device's device-to-host link is free
+        self.to_device = [0.0] * devices  # ... and its host-to-device link
+        self.offload_at: dict[int, tuple[float, float, float]] = {}  # per F op: (ready, start, end)
+        self.reload_at: dict[int, tuple[float, float, float, int]] = {}  # per F op: (ready, start, end, backward)
+
+    def reload(self, device: int, issued: float, backward: int, forward: int) -> float:
+        """Reload F ``forward``'s activation for op ``backward``, issued at ``issued``; its end."""
+        start = max(issued, self.to_device[device], self.offload_at[forward][2])
+        end = self.to_device[device] = start + self.duration[forward]
+        self.reload_at[forward] = (issued, start, end, backward)
+        return end
+
+    def offload(self, device: int, ready: float, forward: int) -> None:
+        start = max(ready, self.to_host[device])
+        end = self.to_host[device] = start + self.duration[forward]
+        self.offload_at[forward] = (ready, start, end)
+
+    @property
+    def copies(self):
+        return self.offload_at, self.reload_at
+
+
 def run(program: Program, config, cost: np.ndarray, comm: float, engine: str = "auto"):
     """Start and end of every op, the dependency index, and the :class:`HostCopies` of a program
     whose config offloads activations (``Config.offload``)."""
-    if program.forward_only:
-        raise ConfigError("offload", config.offload, "leave offload out for a forward-only program",
-                          reason="it keeps no activation for a backward")
     if engine not in ("auto", "events"):
         raise ConfigError("engine", engine, "use 'events' or 'auto' with offload: only the events engine models "
                           "host copies")
@@ -142,10 +172,7 @@ def run(program: Program, config, cost: np.ndarray, comm: float, engine: str = "
     if comm:
         cross[has] = np.where(device[dep[has]] != device[has], comm, 0.0)
     start, end, copies = _events(program, dep, cross, cost, off)
-    if not np.isfinite(float(end.max(initial=0.0))):
-        raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
-                          "finish in a finite time")
-    return start, end, dep, _table(program, off, copies)
+    return start, end, dep, copies_table(program, off, copies, end, config)
 
 
 def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarray, off: Offloads):
@@ -154,7 +181,8 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
     pair_l = program.pair.tolist()
     forward_l = off.forward.tolist()
     offloaded_l = off.offloaded.tolist()
-    duration_l = off.duration.tolist()
+    links = HostLinks(p, off.duration.tolist())
+    reload, offload = links.reload, links.offload
     start = [0.0] * n
     end = [-1.0] * n
     waiter = [-1] * n
@@ -163,11 +191,6 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
     stop = offsets[1:]
     free = [0.0] * p
     previous_start = [0.0] * p  # start of each device's last action
-    to_host = [0.0] * p  # when each device's device-to-host link is free
-    to_device = [0.0] * p  # ... and its host-to-device link
-    # per F op: its offload (ready, start, end) and its reload (ready, start, end, backward op)
-    offload_at: dict[int, tuple[float, float, float]] = {}
-    reload_at: dict[int, tuple[float, float, float, int]] = {}
     runnable = list(range(p - 1, -1, -1))
     while runnable:
         d = runnable.pop()
@@ -192,22 +215,15 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
             for k in range(i, i + width):
                 j = forward_l[k]
                 if j >= 0:
-                    issued = previous_start[d]
-                    r0 = max(issued, to_device[d], offload_at[j][2])
-                    r1 = r0 + duration_l[j]
-                    to_device[d] = r1
-                    reload_at[j] = (issued, r0, r1, k)
-                    if r1 > s:
-                        s = r1
+                    back = reload(d, previous_start[d], k, j)
+                    if back > s:
+                        s = back
             t = s + cost_l[i]
             for k in range(i, i + width):
                 start[k] = s
                 end[k] = t
                 if offloaded_l[k]:
-                    o0 = max(t, to_host[d])
-                    o1 = o0 + duration_l[k]
-                    to_host[d] = o1
-                    offload_at[k] = (t, o0, o1)
+                    offload(d, t, k)
             previous_start[d] = s
             for k in range(i, i + width):
                 w = waiter[k]
@@ -218,10 +234,16 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
         free[d] = t
     if any(pos[d] < stop[d] for d in range(p)):
         raise deadlock_error(program, pos, stop, dep_l, end)
-    return np.array(start, dtype=np.float64), np.array(end, dtype=np.float64), (offload_at, reload_at)
+    return np.array(start, dtype=np.float64), np.array(end, dtype=np.float64), links.copies
 
 
-def _table(program: Program, off: Offloads, copies) -> HostCopies:
+def copies_table(program: Program, off: Offloads, copies, end: np.ndarray, config) -> HostCopies:
+    """The HostCopies of a run: ``copies`` is (per F op its offload's (ready, start, end), per F
+    op its reload's (ready, start, end, backward op)); ``end``, the ops' ends, is refused when
+    the copies kept it from being finite."""
+    if not np.isfinite(float(end.max(initial=0.0))):
+        raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
+                          "finish in a finite time")
     offload_at, reload_at = copies
     rows = []
     for j, (ready, s, e) in offload_at.items():
@@ -268,4 +290,4 @@ def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies:
         device_max(np.abs(act), device, program.devices))
 
 
-__all__ = ["HostCopies", "Offloads", "plan", "run", "curves"]
+__all__ = ["HostCopies", "HostLinks", "Offloads", "plan", "run", "curves", "copies_table"]

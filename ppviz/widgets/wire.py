@@ -20,9 +20,9 @@ BYTES_PER_OP = 19
 #: each transfer (``Result.transfers``) after the ops: ready, start, end, producer, consumer, src, dst, kind
 BYTES_PER_TRANSFER = 25
 TRANSFER_F, TRANSFER_B = 0, 1
-#: offload's host copies (``Result.host_copies``) travel in the same section, src = dst = their
-#: device, producer = consumer = the op they serve (an offload's F, a reload's backward); a run has
-#: transfers or host copies, never both (offload over a topology is refused)
+#: offload's host copies (``Result.host_copies``) travel in the same section, after the transfers:
+#: src = dst = their device, producer = consumer = the op they serve (an offload's F, a reload's
+#: backward)
 HOST_OFFLOAD, HOST_RELOAD = 2, 3
 
 FLAG_PAIR_F = 1 << 2
@@ -101,29 +101,19 @@ def _durations(program, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def _transfer_columns(result: Result) -> list[bytes]:
     """The transfers section: their count, then a column per field (ARCHITECTURE.md, "Wire format"):
-    the transfers, or else offload's host copies."""
+    the transfers, then offload's host copies."""
     t, h = result.transfers, result.host_copies
-    if len(t) or not len(h):
-        src, dst, producer, consumer = t.src, t.dst, t.producer, t.consumer
-        kind = np.where(np.asarray(t.kind) == "F", TRANSFER_F, TRANSFER_B)
-    else:
-        t = h
-        src = dst = h.device
-        producer = consumer = h.op
-        kind = np.where(np.asarray(h.kind) == "offload", HOST_OFFLOAD, HOST_RELOAD)
-    if len(t) and result.devices > 0xFFFF:
+    count = len(t) + len(h)
+    if count and result.devices > 0xFFFF:
         raise ConfigError("devices", result.devices, "the widget draws transfers between at most 65535 devices")
-    return [
-        np.array([len(t)], dtype="<u4").tobytes(),
-        np.asarray(t.ready).astype("<f4").tobytes(),
-        np.asarray(t.start).astype("<f4").tobytes(),
-        np.asarray(t.end).astype("<f4").tobytes(),
-        np.asarray(producer).astype("<u4").tobytes(),
-        np.asarray(consumer).astype("<u4").tobytes(),
-        np.asarray(src).astype("<u2").tobytes(),
-        np.asarray(dst).astype("<u2").tobytes(),
-        kind.astype(np.uint8).tobytes(),
-    ]
+    columns = (
+        (t.ready, h.ready, "<f4"), (t.start, h.start, "<f4"), (t.end, h.end, "<f4"),
+        (t.producer, h.op, "<u4"), (t.consumer, h.op, "<u4"), (t.src, h.device, "<u2"), (t.dst, h.device, "<u2"),
+        (np.where(np.asarray(t.kind) == "F", TRANSFER_F, TRANSFER_B),
+         np.where(np.asarray(h.kind) == "offload", HOST_OFFLOAD, HOST_RELOAD), "u1"),
+    )
+    return [np.array([count], dtype="<u4").tobytes()] + [
+        np.concatenate([np.asarray(a).astype(dtype), np.asarray(b).astype(dtype)]).tobytes() for a, b, dtype in columns]
 
 
 def _offload(result: Result) -> dict | None:
