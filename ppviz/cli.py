@@ -117,7 +117,8 @@ def _report_written(paths: list[str]) -> int:
 _FROM_MODEL = ("f", "b", "w", "params", "w_share", "time_unit", "memory_capacity", "activation_bytes")
 #: the options that only mean something with --model
 _MODEL_ONLY = (("--hardware", "hardware"), ("--tensor-parallel", "tensor_parallel"),
-               ("--data-parallel", "data_parallel"), ("--zero-stage", "zero_stage"), ("--layout", "layout"))
+               ("--data-parallel", "data_parallel"), ("--zero-stage", "zero_stage"), ("--layout", "layout"),
+               ("--offload", "offload"))
 
 
 def _config(args, schedule: str, options: dict):
@@ -438,6 +439,7 @@ _EXAMPLES = """examples:
   ppviz compare 1f1b zb-h1 v-half -p 8 -m 32    a table of makespan, bubble and memory
   ppviz compare --all -p 8 -m 32 --sort memory --png all.png    the whole registry, and its charts
   ppviz compare 1f1b zb-h1 v-half -p 4 -m 16 --model llama-3-8b   ms and GiB: which fits an H100?
+  ppviz compare 1f1b interleaved-1f1b -p 4 -m 16 --model llama-3-8b --topology dgx-h100 --offload 1   PCIe offload
 """
 
 
@@ -517,6 +519,9 @@ def _add_config_arguments(parser, segments_help: str) -> None:
     model.add_argument("--layout", metavar="L", default=None,
                        help="layers per stage: even (default), balanced, or a Megatron layout string "
                             "such as 'Et*7|t*8|t*8|t*9L' (llama-3-8b's 32 layers on 4 stages)")
+    model.add_argument("--offload", metavar="SHARE", type=float, default=None,
+                       help="share of each activation copied to host memory after its forward and back before "
+                            "its backward, over the accelerator's PCIe link (0 to 1; default none)")
 
 
 def main(argv: list[str] | None = None) -> int:

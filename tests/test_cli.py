@@ -925,3 +925,27 @@ def test_list_shows_every_alias_and_every_constraint(capsys):
     assert rows["hanayo"][-2:] == [" " * what + "constraints: v = 2W even (W waves);",
                                    " " * what + "  m >= p (m = p in the paper)"]
     assert max(len(line) for line in out.splitlines()) <= 100
+
+
+def test_offload_from_the_command_line_goes_over_the_accelerators_pcie_link(capsys):
+    args = ("compare", "1f1b", "interleaved-1f1b", "-p", "4", "-m", "16", "--model", "llama-3-8b", "--topology", "dgx-h100")
+    code, kept, _ = run(capsys, *args)
+    assert code == 0
+    code, offloaded, err = run(capsys, *args, "--offload", "1")
+    assert code == 0 and err == ""
+    model, machine = ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm")
+    for schedule, v in (("1f1b", 1), ("interleaved-1f1b", 2)):
+        res = simulate(Config.from_model(model, machine, schedule=schedule, devices=4, microbatches=16,
+                                         stages_per_device=v, topology="dgx-h100", offload=1.0))
+        assert len(res.transfers) and len(res.host_copies)
+        assert f"{res.makespan:.6g}" in offloaded and f"{res.makespan:.6g}" not in kept
+    # offload lowers interleaved-1F1B's peak under the H100's 80 GiB
+    assert "1 of 2 fit the capacity" in kept and "2 of 2 fit the capacity" in offloaded
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--offload", "0.5")
+    assert code == 0 and "offload          0.5 of each activation to the host over latency 0 µs, 64 GB/s" in out
+    # without a model there is no PCIe link to copy over; a share past 1 is refused in one line
+    code, _, err = run(capsys, "run", "1f1b", "--offload", "1")
+    assert code == 2 and err == "ppviz: error: --offload describes the training of a model: give --model NAME too " \
+                                "(see --help for the presets)\n"
+    code, _, err = run(capsys, "run", "1f1b", "--model", "llama-3-8b", "--offload", "2")
+    assert code == 2 and len(err.splitlines()) == 1 and "from 0 to 1" in err
