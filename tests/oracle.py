@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 #: The zero-bubble paper's per-layer activation sizes (arXiv 2401.10241, Table 1): the weight
 #: gradient still needs M_W = 32sbh of the M_B = 34sbh + 5as²b; with flash attention the
@@ -240,9 +240,10 @@ class TransferRun:
     makespan: float
     transfers: dict             # (direction "F"/"B", sending stage, microbatch) → (src, dst, start, end)
     copies: dict                # with offload, as OffloadRun's; else empty
-    #: with offload, per device the peak activation and the curve, as OffloadRun's
+    #: with offload, per device the peak activation and the curve, and the reloads' holds, as OffloadRun's
     peak_activation: list[float] | None = None
     curves: list | None = None
+    held: dict = field(default_factory=dict)
 
 
 def link_duration(config, src: int, dst: int, segments: int = 1) -> float:
@@ -270,7 +271,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
     offloaded, copy_time = _offload_plan(rows, costs, config) if config.offload is not None else (set(), None)
     last_start = [0.0] * p  # start of each device's last compute action
     d2h, h2d = [0.0] * p, [0.0] * p
-    copies = {}
+    copies, held = {}, {}
     # each device's items: ("compute", [op indices into rows[d]]) or ("comm", key, is_send)
     items = []
     for d in range(p):
@@ -371,6 +372,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
                         r0 = max(last_start[d], h2d[d], copies[(d, s, mb, "offload")][1])
                         h2d[d] = r1 = r0 + copy_time(s)
                         copies[(d, s, mb, "reload")] = (r0, r1)
+                        held[(d, s, mb)] = max(0.0, r1 - s0)
                         s0 = max(s0, r1)
                 dur = ratio * sum(costs[op[1]][op[0]] for op in ops) if len(ops) == 2 else costs[ops[0][1]][ops[0][0]]
                 for k in item[1]:
@@ -394,7 +396,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
         peaks, curves = offload_curves(rows, costs, config, [start[s] for s in by_device], [end[s] for s in by_device],
                                        copies, offloaded)
     return TransferRun(start=start, end=end, makespan=max(end) if end else 0.0, transfers=transfers, copies=copies,
-                       peak_activation=peaks, curves=curves)
+                       peak_activation=peaks, curves=curves, held=held)
 
 
 
@@ -425,6 +427,8 @@ class OffloadRun:
     copies: dict          # (device, stage, mb, "offload"/"reload") -> (start, end)
     #: per device, (time, activation held after that instant) wherever it changes, from (0, 0)
     curves: list[list[tuple[float, float]]]
+    #: (device, stage, mb) → how long that backward started later than it could have without its reload
+    held: dict = field(default_factory=dict)
 
 
 def _actions(rows):
@@ -498,7 +502,7 @@ def run_offload(program, config) -> OffloadRun:
     last_start = [0.0] * p
     d2h = [0.0] * p
     h2d = [0.0] * p
-    copies = {}
+    copies, held = {}, {}
     moved = True
     while moved:
         moved = False
@@ -526,6 +530,7 @@ def run_offload(program, config) -> OffloadRun:
                         r1 = r0 + copy_time(s)
                         h2d[d] = r1
                         copies[(d, s, mb, "reload")] = (r0, r1)
+                        held[(d, s, mb)] = max(0.0, r1 - t0)
                         t0 = max(t0, r1)
                 if len(members) == 2:
                     (k1, k2) = members
@@ -550,7 +555,7 @@ def run_offload(program, config) -> OffloadRun:
     flat_start = [x for r in start for x in r]
     flat_end = [x for r in end for x in r]
     return OffloadRun(start=flat_start, end=flat_end, makespan=max(flat_end) if flat_end else 0.0,
-                      peak_activation=peaks, copies=copies, curves=curves)
+                      peak_activation=peaks, copies=copies, curves=curves, held=held)
 
 
 def offload_curves(rows, costs, config, start, end, copies, offloaded):

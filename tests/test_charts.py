@@ -804,6 +804,18 @@ def test_a_long_capacity_note_wraps_within_the_chart():
     assert _subtitle(table).count("red outline: over the device's capacity, 0.5 activation units") == 1
 
 
+def test_side_by_side_the_titles_stand_level_however_long_a_subtitle():
+    # the Pareto chart's capacity note wraps to more lines than the bubble chart's three, and
+    # Vega lines up the plots: the bubble chart's title stood that many lines lower
+    names = ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe-v", "v-half", "chimera"]
+    runs = [cfg(name, memory_capacity=0.5) for name in names]
+    bubble, pareto = charts.comparison_charts(runs).to_dict()["vconcat"][0]["hconcat"]
+    shown = [[line for line in chart["title"]["subtitle"] if line.strip()] for chart in (bubble, pareto)]
+    assert len(shown[0]) == 3 and len(shown[1]) > 3
+    assert len(bubble["title"]["subtitle"]) == len(pareto["title"]["subtitle"])
+    assert bubble["title"]["subtitle"][:3] == shown[0] and pareto["title"]["subtitle"] == shown[1]
+
+
 def test_the_device_capacity_is_drawn_on_the_memory_and_pareto_charts():
     # was only in the widget's lanes: the comparison's charts left "which fits?" to the tooltips
     runs = [cfg(name, memory_capacity=3.5) for name in ("1f1b", "zb-h1", "v-half")]

@@ -199,14 +199,18 @@ def offload_configs(draw):
     return cfg.replace(offload=alpha, host_link=link)
 
 
-def assert_copies_match(h, want):
-    """Result.host_copies against the reference's {(device, stage, mb, kind): (start, end)}."""
+def assert_copies_match(h, ref):
+    """Result.host_copies against the reference's copies {(device, stage, mb, kind): (start, end)}
+    and its reloads' holds {(device, stage, mb): held}."""
     got = {(int(d), int(s), int(mb), str(k)): (float(a), float(b))
            for d, s, mb, k, a, b in zip(h.device, h.stage, h.microbatch, h.kind, h.start, h.end)}
-    assert got.keys() == want.keys()
+    assert got.keys() == ref.copies.keys()
     for key, (a, b) in got.items():
-        assert math.isclose(a, want[key][0], rel_tol=1e-9, abs_tol=1e-9)
-        assert math.isclose(b, want[key][1], rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isclose(a, ref.copies[key][0], rel_tol=1e-9, abs_tol=1e-9)
+        assert math.isclose(b, ref.copies[key][1], rel_tol=1e-9, abs_tol=1e-9)
+    for d, s, mb, kind, held in zip(h.device, h.stage, h.microbatch, h.kind, h.held):
+        want = ref.held[(int(d), int(s), int(mb))] if kind == "reload" else 0.0
+        assert math.isclose(held, want, rel_tol=1e-9, abs_tol=1e-9)
 
 
 @settings(max_examples=80, deadline=None)
@@ -219,7 +223,7 @@ def test_matches_the_reference_simulator(cfg):
     assert math.isclose(res.makespan, ref.makespan, rel_tol=1e-9, abs_tol=1e-9)
     np.testing.assert_allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
     assert_curves_match(res.memory, ref.curves)
-    assert_copies_match(res.host_copies, ref.copies)
+    assert_copies_match(res.host_copies, ref)
 
 
 @settings(max_examples=80, deadline=None)
@@ -348,6 +352,7 @@ def test_the_chrome_trace_shows_every_host_copy_and_what_each_reload_holds_up(tm
         assert e["ts"] == pytest.approx(h.start[i] * 1000) and e["dur"] == pytest.approx((h.end[i] - h.start[i]) * 1000)
         assert e["args"]["queued for the link"] == pytest.approx((h.start[i] - h.ready[i]) * 1000)
         assert e["args"]["after" if kind == "offload" else "for"] == res.program.action_at(op)
+        assert e["args"].get("held up its backward") == (None if kind == "offload" else pytest.approx(h.held[i] * 1000))
     assert any(e["args"]["queued for the link"] > 0 for e in shown)
     # each reload's arrow ends where its backward starts, on the backward's device
     ends = {e["id"]: e for e in events if e.get("cat") == "host copy" and e["ph"] == "f"}
@@ -407,7 +412,7 @@ def test_offload_over_transfers_matches_the_reference_simulator(cfg, engine):
         want = ref.transfers[(str(kind), int(stage), int(mb))]
         assert math.isclose(start, want[2], rel_tol=1e-9, abs_tol=1e-9)
         assert math.isclose(end, want[3], rel_tol=1e-9, abs_tol=1e-9)
-    assert_copies_match(res.host_copies, ref.copies)
+    assert_copies_match(res.host_copies, ref)
     np.testing.assert_allclose(res.peak_activation, ref.peak_activation, rtol=1e-9, atol=1e-9)
     assert_curves_match(res.memory, ref.curves)
     assert np.allclose(res.idle, res.exposed_comm + res.idle_compute, rtol=1e-9, atol=1e-9)
@@ -458,6 +463,9 @@ def test_over_transfers_a_slow_host_link_delays_the_backwards_by_their_reloads()
     assert res.makespan == 17.0
     # device 1's wait for B0's reload counts as exposed communication
     assert res.exposed_comm[1] == pytest.approx(bare.exposed_comm[1] + 1.0)
+    h = res.host_copies
+    assert {(int(d), int(mb)): x for d, mb, x in zip(h.device, h.microbatch, h.held) if x} == {(1, 0): 1.0}
+    assert "backwards wait 1 in all for their reloads" in res.summary()
     with pytest.raises(ConfigError, match="events"):
         simulate(res.config, engine="lockstep")
     text = res.summary()

@@ -40,6 +40,19 @@ def _title(text: str, *subtitle: str, width: int = 0) -> alt.TitleParams:
                            subtitleColor=CHART["subtitle"], subtitleFontSize=LABEL_SIZE)
 
 
+def _level_titles(*charts):
+    """Charts side by side with their titles on one line: Vega lines up their plots, so a chart
+    with fewer subtitle lines would have its title lower; blank lines make up the difference."""
+    def lines(chart) -> list[str]:
+        subtitle = chart.title.subtitle
+        return [] if subtitle is alt.Undefined else list(subtitle)
+
+    most = max(len(lines(chart)) for chart in charts)
+    for chart in charts:
+        chart.title.subtitle = lines(chart) + [" "] * (most - len(lines(chart)))
+    return charts
+
+
 def _headroom(values, factor: float) -> float:
     """An axis end that leaves room for labels beyond the largest value (and is never 0)."""
     top = max(values, default=0.0)
@@ -334,8 +347,9 @@ def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     # where runs share colours every chart names its runs itself (axes, labels, a table), and a
     # legend could not tell them apart
     legend = not runs.labelled
-    top = alt.hconcat(_bubble(runs, metric, legend=legend and "bottom", height=height, width=300),
-                      _pareto(runs, metric, height, width=320, legend=legend), spacing=36)
+    side_by_side = _level_titles(_bubble(runs, metric, legend=legend and "bottom", height=height, width=300),
+                                 _pareto(runs, metric, height, width=320, legend=legend))
+    top = alt.hconcat(*side_by_side, spacing=36)
     rows = [top, _memory(runs, width=720)]
     if any(r.config.topology is not None for r in runs.results):
         rows.append(_communication(runs, legend))

@@ -350,7 +350,7 @@ def _events(g: Graph, offload: Offloads | None = None) -> Timeline:
                 if copying and i in reloads:
                     issued = start[i - 1] if i > row_start[d] else 0.0  # the start of the action before
                     for k, j in reloads[i]:
-                        back = links.reload(d, issued, k, j)
+                        back = links.reload(d, issued, k, j, s)
                         if back > s:
                             s = back
                 t = s + cost[i]

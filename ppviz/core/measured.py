@@ -110,8 +110,8 @@ class Measured(Result):
                  f"({len(self.ops)} ops, step {int(self.steps.label[self.step])} of {len(self.steps)})",
                  f"  pipeline time    {self.makespan:.6g}{unit}",
                  f"  bubble fraction  {self.bubble_fraction:.4f}",
-                 f"  busy per device  " + " ".join(f"{x:.4g}" for x in self.busy) + unit,
-                 f"  waits in spans   " + " ".join(f"{x:.4g}" for x in np.bincount(
+                 "  busy per device  " + " ".join(f"{x:.4g}" for x in self.busy) + unit,
+                 "  waits in spans   " + " ".join(f"{x:.4g}" for x in np.bincount(
                      self.ops.device, weights=self.wait, minlength=p)) + unit,
                  f"  transfers        {len(self.transfers)}"
                  + (f", median {np.median(self.transfers.duration):.4g}{unit}" if len(self.transfers) else "")]

@@ -65,8 +65,10 @@ class HostCopies(Queue):
     to host after the F; ``"reload"``: host to device before the backward), ``bytes``, ``ready``
     (offload: its F's end; reload: the start of the action before the backward), ``start`` (later
     when the link was busy, or for a reload when its offload had not ended), ``end``, and ``op``,
-    the flat index of the F (offload) or of the backward (reload) it serves. Rows are by device,
-    then by start time.
+    the flat index of the F (offload) or of the backward (reload) it serves, and ``held``: for a
+    reload, how long its backward started later than its device, its inputs (and with transfers,
+    their arrival and any blocking batch) allowed: the time it waited for the reload alone (0 for
+    an offload). Rows are by device, then by start time.
     """
 
     device: np.ndarray
@@ -78,9 +80,10 @@ class HostCopies(Queue):
     start: np.ndarray
     end: np.ndarray
     op: np.ndarray
+    held: np.ndarray
 
-    COLUMNS = ("device", "stage", "microbatch", "kind", "bytes", "ready", "start", "end", "op")
-    EMPTY = ("int32", "int32", "int32", "<U7", "float64", "float64", "float64", "float64", "int64")
+    COLUMNS = ("device", "stage", "microbatch", "kind", "bytes", "ready", "start", "end", "op", "held")
+    EMPTY = ("int32", "int32", "int32", "<U7", "float64", "float64", "float64", "float64", "int64", "float64")
 
 
 @dataclass(frozen=True)
@@ -136,13 +139,15 @@ class HostLinks:
         self.to_host = [0.0] * devices  # when each device's device-to-host link is free
         self.to_device = [0.0] * devices  # ... and its host-to-device link
         self.offload_at: dict[int, tuple[float, float, float]] = {}  # per F op: (ready, start, end)
-        self.reload_at: dict[int, tuple[float, float, float, int]] = {}  # per F op: (ready, start, end, backward)
+        # per F op: (ready, start, end, backward, how long the backward waited for it)
+        self.reload_at: dict[int, tuple[float, float, float, int, float]] = {}
 
-    def reload(self, device: int, issued: float, backward: int, forward: int) -> float:
-        """Reload F ``forward``'s activation for op ``backward``, issued at ``issued``; its end."""
+    def reload(self, device: int, issued: float, backward: int, forward: int, ready: float) -> float:
+        """Reload F ``forward``'s activation for op ``backward``, issued at ``issued``, when the
+        backward could start at ``ready`` without it; its end."""
         start = max(issued, self.to_device[device], self.offload_at[forward][2])
         end = self.to_device[device] = start + self.duration[forward]
-        self.reload_at[forward] = (issued, start, end, backward)
+        self.reload_at[forward] = (issued, start, end, backward, end - ready if end > ready else 0.0)
         return end
 
     def offload(self, device: int, ready: float, forward: int) -> None:
@@ -215,7 +220,7 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
             for k in range(i, i + width):
                 j = forward_l[k]
                 if j >= 0:
-                    back = reload(d, previous_start[d], k, j)
+                    back = reload(d, previous_start[d], k, j, s)
                     if back > s:
                         s = back
             t = s + cost_l[i]
@@ -239,7 +244,7 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
 
 def copies_table(program: Program, off: Offloads, copies, end: np.ndarray, config) -> HostCopies:
     """The HostCopies of a run: ``copies`` is (per F op its offload's (ready, start, end), per F
-    op its reload's (ready, start, end, backward op)); ``end``, the ops' ends, is refused when
+    op its reload's (ready, start, end, backward op, held)); ``end``, the ops' ends, is refused when
     the copies kept it from being finite."""
     if not np.isfinite(float(end.max(initial=0.0))):
         raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
@@ -247,19 +252,19 @@ def copies_table(program: Program, off: Offloads, copies, end: np.ndarray, confi
     offload_at, reload_at = copies
     rows = []
     for j, (ready, s, e) in offload_at.items():
-        rows.append((int(program.device[j]), s, 0, j, ready, e, j))
-    for j, (ready, s, e, k) in reload_at.items():
-        rows.append((int(program.device[j]), s, 1, j, ready, e, k))
+        rows.append((int(program.device[j]), s, 0, j, ready, e, j, 0.0))
+    for j, (ready, s, e, k, held) in reload_at.items():
+        rows.append((int(program.device[j]), s, 1, j, ready, e, k, held))
     if not rows:
         return HostCopies.empty()
     rows.sort()
-    d, s, kind, j, ready, e, op = (np.array(c) for c in zip(*rows))
+    d, s, kind, j, ready, e, op, held = (np.array(c) for c in zip(*rows))
     j = j.astype(np.int64)
     return HostCopies(device=d.astype(np.int32), stage=program.stage[j].astype(np.int32),
                       microbatch=program.microbatch[j].astype(np.int32),
                       kind=np.where(kind == 0, "offload", "reload"), bytes=off.nbytes[j].astype(np.float64),
                       ready=ready.astype(np.float64), start=s.astype(np.float64), end=e.astype(np.float64),
-                      op=op.astype(np.int64))
+                      op=op.astype(np.int64), held=held.astype(np.float64))
 
 
 def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies: HostCopies) -> MemoryCurves:

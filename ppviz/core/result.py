@@ -303,10 +303,7 @@ class Result:
         h = self.host_copies
         off = h.kind == "offload"
         reload = ~off
-        # how long backwards waited for their reloads beyond their device and inputs
-        late = 0.0
-        if reload.any():
-            late = float(np.maximum(h.end[reload] - self._ready_without_reload(h.op[reload]), 0.0).sum())
+        late = float(h.held.sum())  # how long backwards waited for their reloads alone
         # without activation_bytes a copy moves activation units, and the link carries those
         in_bytes = c.activation_bytes is not None
         moved = float(h.bytes[off].sum())
@@ -317,21 +314,6 @@ class Result:
                  f"({size} each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
         lines.append(f"    backwards wait {late:.6g}{unit} in all for their reloads")
         return lines
-
-    def _ready_without_reload(self, ops: np.ndarray) -> np.ndarray:
-        """When each of ``ops`` could have started without its reload: its device free and its input there."""
-        program, start, end, dep = self.program, self.ops.start, self.ops.end, self.dependencies
-        prev_end = np.zeros(len(start))
-        prev_end[1:] = end[:-1]
-        first = program.offsets[:-1]
-        prev_end[first[first < len(start)]] = 0.0
-        second = np.flatnonzero(program.pair) + 1
-        prev_end[second] = prev_end[second - 1]
-        ready = prev_end[ops]
-        has = dep[ops] >= 0
-        cross = np.where(program.device[np.where(has, dep[ops], 0)] != program.device[ops], self.config.comm, 0.0)
-        inputs = np.where(has, end[np.where(has, dep[ops], 0)] + cross, 0.0)
-        return np.maximum(ready, inputs)
 
     def fit_summary(self) -> str:
         """One line: whether every device's peak memory fits ``Config.memory_capacity`` (None: no capacity)."""

@@ -228,15 +228,17 @@ def _host_copy_events(result, scale: float) -> Iterator[str]:
     # after the devices' threads (0 … p−1) and their "transfers out" threads (p … 2p−1)
     events = _threads(h.device, 2 * p, "host copies")
     rows = zip(h.device.tolist(), h.stage.tolist(), h.microbatch.tolist(), h.kind.tolist(), h.bytes.tolist(),
-               h.ready.tolist(), h.start.tolist(), h.end.tolist(), h.op.tolist())
-    for k, (device, stage, mb, kind, size, ready, start, end, op) in enumerate(rows):
+               h.ready.tolist(), h.start.tolist(), h.end.tolist(), h.op.tolist(), h.held.tolist())
+    for k, (device, stage, mb, kind, size, ready, start, end, op, held) in enumerate(rows):
         action = program.action_at(op)
         offload = kind == "offload"
+        args = {"device": device, "stage": stage, "microbatch": mb, "bytes": size, "ready": ready * scale,
+                "queued for the link": (start - ready) * scale, "after" if offload else "for": action}
+        if not offload:
+            args["held up its backward"] = held * scale
         events.append({"ph": "X", "name": f"{kind} {stage}F{mb} {'→' if offload else '←'} host", "cat": "host copy",
                        "pid": _PID, "tid": 2 * p + device, "ts": start * scale, "dur": (end - start) * scale,
-                       "args": {"device": device, "stage": stage, "microbatch": mb, "bytes": size,
-                                "ready": ready * scale, "queued for the link": (start - ready) * scale,
-                                "after" if offload else "for": action}})
+                       "args": args})
         if not offload:
             flow = len(result.transfers) + k  # ids apart from the transfers' flows
             events.append({"ph": "s", "name": "reload", "cat": "host copy", "id": flow, "pid": _PID,
