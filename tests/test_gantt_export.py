@@ -566,3 +566,73 @@ def test_an_inference_chart_says_what_an_inference_batch_is_measured_by():
     # the last stage's first output after p forwards; then one output per f
     assert "first output 8 · throughput 0.5 · fill + drain 27.3% of p × makespan" in metrics
     assert "bubble" not in metrics
+
+
+# The lane under each row: transfers and host copies -------------------------------------------
+
+def lane_layers(spec):
+    halves = [x for x in layers(spec) if x["rows"] and "half" in x["rows"][0]]
+    return [x for x in halves if "paint" not in x["rows"][0]], [x for x in halves if "paint" in x["rows"][0]]
+
+
+def covered(res, width):
+    """Per (device, half, pixel column): the kinds of what covers it (sends and offloads in half
+    0, receives and reloads in half 1), each piece at least one column wide."""
+    px = width / res.makespan
+    t, h = res.transfers, res.host_copies
+    pieces = [(int(s), 0, a, b, str(k)) for s, a, b, k in zip(t.src, t.start, t.end, t.kind)]
+    pieces += [(int(d), 1, a, b, str(k)) for d, a, b, k in zip(t.dst, t.start, t.end, t.kind)]
+    pieces += [(int(d), int(k == "reload"), a, b, "host") for d, a, b, k in zip(h.device, h.start, h.end, h.kind)]
+    out = {}
+    for device, half, a, b, kind in pieces:
+        x0 = min(math.floor(a * px), width - 1)
+        for c in range(x0, min(max(math.ceil(b * px), x0 + 1), width)):
+            out.setdefault((device, half, c), set()).add(kind)
+    return out
+
+
+@pytest.mark.parametrize("p2p", ["overlapped", "blocking"])
+def test_transfers_and_host_copies_fill_the_lane_under_each_row(p2p):
+    res = simulate(cfg("1f1b", topology=ppviz.Link(0.3, 2.0), comm_bytes=1.0, p2p=p2p, offload=1.0,
+                       host_link=ppviz.Link(0.0, 2.0)))
+    width = 900
+    spec = charts.gantt_chart(res, width=width).to_dict()
+    (rails,), (lane,) = lane_layers(spec)
+    assert sorted((r["device"], r["half"]) for r in rails["rows"]) == [(d, h) for d in range(4) for h in (0, 1)]
+    px = width / res.makespan
+    painted = {(r["device"], r["half"], c): r["paint"] for r in lane["rows"]
+               for c in range(round(r["start"] * px), round(r["end"] * px))}
+    want = covered(res, width)
+    assert painted.keys() == want.keys()
+    # a column only host copies cover shows a host copy; one only gradients cover, a gradient
+    names = {"host": "host copy", "F": "activation", "B": "gradient"}
+    for key, kinds in want.items():
+        if len(kinds) == 1:
+            assert painted[key] == names[next(iter(kinds))]
+    assert {"host copy", "activation", "gradient"} <= set(painted.values())
+    legend = legend_of(spec)["legend"]
+    names = dict(re_pairs(legend["labelExpr"]))
+    assert [names[v] for v in legend["values"]][-3:] == ["activation transfer", "gradient transfer", "host copy"]
+    fills = dict(zip(legend_of(spec)["scale"]["domain"], legend_of(spec)["scale"]["range"]))
+    assert [fills[k] for k in ("activation", "gradient", "host copy")] == [
+        THEMES["light"][k] for k in ("transferF", "transferB", "hostCopy")]
+    assert "the lane under each row: transfers and host copies, sent (top half) and received (bottom half)" in \
+        title_text(spec)
+
+
+def test_the_bars_end_above_the_lane_and_a_run_without_links_has_none():
+    res = simulate(cfg("zb-h1", topology=ppviz.Link(0.3, 2.0), comm_bytes=1.0))
+    spec = charts.gantt_chart(res).to_dict()
+    (rails,), (lane,) = lane_layers(spec)
+    assert {r["paint"] for r in lane["rows"]} == {"activation", "gradient"}
+    assert "the lane under each row: transfers, sent" in title_text(spec)
+
+    def offsets(name):  # "datum.device + x" (or "… ? a : b") of a calculated y field, in rows
+        exprs = [t["calculate"] for x in layers(spec) for t in x.get("transform", []) if t.get("as") == name]
+        return {float(v) for e in exprs for v in re.findall(r"(?<![\w.])(\d+\.\d+|\d+)(?![\w.])", e)}
+
+    assert max(offsets("device_bottom")) < min(offsets("link_top"))
+    assert max(offsets("link_bottom")) <= 1
+    plain = charts.gantt_chart(simulate(cfg("zb-h1"))).to_dict()
+    assert lane_layers(plain) == ([], [])
+    assert "lane" not in title_text(plain)

@@ -41,12 +41,15 @@ class _GanttTheme:
     over: str  # a device over its memory capacity
     over_fill: str
     static: str  # the static memory (parameters, gradients, optimizer state) under the activations
+    transfers: tuple[str, str, str]  # in the lane under a row: activation, gradient, host copy
+    rail: str  # the empty lane
 
 
 def _gantt_theme(t) -> _GanttTheme:
     return _GanttTheme(t["background"], t["foreground"], t["muted"], t["axis"], t["foreground"], t["muted"],
                        t["hatchOpacity"], t["laneIdle"], t["surface"], tuple(t["kinds"]), tuple(t["shadeSteps"]),
-                       t["memoryLine"], t["memoryOpacity"], t["closedForm"], t["oom"], t["oomFill"], t["memoryStatic"])
+                       t["memoryLine"], t["memoryOpacity"], t["closedForm"], t["oom"], t["oomFill"], t["memoryStatic"],
+                       (t["transferF"], t["transferB"], t["hostCopy"]), t["transferRail"])
 
 
 GANTT_THEMES = {name: _gantt_theme(t) for name, t in THEMES.items()}
@@ -77,16 +80,63 @@ def _ink(rgb) -> str:
     return INK_DARK if (lum + 0.05) / (dark + 0.05) >= 1.05 / (lum + 0.05) else INK_LIGHT
 
 
-def _paints(theme: _GanttTheme) -> dict[str, tuple[str, str]]:
-    """Paint key (``"F0"``..``"F&B3"``: colour slot and microbatch shade, and ``"idle"``) →
-    (fill, ink of a label on it)."""
+def _paints(theme: _GanttTheme, lanes: bool = False) -> dict[str, tuple[str, str]]:
+    """Paint key (``"F0"``..``"F&B3"``: colour slot and microbatch shade, and ``"idle"``; with
+    ``lanes``, the lane's paints) → (fill, ink of a label on it)."""
     out = {}
     for slot, base in zip(("F", "B", "W", "F&B"), theme.kinds):
         for shade, t in enumerate(theme.steps):
             rgb = tuple(round(v + (255 - v) * t) for v in _rgb(base))
             out[f"{slot}{shade}"] = ("#%02x%02x%02x" % rgb, _ink(rgb))
     out["idle"] = (theme.idle, theme.foreground)
+    for key, colour in zip(_LANE_PAINTS, theme.transfers if lanes else ()):
+        out[key] = (colour, theme.foreground)
     return out
+
+
+#: the lane under each row (transfers between devices, offload's host copies), as in the widget
+_LANE_PAINTS = ("activation", "gradient", "host copy")
+#: share of a row the lane takes, and the least row (px) that keeps one
+_LANE_SHARE, _LANE_MIN_ROW = 0.3, 14
+
+
+def _lane_pieces(r: Result, width: int) -> list[dict]:
+    """The lane under each device's row as the widget paints it: a half for what the device sends
+    and offloads (0), a half for what it receives and reloads (1), each one pixel column at a time
+    (a later transfer over an earlier one), drawn as runs of columns of one paint; in columns of
+    2, 4, … pixels where that many runs would pass the row limit."""
+    columns = 1
+    while True:
+        pieces = _painted(r, max(1, width // columns))
+        if len(pieces) <= MAX_ROWS or columns >= width:
+            return pieces
+        columns *= 2
+
+
+def _painted(r: Result, width: int) -> list[dict]:
+    """The lane's runs when its time axis is ``width`` columns."""
+    t, h = r.transfers, r.host_copies
+    px = width / r.makespan
+    # (device, half, start, end, paint) of every piece, in the order the widget paints them
+    kind = (np.asarray(t.kind) == "B").astype(np.int64)
+    items = [(t.src, 0, t.start, t.end, kind), (t.dst, 1, t.start, t.end, kind)]
+    offload = np.asarray(h.kind) == "offload"
+    items += [(h.device[offload], 0, h.start[offload], h.end[offload], np.full(int(offload.sum()), 2)),
+              (h.device[~offload], 1, h.start[~offload], h.end[~offload], np.full(int((~offload).sum()), 2))]
+    columns = np.zeros((r.devices, 2, width), np.int8)  # 0: empty, else the paint + 1
+    for device, half, start, end, paint in items:
+        a = np.clip(np.floor(np.asarray(start) * px).astype(np.int64), 0, width - 1)
+        b = np.clip(np.maximum(np.ceil(np.asarray(end) * px).astype(np.int64), a + 1), 1, width)
+        for d, x0, x1, k in zip(np.asarray(device).tolist(), a.tolist(), b.tolist(), paint.tolist()):
+            columns[d, half, x0:x1] = k + 1
+    pieces = []
+    for cell, row in enumerate(columns.reshape(-1, width)):
+        edges = np.flatnonzero(np.diff(row, prepend=0, append=0))
+        for x0, x1 in zip(edges[:-1].tolist(), edges[1:].tolist()):
+            if row[x0]:
+                pieces.append({"device": cell // 2, "half": cell % 2, "start": x0 / px, "end": x1 / px,
+                               "paint": _LANE_PAINTS[row[x0] - 1]})
+    return pieces
 
 
 def _whole(value, field: str, low: int, high: int) -> int:
@@ -195,10 +245,12 @@ def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
     return _Pieces(ops, bands, gaps, len(runs), len(members), pixels, absorb)
 
 
-def _hatch(gaps: list[dict], px: float, row: float, pad: float) -> list[dict]:
+def _hatch(gaps: list[dict], px: float, row: float, pad: float, lane_share: float) -> list[dict]:
     """Diagonal strokes filling each idle gap, like the widget's hatch: 45° in pixels, aligned
-    across gaps, spaced wider if that is what keeps them within the row limit."""
-    boxes = np.array([(g["start"] * px, (g["device"] + pad) * row, g["end"] * px, (g["device"] + 1 - pad) * row)
+    across gaps, spaced wider if that is what keeps them within the row limit; above the lane
+    (``lane_share`` of the row) when there is one."""
+    boxes = np.array([(g["start"] * px, (g["device"] + pad) * row, g["end"] * px,
+                       (g["device"] + 1 - pad - lane_share) * row)
                       for g in gaps if (g["end"] - g["start"]) * px >= 2]).reshape(-1, 4)
     if not len(boxes):
         return []
@@ -216,6 +268,29 @@ def _hatch(gaps: list[dict], px: float, row: float, pad: float) -> list[dict]:
     xb = np.minimum(x1[box], c - y0[box])
     return [{"x": a / px, "x2": b / px, "y": (c_ - a) / row, "y2": (c_ - b) / row}
             for a, b, c_ in zip(xa.tolist(), xb.tolist(), c.tolist()) if b > a]
+
+
+def _lane_layers(lanes: list[dict], devices: int, makespan: float, bottom: float, pad: float, th: _GanttTheme,
+                 x, y_scale: alt.Scale, color: alt.Color) -> list[alt.Chart]:
+    """The rail of each half-lane under the bars, and the lane's pieces on it."""
+    top, end = bottom + 0.05, 1 - pad / 2  # a thin gap under the bar
+    middle = (top + end) / 2
+    seam = 0.5 * 0.02  # the halves apart by a hairline
+
+    def on_half(chart: alt.Chart) -> alt.Chart:
+        return chart.transform_calculate(
+            link_top=f"datum.device + (datum.half ? {middle + seam} : {top})",
+            link_bottom=f"datum.device + (datum.half ? {end} : {middle - seam})")
+
+    y = [alt.Y("link_top:Q", scale=y_scale, axis=None), alt.Y2("link_bottom:Q")]
+    rails = [{"device": d, "half": half, "start": 0.0, "end": makespan} for d in range(devices) for half in (0, 1)]
+    return [on_half(alt.Chart({"values": rails})).mark_rect(color=th.rail, aria=False).encode(
+                x("start:Q"), x2="end:Q", y=y[0], y2=y[1]),
+            on_half(alt.Chart({"values": lanes})).mark_rect().encode(
+                x("start:Q"), x2="end:Q", y=y[0], y2=y[1], color=color,
+                tooltip=[alt.Tooltip("device:O"), alt.Tooltip("paint:N", title="lane"),
+                         alt.Tooltip("start:Q", title="busy from", format=".4~g"),
+                         alt.Tooltip("end:Q", title="until", format=".4~g")])]
 
 
 def as_result(item) -> Result:
@@ -263,10 +338,14 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     if not makespan > 0:
         raise ConfigError("item", r, "give a run whose ops take time (the makespan is 0)")
     th = GANTT_THEMES[theme]
-    paints = _paints(th)
     pieces = _gantt_pieces(r, width, merge_above)
     px = width / makespan
     pad = _BAR_INSET_PX / row if row >= 14 else 0.1
+    lanes = _lane_pieces(r, width) if (len(r.transfers) or len(r.host_copies)) and row >= _LANE_MIN_ROW else None
+    paints = _paints(th, lanes is not None)
+    # a bar spans [pad, bottom] of its row; a lane, when drawn, the rest below it
+    lane_share = _LANE_SHARE if lanes is not None else 0
+    bottom = 1 - pad - lane_share
 
     time_axis = alt.Axis(title=time_title(r.config), titleColor=th.muted, titleFontWeight="normal",
                          titleFontSize=LABEL_SIZE, labelColor=th.muted, labelFontSize=LABEL_SIZE, domainColor=th.axis,
@@ -282,14 +361,17 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     bar_y = [alt.Y("device_top:Q", scale=y_scale, axis=None), alt.Y2("device_bottom:Q")]
 
     def on_row(chart: alt.Chart) -> alt.Chart:
-        return chart.transform_calculate(device_top=f"datum.device + {pad}", device_bottom=f"datum.device + {1 - pad}")
+        return chart.transform_calculate(device_top=f"datum.device + {pad}", device_bottom=f"datum.device + {bottom}")
 
     present = {op["kind"] for op in pieces.ops} | {b["kind"] for b in pieces.bands if b["kind"] != "idle"}
     backward = "B / I backward" if {"B", "I"} <= present else "I backward (inputs)" if "I" in present \
         else "B backward"
     names = {"F0": "F forward", "B0": backward, "W0": "W backward (weights)", "F&B0": "F&B overlapped pair",
              "idle": "idle (bubble)"}
-    shown = [key for key in names if key == "idle" or any(_SLOT_OF[k] + "0" == key for k in present)]
+    if lanes is not None:
+        names.update({"activation": "activation transfer", "gradient": "gradient transfer", "host copy": "host copy"})
+    in_lanes = {piece["paint"] for piece in lanes or ()}
+    shown = [key for key in names if key == "idle" or key in in_lanes or any(_SLOT_OF[k] + "0" == key for k in present)]
     label_expr = "{" + ", ".join(f"'{k}': '{v}'" for k, v in names.items()) + "}[datum.label]"
     color = alt.Color("paint:N", scale=alt.Scale(domain=list(paints), range=[f for f, _ in paints.values()]),
                       legend=alt.Legend(values=shown, labelExpr=label_expr, title=None, orient="top",
@@ -302,15 +384,17 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
         tooltip=[alt.Tooltip("device:O"), alt.Tooltip("start:Q", title="idle from", format=".4~g"),
                  alt.Tooltip("end:Q", title="until", format=".4~g")])
     layers = [gaps]
-    hatch = _hatch(pieces.gaps, px, row, pad)
+    if lanes is not None:
+        layers += _lane_layers(lanes, r.devices, makespan, bottom, pad, th, x, y_scale, color)
+    hatch = _hatch(pieces.gaps, px, row, pad, lane_share)
     if hatch:
         layers.append(alt.Chart({"values": hatch}).mark_rule(
             color=th.hatch, opacity=th.hatch_opacity, strokeWidth=1.2, aria=False).encode(
             x("x:Q"), x2="x2:Q", y=y, y2="y2:Q"))
     if pieces.bands:
         layers.append(alt.Chart({"values": pieces.bands}).transform_calculate(
-            band_top=f"datum.device + {pad} + datum.top * {1 - 2 * pad}",
-            band_bottom=f"datum.device + {pad} + datum.bottom * {1 - 2 * pad}").mark_rect().encode(
+            band_top=f"datum.device + {pad} + datum.top * {1 - 2 * pad - lane_share}",
+            band_bottom=f"datum.device + {pad} + datum.bottom * {1 - 2 * pad - lane_share}").mark_rect().encode(
             x("start:Q"), x2="end:Q", y=alt.Y("band_top:Q", scale=y_scale, axis=None), y2="band_bottom:Q",
             color=color,
             tooltip=[alt.Tooltip("device:O"), alt.Tooltip("run_ops:Q", title="ops in this run"),
@@ -328,7 +412,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
                      alt.Tooltip("microbatch:Q"), alt.Tooltip("device:O"),
                      alt.Tooltip("start:Q", format=".4~g"), alt.Tooltip("end:Q", format=".4~g"),
                      alt.Tooltip("duration:Q", format=".4~g")]))
-    bar_px = row - 2 * pad * row
+    bar_px = row - 2 * pad * row - lane_share * row
     if labels and bar_px >= 12:
         texts = []
         for op in pieces.ops:
@@ -337,7 +421,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
                 texts.append({"device": op["device"], "x": (op["start"] + op["end"] - 1 / px) / 2, "text": text,
                               "ink": paints[op["paint"]][1]})
         if texts:
-            layers.append(alt.Chart({"values": texts}).transform_calculate(y="datum.device + 0.5").mark_text(
+            layers.append(alt.Chart({"values": texts}).transform_calculate(y=f"datum.device + {0.5 - lane_share / 2}").mark_text(
                 fontSize=LABEL_SIZE if bar_px >= 18 else SMALL_SIZE, fontWeight="bold", baseline="middle", aria=False).encode(
                 x("x:Q"), y=y, text="text:N", color=alt.Color("ink:N", scale=None)))
 
@@ -357,14 +441,14 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
             x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="detail:N"))
     gantt = alt.layer(*layers).properties(width=width, height=p * row, view=alt.ViewBackground(stroke=None))
 
-    title = _gantt_title(r, pieces, th, width)
+    title = _gantt_title(r, pieces, th, width, lanes is not None)
     if not memory:
         return gantt.properties(title=title, background=th.background, padding=16)
     return alt.vconcat(gantt, _memory_lanes(r, th, width, row, x_scale), spacing=22).properties(
         title=title, background=th.background, padding=16)
 
 
-def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt.TitleParams:
+def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes: bool = False) -> alt.TitleParams:
     c, program, cf = r.config, r.program, r.closed_form
     wrap = max(60, int((width + 120) / 6.8))  # characters of 12 px text across the chart
     name = c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule)
@@ -397,6 +481,9 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int) -> alt
                f"{closed(f'{cf.bubble_fraction:.1%}' if cf else None)} · "
                f"peak memory {format_number(peak)}{in_bytes}{closed(cf_peak)}")
     lines = [sizes, metrics]
+    if lanes:
+        what = " and ".join(x for x, there in (("transfers", len(r.transfers)), ("host copies", len(r.host_copies))) if there)
+        lines.append(f"the lane under each row: {what}, sent (top half) and received (bottom half)")
     if star:
         lines += textwrap.wrap(f"* the closed form assumes {cf.assumptions}; this config does not meet all of it", wrap)
     if pieces.runs:
