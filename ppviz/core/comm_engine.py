@@ -327,7 +327,7 @@ def _events(g: Graph, offload: Offloads | None = None) -> Timeline:
     clock = [0.0] * p
     copying = offload is not None
     if copying:
-        reloads, offloads = _copies_by_slot(g, offload)
+        reload_op, reload_of, offload_op = _copies_by_slot(g, offload)
         row_start = g.row_start.tolist()
         links = HostLinks(p, offload.duration.tolist())
     runnable = list(range(p - 1, -1, -1))
@@ -347,18 +347,16 @@ def _events(g: Graph, offload: Offloads | None = None) -> Timeline:
                 if r > s:
                     s = r
             else:
-                if copying and i in reloads:
+                if copying and reload_op[i] >= 0:
                     issued = start[i - 1] if i > row_start[d] else 0.0  # the start of the action before
-                    for k, j in reloads[i]:
-                        back = links.reload(d, issued, k, j, s)
-                        if back > s:
-                            s = back
+                    back = links.reload(d, issued, reload_op[i], reload_of[i], s)
+                    if back > s:
+                        s = back
                 t = s + cost[i]
                 start[i] = s
                 end[i] = t
-                if copying and i in offloads:
-                    for j in offloads[i]:
-                        links.offload(d, t, j)
+                if copying and offload_op[i] >= 0:
+                    links.offload(d, t, offload_op[i])
                 for w in waiters.pop(i, ()):
                     push(w)
                 for x in sends[i]:
@@ -381,16 +379,16 @@ def _events(g: Graph, offload: Offloads | None = None) -> Timeline:
                     links.copies if copying else None)
 
 
-def _copies_by_slot(g: Graph, offload: Offloads):
-    """Per slot, its ops' reloads as (backward op, its F) and the F's it offloads."""
-    slot_of_op = g.slot_of_op.tolist()
-    reloads: dict[int, list[tuple[int, int]]] = {}
-    for k in np.flatnonzero(offload.forward >= 0).tolist():
-        reloads.setdefault(slot_of_op[k], []).append((k, int(offload.forward[k])))
-    offloads: dict[int, list[int]] = {}
-    for j in np.flatnonzero(offload.offloaded).tolist():
-        offloads.setdefault(slot_of_op[j], []).append(j)
-    return reloads, offloads
+def _copies_by_slot(g: Graph, offload: Offloads) -> tuple[list[int], list[int], list[int]]:
+    """Per slot (−1 for none): the backward op it reloads for, that backward's F, and the F op it
+    offloads. A slot is one op or an F&B pair, so it has one backward and one F at most."""
+    out = np.full((3, g.slots), -1, np.int64)
+    backward = np.flatnonzero(offload.forward >= 0)
+    out[0, g.slot_of_op[backward]] = backward
+    out[1, g.slot_of_op[backward]] = offload.forward[backward]
+    forward = np.flatnonzero(offload.offloaded)
+    out[2, g.slot_of_op[forward]] = forward
+    return out[0].tolist(), out[1].tolist(), out[2].tolist()
 
 
 def _lockstep(g: Graph) -> Timeline:

@@ -250,21 +250,24 @@ def copies_table(program: Program, off: Offloads, copies, end: np.ndarray, confi
         raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
                           "finish in a finite time")
     offload_at, reload_at = copies
-    rows = []
-    for j, (ready, s, e) in offload_at.items():
-        rows.append((int(program.device[j]), s, 0, j, ready, e, j, 0.0))
-    for j, (ready, s, e, k, held) in reload_at.items():
-        rows.append((int(program.device[j]), s, 1, j, ready, e, k, held))
-    if not rows:
+    if not offload_at and not reload_at:
         return HostCopies.empty()
-    rows.sort()
-    d, s, kind, j, ready, e, op, held = (np.array(c) for c in zip(*rows))
-    j = j.astype(np.int64)
-    return HostCopies(device=d.astype(np.int32), stage=program.stage[j].astype(np.int32),
+    # columns (ready, start, end, op, held) of the offloads, then of the reloads; a copy's F is j
+    offloads = np.array(list(offload_at.values()), np.float64).reshape(-1, 3)
+    reloads = np.array(list(reload_at.values()), np.float64).reshape(-1, 5)
+    j = np.concatenate([np.fromiter(offload_at, np.int64, len(offload_at)),
+                        np.fromiter(reload_at, np.int64, len(reload_at))])
+    ready, start, end = (np.concatenate([offloads[:, c], reloads[:, c]]) for c in range(3))
+    op = np.concatenate([j[:len(offloads)], reloads[:, 3].astype(np.int64)])
+    held = np.concatenate([np.zeros(len(offloads)), reloads[:, 4]])
+    is_reload = np.arange(len(j)) >= len(offloads)
+    device = program.device[j]
+    order = np.lexsort((j, is_reload, start, device))  # by device, then start (then offloads first)
+    j = j[order]
+    return HostCopies(device=device[order].astype(np.int32), stage=program.stage[j].astype(np.int32),
                       microbatch=program.microbatch[j].astype(np.int32),
-                      kind=np.where(kind == 0, "offload", "reload"), bytes=off.nbytes[j].astype(np.float64),
-                      ready=ready.astype(np.float64), start=s.astype(np.float64), end=e.astype(np.float64),
-                      op=op.astype(np.int64), held=held.astype(np.float64))
+                      kind=np.where(is_reload[order], "reload", "offload"), bytes=off.nbytes[j].astype(np.float64),
+                      ready=ready[order], start=start[order], end=end[order], op=op[order], held=held[order])
 
 
 def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies: HostCopies) -> MemoryCurves:
