@@ -1,8 +1,8 @@
 // Transfers (Config.topology) and host copies (Config.offload): the lane under each device row
 // that shows when the device's sends and offloads (top half) and its receives and reloads (bottom
 // half) occupy a link, the routed dependency arrows of a selected microbatch, hit-testing and the
-// tooltip text. Like the bars, a lane is a 1-D pixel
-// image per half: transfers narrower than a pixel add up in their pixel column's opacity.
+// tooltip text. Like the bars, a lane is a 1-D pixel image per half: transfers narrower than a
+// pixel add up in their pixel column's opacity.
 
 import {
   FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
@@ -88,7 +88,8 @@ function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: nu
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
   strip.ensure(width, 2 * tl.devices);
   const px = strip.pixels;
-  const colours = [P.transferF, P.transferB, P.hostCopy, P.hostCopy].map((c) => (rgbaWord(c) | 0xff000000) >>> 0);
+  const colours = [TRANSFER_F, TRANSFER_B, HOST_OFFLOAD, HOST_RELOAD].map((kind) =>
+    (rgbaWord(kindColour(P, kind)) | 0xff000000) >>> 0);
   const { t0, t1 } = scale.view;
   const k = scale.k * dpr;
   let shown = 0;

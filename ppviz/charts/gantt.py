@@ -275,7 +275,7 @@ def _lane_layers(lanes: list[dict], devices: int, makespan: float, bottom: float
     """The rail of each half-lane under the bars, and the lane's pieces on it."""
     top, end = bottom + 0.05, 1 - pad / 2  # a thin gap under the bar
     middle = (top + end) / 2
-    seam = 0.5 * 0.02  # the halves apart by a hairline
+    seam = 0.01  # each half stops this far (of a row) short of the middle: a hairline between them
 
     def on_half(chart: alt.Chart) -> alt.Chart:
         return chart.transform_calculate(

@@ -242,11 +242,11 @@ def _events(program: Program, dep: np.ndarray, cross: np.ndarray, cost: np.ndarr
     return np.array(start, dtype=np.float64), np.array(end, dtype=np.float64), links.copies
 
 
-def copies_table(program: Program, off: Offloads, copies, end: np.ndarray, config) -> HostCopies:
+def copies_table(program: Program, off: Offloads, copies, op_end: np.ndarray, config) -> HostCopies:
     """The HostCopies of a run: ``copies`` is (per F op its offload's (ready, start, end), per F
-    op its reload's (ready, start, end, backward op, held)); ``end``, the ops' ends, is refused when
-    the copies kept it from being finite."""
-    if not np.isfinite(float(end.max(initial=0.0))):
+    op its reload's (ready, start, end, backward op, held)); ``op_end``, the ops' ends, is refused
+    when the copies kept it from being finite."""
+    if not np.isfinite(float(op_end.max(initial=0.0))):
         raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
                           "finish in a finite time")
     offload_at, reload_at = copies
