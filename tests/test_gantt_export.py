@@ -576,23 +576,28 @@ def lane_layers(spec):
 
 
 def covered(res, width):
-    """Per (device, half, pixel column): the kinds of what covers it (sends and offloads in half
-    0, receives and reloads in half 1), each piece at least one column wide."""
+    """Per (device, band, pixel column): the kinds of what covers it, each piece at least one column
+    wide. A run with both transfers and host copies has four bands per lane: sends, offloads,
+    reloads, receives; else two: sends or offloads (0), receives or reloads (1)."""
     px = width / res.makespan
     t, h = res.transfers, res.host_copies
+    split = len(t) and len(h)
     pieces = [(int(s), 0, a, b, str(k)) for s, a, b, k in zip(t.src, t.start, t.end, t.kind)]
-    pieces += [(int(d), 1, a, b, str(k)) for d, a, b, k in zip(t.dst, t.start, t.end, t.kind)]
-    pieces += [(int(d), int(k == "reload"), a, b, "host") for d, a, b, k in zip(h.device, h.start, h.end, h.kind)]
+    pieces += [(int(d), 3 if split else 1, a, b, str(k)) for d, a, b, k in zip(t.dst, t.start, t.end, t.kind)]
+    pieces += [(int(d), (2 if k == "reload" else 1) if split else int(k == "reload"), a, b, "host")
+               for d, a, b, k in zip(h.device, h.start, h.end, h.kind)]
     out = {}
-    for device, half, a, b, kind in pieces:
+    for device, band, a, b, kind in pieces:
         x0 = min(math.floor(a * px), width - 1)
         for c in range(x0, min(max(math.ceil(b * px), x0 + 1), width)):
-            out.setdefault((device, half, c), set()).add(kind)
+            out.setdefault((device, band, c), set()).add(kind)
     return out
 
 
 @pytest.mark.parametrize("p2p", ["overlapped", "blocking"])
 def test_transfers_and_host_copies_fill_the_lane_under_each_row(p2p):
+    """With both, each half has a band for the transfers and one for the host copies: a send and
+    an offload start together after a forward, and neither hides the other."""
     res = simulate(cfg("1f1b", topology=ppviz.Link(0.3, 2.0), comm_bytes=1.0, p2p=p2p, offload=1.0,
                        host_link=ppviz.Link(0.0, 2.0)))
     width = 900
@@ -600,24 +605,39 @@ def test_transfers_and_host_copies_fill_the_lane_under_each_row(p2p):
     (rails,), (lane,) = lane_layers(spec)
     assert sorted((r["device"], r["half"]) for r in rails["rows"]) == [(d, h) for d in range(4) for h in (0, 1)]
     px = width / res.makespan
-    painted = {(r["device"], r["half"], c): r["paint"] for r in lane["rows"]
+    painted = {(r["device"], r["band"], c): r["paint"] for r in lane["rows"]
                for c in range(round(r["start"] * px), round(r["end"] * px))}
+    assert all(r["half"] == r["band"] // 2 for r in lane["rows"])
     want = covered(res, width)
     assert painted.keys() == want.keys()
-    # a column only host copies cover shows a host copy; one only gradients cover, a gradient
+    # the host copies' bands show host copies only; a column only gradients cover, a gradient
     names = {"host": "host copy", "F": "activation", "B": "gradient"}
-    for key, kinds in want.items():
+    for (device, band, c), kinds in want.items():
+        assert (painted[device, band, c] == "host copy") == (band in (1, 2))
         if len(kinds) == 1:
-            assert painted[key] == names[next(iter(kinds))]
-    assert {"host copy", "activation", "gradient"} <= set(painted.values())
+            assert painted[device, band, c] == names[next(iter(kinds))]
+    # the columns where a device sends and offloads at once show both
+    both = [(d, c) for (d, band, c) in want if band == 0 and (d, 1, c) in want]
+    assert both and all(painted[d, 0, c] != "host copy" == painted[d, 1, c] for d, c in both)
     legend = legend_of(spec)["legend"]
     names = dict(re_pairs(legend["labelExpr"]))
     assert [names[v] for v in legend["values"]][-3:] == ["activation transfer", "gradient transfer", "host copy"]
     fills = dict(zip(legend_of(spec)["scale"]["domain"], legend_of(spec)["scale"]["range"]))
     assert [fills[k] for k in ("activation", "gradient", "host copy")] == [
         THEMES["light"][k] for k in ("transferF", "transferB", "hostCopy")]
-    assert "the lane under each row: transfers and host copies, sent (top half) and received (bottom half)" in \
+    assert "the lane under each row: sends, offloads to host (top half); reloads, receives (bottom half)" in \
         title_text(spec)
+
+
+def test_host_copies_alone_fill_the_halves():
+    res = simulate(cfg("1f1b", offload=1.0, host_link=ppviz.Link(0.0, 2.0)))
+    spec = charts.gantt_chart(res, width=900).to_dict()
+    (_,), (lane,) = lane_layers(spec)
+    assert {r["paint"] for r in lane["rows"]} == {"host copy"} and "band" not in lane["rows"][0]
+    px = 900 / res.makespan
+    painted = {(r["device"], r["half"], c) for r in lane["rows"] for c in range(round(r["start"] * px), round(r["end"] * px))}
+    assert painted == covered(res, 900).keys()
+    assert "the lane under each row: host copies, sent (top half)" in title_text(spec)
 
 
 def test_the_bars_end_above_the_lane_and_a_run_without_links_has_none():

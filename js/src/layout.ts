@@ -27,6 +27,9 @@ export interface Layout {
   /** the transfer lane under each Gantt row (0 when hidden): its top half the device's sends,
    * its bottom half its receives */
   laneHeight: number;
+  /** the lane's bands: 0 (no lane), 2 (the halves) or 4 (each half split between the links and the
+   * host copies, for a run that has both: they run at once, and one band each keeps both in view) */
+  laneBands: number;
   /** top of device d's transfer lane (just under its row) */
   laneTop: number[];
 }
@@ -54,18 +57,19 @@ export function memoryLaneHeight(rowHeight: number, devices: number): number {
 }
 
 /** A transfer lane's height under a row `rowHeight` px tall: two halves (sends, receives) of at
- * least 2 px each. */
-export function transferLaneHeight(rowHeight: number): number {
+ * least 2 px each; with four bands (`bands`), taller where the row leaves room. */
+export function transferLaneHeight(rowHeight: number, bands = 2): number {
+  if (bands === 4) return rowHeight >= 20 ? 14 : rowHeight >= 12 ? 8 : 4;
   return rowHeight >= 20 ? 10 : rowHeight >= 12 ? 6 : 4;
 }
 
 /** `compact` (the charts of a comparison): thin rows, no memory lanes, the shared gutter.
  * `gutter`: the width the row labels need (labels.ts); without it, the shared gutter.
- * `transfers`: a transfer lane under each row. */
+ * `laneBands`: 0, or a transfer lane of 2 or 4 bands under each row (Layout.laneBands). */
 export function computeLayout(width: number, devices: number, memory: boolean, compact = false,
-  gutter?: number, transfers = false): Layout {
+  gutter?: number, laneBands = 0): Layout {
   const rowHeight = rowHeightFor(devices, compact);
-  const laneHeight = transfers ? transferLaneHeight(rowHeight) : 0;
+  const laneHeight = laneBands ? transferLaneHeight(rowHeight, laneBands) : 0;
   memory = memory && !compact;
   const heat = memory && devices > HEAT_ABOVE;
   const gap = rowHeight >= 20 ? 6 : rowHeight >= 12 ? 2 : 1;
@@ -108,6 +112,7 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
     roomy: rowHeight >= 24,
     heat,
     laneHeight,
+    laneBands: laneHeight ? laneBands : 0,
     laneTop,
   };
 }

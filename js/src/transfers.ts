@@ -1,8 +1,10 @@
 // Transfers (Config.topology) and host copies (Config.offload): the lane under each device row
 // that shows when the device's sends and offloads (top half) and its receives and reloads (bottom
 // half) occupy a link, the routed dependency arrows of a selected microbatch, hit-testing and the
-// tooltip text. Like the bars, a lane is a 1-D pixel image per half: transfers narrower than a
-// pixel add up in their pixel column's opacity.
+// tooltip text. A run with both splits each half in two bands (Layout.laneBands): a send and an
+// offload start together after a forward, on different links, and one band would show only the
+// one painted last. Like the bars, a band is a 1-D pixel image: transfers narrower than a pixel
+// add up in their pixel column's opacity.
 
 import {
   FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
@@ -32,9 +34,23 @@ export function halfLane(L: Layout, d: number, half: LaneHalf): [number, number]
   return half === "out" ? [top, h - seam] : [top + h + seam, h - seam];
 }
 
-/** Which half of a lane y falls in. */
-export function halfAt(L: Layout, d: number, y: number): LaneHalf {
-  return y < L.laneTop[d] + L.laneHeight / 2 ? "out" : "in";
+/** [top, height] of the band that shows device d's host copies (`host`) or transfers in that
+ * half: the whole half, unless the lane has four bands, where the transfers take the half's outer
+ * band (sends on top, receives at the bottom) and the host copies the inner one. */
+export function laneBand(L: Layout, d: number, half: LaneHalf, host: boolean): [number, number] {
+  const [top, height] = halfLane(L, d, half);
+  if (L.laneBands !== 4) return [top, height];
+  const band = height / 2;
+  return (half === "out") === host ? [top + band, band] : [top, band];
+}
+
+/** Which half of a lane y falls in, and (with four bands) whether in its host copies' band; null
+ * for either where the half is not split. */
+export function bandAt(L: Layout, d: number, y: number): { half: LaneHalf; host: boolean | null } {
+  const half: LaneHalf = y < L.laneTop[d] + L.laneHeight / 2 ? "out" : "in";
+  if (L.laneBands !== 4) return { half, host: null };
+  const [top, height] = laneBand(L, d, half, true);
+  return { half, host: y >= top && y < top + height };
 }
 
 function listOf(tl: Timeline, d: number, half: LaneHalf): Uint32Array {
@@ -44,13 +60,16 @@ function listOf(tl: Timeline, d: number, half: LaneHalf): Uint32Array {
     : tr.inIndex.subarray(tr.inOffsets[d], tr.inOffsets[d + 1]);
 }
 
-/** The transfer drawn at time t in device d's half-lane, within `tolerance` (time) of it, or -1:
- * the one covering t (the latest started, where several share the link), else the nearest. */
-export function transferAt(tl: Timeline, d: number, half: LaneHalf, t: number, tolerance: number): number {
+/** The transfer drawn at time t in device d's half-lane (only host copies, or only transfers,
+ * when `host` says so), within `tolerance` (time) of it, or -1: the one covering t (the latest
+ * started, where several share the link), else the nearest. */
+export function transferAt(tl: Timeline, d: number, half: LaneHalf, t: number, tolerance: number,
+  host: boolean | null = null): number {
   const tr = tl.transfers;
   let best = -1;
   let bestDistance = tolerance;
   for (const i of listOf(tl, d, half)) {
+    if (host !== null && isHostCopy(tr, i) !== host) continue;
     const a = tr.start[i];
     const b = tr.end[i];
     const distance = t < a ? a - t : t > b ? t - b : 0;
@@ -67,7 +86,10 @@ export function hitTransfer(tl: Timeline, L: Layout, scale: Scale, x: number, y:
   if (!L.laneHeight || x < L.plotLeft || x > L.plotRight) return -1;
   for (let d = 0; d < Math.min(tl.devices, L.devices); d++) {
     const top = L.laneTop[d];
-    if (y >= top && y < top + L.laneHeight) return transferAt(tl, d, halfAt(L, d, y), scale.t(x), tolerance / scale.k);
+    if (y >= top && y < top + L.laneHeight) {
+      const { half, host } = bandAt(L, d, y);
+      return transferAt(tl, d, half, scale.t(x), tolerance / scale.k, host);
+    }
   }
   return -1;
 }
@@ -82,11 +104,17 @@ interface LaneFrame extends ViewKey {
 
 const frames = new WeakMap<object, LaneFrame>();
 
-/** The lanes' pixels: row 2d is device d's sends, row 2d + 1 its receives. */
+/** Which of device d's strip rows (STRIP_ROWS per device) holds a half's transfers or host copies. */
+const STRIP_ROWS = 4;
+function stripRow(d: number, half: LaneHalf, host: boolean): number {
+  return STRIP_ROWS * d + (half === "out" ? (host ? 1 : 0) : host ? 2 : 3);
+}
+
+/** The lanes' pixels, a row per device, half and band (stripRow). */
 function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: number, strip: Strip): number {
   const tr = tl.transfers;
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
-  strip.ensure(width, 2 * tl.devices);
+  strip.ensure(width, STRIP_ROWS * tl.devices);
   const px = strip.pixels;
   const colours = [TRANSFER_F, TRANSFER_B, HOST_OFFLOAD, HOST_RELOAD].map((kind) =>
     (rgbaWord(kindColour(P, kind)) | 0xff000000) >>> 0);
@@ -102,8 +130,9 @@ function computeLanes(tl: Timeline, L: Layout, scale: Scale, P: Palette, dpr: nu
     const xa = (a - t0) * k;
     // a zero-length transfer still shows as a hairline
     const xb = Math.max(xa + 0.6, (b - t0) * k);
-    if (tr.kind[i] !== HOST_RELOAD) span(px, 2 * tr.src[i] * width, width, xa, xb, colour);
-    if (tr.kind[i] !== HOST_OFFLOAD) span(px, (2 * tr.dst[i] + 1) * width, width, xa, xb, colour);
+    const host = isHostCopy(tr, i);
+    if (tr.kind[i] !== HOST_RELOAD) span(px, stripRow(tr.src[i], "out", host) * width, width, xa, xb, colour);
+    if (tr.kind[i] !== HOST_OFFLOAD) span(px, stripRow(tr.dst[i], "in", host) * width, width, xa, xb, colour);
   }
   strip.ctx.putImageData(strip.image!, 0, 0);
   return shown;
@@ -143,10 +172,14 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: LaneScene): number {
     }
   }
   ctx.imageSmoothingEnabled = false;
+  // a half not split holds either transfers or host copies: the run has only one of them
+  const bands = L.laneBands === 4 ? [false, true] : [tl.transfers.host && !tl.transfers.links];
   for (let d = 0; d < tl.devices; d++) {
-    for (const [row, half] of [[2 * d, "out"], [2 * d + 1, "in"]] as const) {
-      const [y, h] = halfLane(L, d, half);
-      ctx.drawImage(f.strip.canvas, 0, row, width, 1, L.plotLeft, y, width / dpr, h);
+    for (const half of ["out", "in"] as const) {
+      for (const host of bands) {
+        const [y, h] = laneBand(L, d, half, host);
+        ctx.drawImage(f.strip.canvas, 0, stripRow(d, half, host), width, 1, L.plotLeft, y, width / dpr, h);
+      }
     }
   }
   ctx.imageSmoothingEnabled = true;
@@ -154,11 +187,11 @@ export function drawLanes(ctx: CanvasRenderingContext2D, s: LaneScene): number {
   return f.shown;
 }
 
-/** Box of transfer i in its sender's (out) or receiver's (in) half-lane, at least 2 px wide. */
+/** Box of transfer i in its sender's (out) or receiver's (in) band, at least 2 px wide. */
 export function transferBox(s: { tl: Timeline; layout: Layout; scale: Scale }, i: number, half: LaneHalf) {
   const tr = s.tl.transfers;
   const d = half === "out" ? tr.src[i] : tr.dst[i];
-  const [y, h] = halfLane(s.layout, d, half);
+  const [y, h] = laneBand(s.layout, d, half, isHostCopy(tr, i));
   const x0 = s.scale.x(tr.start[i]);
   const x1 = Math.max(x0 + 2, s.scale.x(tr.end[i]));
   return { x: x0, y, w: x1 - x0, h };
@@ -357,7 +390,7 @@ export function transferLegend(P: Palette, on: boolean, compact: boolean, onTogg
   toggle.className = "ppviz-legend-item ppviz-transfer-toggle";
   const { links, host } = what;
   toggle.title = "a lane under each device's row: " + (links && host
-    ? "its sends and offloads to host memory (top half), its receives and reloads (bottom half)"
+    ? "its sends, then its offloads to host memory (top half); its reloads, then its receives (bottom half)"
     : host ? "its activations offloaded to host memory (top half) and reloaded (bottom half)"
     : "its sends (top half) and receives (bottom half) on the links");
   const box = document.createElement("input");

@@ -333,8 +333,11 @@ export class GanttView {
   }
 
   /** The transfer lanes are drawn: the result has transfers and the switch is on. */
-  private lanesShown(): boolean {
-    return this.showTransfers && (this.tl?.transfers.count ?? 0) > 0;
+  /** The lane's bands (Layout.laneBands): 0 when hidden or empty. */
+  private laneBands(): number {
+    const tr = this.tl?.transfers;
+    if (!this.showTransfers || !tr || !tr.count) return 0;
+    return tr.links && tr.host ? 4 : 2;
   }
 
   // Drawing ----------------------------------------------------------------------------
@@ -351,9 +354,9 @@ export class GanttView {
     if (!tl || !meta || width <= 0) return 0;
     const dpr = window.devicePixelRatio || 1;
     let layout = this.layout;
-    const lanes = this.lanesShown();
+    const lanes = this.laneBands();
     if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr ||
-        (layout.laneHeight > 0) !== lanes) {
+        layout.laneBands !== lanes) {
       const gutter = gutterWidth(this.ctx, meta, tl.devices, this.mem !== null, this.compact());
       layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter, lanes);
       this.canvas.width = Math.round(layout.width * dpr);

@@ -8,7 +8,9 @@ import type { Communication } from "../src/meta";
 import { Scale, fullView } from "../src/scale";
 import { DARK, LIGHT } from "../src/theme";
 import { describeOp } from "../src/tooltip";
-import { describeTransfer, halfLane, halvesOf, hitTransfer, inputTransferRows, linkText, transferBox } from "../src/transfers";
+import {
+  describeTransfer, halfLane, halvesOf, hitTransfer, inputTransferRows, laneBand, linkText, transferBox,
+} from "../src/transfers";
 import { GanttView, type DebugHooks } from "../src/view";
 import { FakeModel, encodeMemory, encodeTimeline, metaFor, nextFrame, type OpSpec, type TransferSpec } from "./fixtures";
 
@@ -80,7 +82,7 @@ describe("the lanes' layout", () => {
   it("puts a lane of two halves under each row, without overlapping the next row", () => {
     for (const p of [2, 8, 16, 64]) {
       const plain = computeLayout(1000, p, true);
-      const L = computeLayout(1000, p, true, false, undefined, true);
+      const L = computeLayout(1000, p, true, false, undefined, 2);
       expect(plain.laneHeight).toBe(0);
       expect(L.laneHeight).toBe(transferLaneHeight(L.rowHeight));
       expect(L.rowHeight).toBe(plain.rowHeight);
@@ -97,14 +99,14 @@ describe("the lanes' layout", () => {
       }
       expect(L.ganttBottom).toBe(L.laneTop[p - 1] + L.laneHeight);
     }
-    expect(computeLayout(1000, 8, true, false, undefined, true).laneHeight).toBe(10);
-    expect(computeLayout(1000, 64, true, false, undefined, true).laneHeight).toBe(4);
+    expect(computeLayout(1000, 8, true, false, undefined, 2).laneHeight).toBe(10);
+    expect(computeLayout(1000, 64, true, false, undefined, 2).laneHeight).toBe(4);
   });
 });
 
 describe("hitting a transfer", () => {
   const tl = timeline();
-  const L = computeLayout(900, 2, true, false, undefined, true);
+  const L = computeLayout(900, 2, true, false, undefined, 2);
   const scale = new Scale(fullView(MAKESPAN), L.plotLeft, L.plotRight);
   const at = (d: number, half: "out" | "in", t: number) => {
     const [y, h] = halfLane(L, d, half);
@@ -182,7 +184,8 @@ describe("drawing the lanes", () => {
   afterEach(() => canvas.remove());
 
   function scene(tl = timeline(), lanes = true, extra: Partial<Scene> = {}): Scene {
-    const layout = computeLayout(900, tl.devices, true, false, undefined, lanes);
+    const bands = lanes ? (tl.transfers.links && tl.transfers.host ? 4 : 2) : 0;
+    const layout = computeLayout(900, tl.devices, true, false, undefined, bands);
     canvas.width = layout.width;
     canvas.height = layout.height;
     const mem = decodeMemory(encodeMemory(Array.from({ length: tl.devices }, () => [[0, 0], [1, 2], [MAKESPAN, 0]])));
@@ -410,7 +413,7 @@ describe("offload's host copies in the lanes", () => {
   });
 
   it("are hit in their own half only", () => {
-    const L = computeLayout(900, 1, true, false, undefined, true);
+    const L = computeLayout(900, 1, true, false, undefined, 2);
     const scale = new Scale(fullView(7), L.plotLeft, L.plotRight);
     const at = (half: "out" | "in", t: number) => {
       const [y, h] = halfLane(L, 0, half);
@@ -445,7 +448,7 @@ describe("offload's host copies in the lanes", () => {
     const canvas = document.createElement("canvas");
     document.body.append(canvas);
     const ctx = canvas.getContext("2d", { willReadFrequently: true })!;
-    const layout = computeLayout(900, 1, true, false, undefined, true);
+    const layout = computeLayout(900, 1, true, false, undefined, 2);
     canvas.width = layout.width;
     canvas.height = layout.height;
     const mem = decodeMemory(encodeMemory([[[0, 0], [1, 1], [7, 0]]]));
@@ -464,6 +467,65 @@ describe("offload's host copies in the lanes", () => {
     expect(colour("in", 2)).not.toEqual(copy);  // an offload does not come back at once
     expect(colour("in", 4)).toEqual(copy);
     expect(colour("out", 4)).not.toEqual(copy);
+    canvas.remove();
+  });
+
+  it("beside transfers, keep a band of their own: a send and an offload at once both show and are both hit", () => {
+    const both = decodeTimeline(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]));
+    const layout = computeLayout(900, 2, true, false, undefined, 4);
+    expect(layout.laneHeight).toBe(transferLaneHeight(layout.rowHeight, 4));
+    expect(layout.laneHeight).toBeGreaterThan(transferLaneHeight(layout.rowHeight));
+    // per half: the transfers' band on the outside, the host copies' inside, one after the other
+    for (let d = 0; d < 2; d++) {
+      const [outTop, outH] = halfLane(layout, d, "out");
+      const [inTop, inH] = halfLane(layout, d, "in");
+      expect(laneBand(layout, d, "out", false)).toEqual([outTop, outH / 2]);
+      expect(laneBand(layout, d, "out", true)).toEqual([outTop + outH / 2, outH / 2]);
+      expect(laneBand(layout, d, "in", true)).toEqual([inTop, inH / 2]);
+      expect(laneBand(layout, d, "in", false)).toEqual([inTop + inH / 2, inH / 2]);
+      expect(outH / 2).toBeGreaterThanOrEqual(3);
+    }
+    // two bands: either kind fills its half
+    const halves = computeLayout(900, 2, true, false, undefined, 2);
+    expect(laneBand(halves, 0, "out", true)).toEqual(halfLane(halves, 0, "out"));
+
+    const scale = new Scale(fullView(MAKESPAN), layout.plotLeft, layout.plotRight);
+    const middle = (half: "out" | "in", host: boolean) => {
+      const [y, h] = laneBand(layout, 0, half, host);
+      return y + h / 2;
+    };
+    // at t = 1.5 device 0 sends activation 0 (transfer 0) and offloads it (3); at 5 it reloads (4)
+    expect(hitTransfer(both, layout, scale, scale.x(1.5), middle("out", false))).toBe(0);
+    expect(hitTransfer(both, layout, scale, scale.x(1.5), middle("out", true))).toBe(3);
+    expect(hitTransfer(both, layout, scale, scale.x(5), middle("in", true))).toBe(4);
+    expect(hitTransfer(both, layout, scale, scale.x(5), middle("in", false))).toBe(-1);
+    const box = (i: number, half: "out" | "in") => {
+      const b = transferBox({ tl: both, layout, scale }, i, half);
+      return [b.y, b.h];
+    };
+    expect(box(0, "out")).toEqual(laneBand(layout, 0, "out", false));
+    expect(box(3, "out")).toEqual(laneBand(layout, 0, "out", true));
+
+    const canvas = document.createElement("canvas");
+    document.body.append(canvas);
+    const ctx = canvas.getContext("2d", { willReadFrequently: true })!;
+    canvas.width = layout.width;
+    canvas.height = layout.height;
+    const mem = decodeMemory(encodeMemory([[[0, 0], [1, 1], [MAKESPAN, 0]], [[0, 0], [MAKESPAN, 0]]]));
+    const s: Scene = {
+      tl: both, mem, meta: metaFor(2, OPS, MAKESPAN, { time_unit: "ms", offload: { share: 1, link: "latency 0 ms, 64 GB/s",
+        count: 2 } }), layout, scale, palette: LIGHT, dpr: 1, hatch: makeHatch(ctx, LIGHT, 1), selectedMb: -1,
+      selectedOp: -1, selectedDevice: -1, hover: -1, memoryHover: null, cursor: null, extent: MAKESPAN,
+      cache: new DrawCache(),
+    };
+    draw(ctx, s);
+    const rgb = (hex: string) => [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+    const colour = (half: "out" | "in", host: boolean, t: number) =>
+      Array.from(ctx.getImageData(Math.round(scale.x(t)), Math.floor(middle(half, host)), 1, 1).data.slice(0, 3));
+    expect(colour("out", false, 1.5)).toEqual(rgb(LIGHT.transferF));
+    expect(colour("out", true, 1.5)).toEqual(rgb(LIGHT.hostCopy));
+    expect(colour("in", true, 5)).toEqual(rgb(LIGHT.hostCopy));
+    expect(colour("in", false, 5)).not.toEqual(rgb(LIGHT.hostCopy));
     canvas.remove();
   });
 });

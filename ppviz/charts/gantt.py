@@ -100,11 +100,18 @@ _LANE_PAINTS = ("activation", "gradient", "host copy")
 _LANE_SHARE, _LANE_MIN_ROW = 0.3, 14
 
 
+def _lane_bands(r: Result) -> int:
+    """The lane's bands, as in the widget: 2 (a half for what the device sends or offloads, a half
+    for what it receives or reloads), or 4 when the run has both transfers and host copies (each half
+    split: the transfers outside, the host copies inside, as a send and an offload run at once)."""
+    return 4 if len(r.transfers) and len(r.host_copies) else 2
+
+
 def _lane_pieces(r: Result, width: int) -> list[dict]:
-    """The lane under each device's row as the widget paints it: a half for what the device sends
-    and offloads (0), a half for what it receives and reloads (1), each one pixel column at a time
-    (a later transfer over an earlier one), drawn as runs of columns of one paint; in columns of
-    2, 4, … pixels where that many runs would pass the row limit."""
+    """The lane under each device's row as the widget paints it: each band (``_lane_bands``; a
+    piece's ``half``, 0 or 1, and with four bands its ``band``, 0 to 3 from the top) one pixel
+    column at a time (a later transfer over an earlier one), drawn as runs of columns of one paint;
+    in columns of 2, 4, … pixels where that many runs would pass the row limit."""
     columns = 1
     while True:
         pieces = _painted(r, max(1, width // columns))
@@ -117,25 +124,29 @@ def _painted(r: Result, width: int) -> list[dict]:
     """The lane's runs when its time axis is ``width`` columns."""
     t, h = r.transfers, r.host_copies
     px = width / r.makespan
-    # (device, half, start, end, paint) of every piece, in the order the widget paints them
+    bands = _lane_bands(r)
+    split = bands == 4
+    # (device, band, start, end, paint) of every piece, in the order the widget paints them
     kind = (np.asarray(t.kind) == "B").astype(np.int64)
-    items = [(t.src, 0, t.start, t.end, kind), (t.dst, 1, t.start, t.end, kind)]
+    items = [(t.src, 0, t.start, t.end, kind), (t.dst, 3 if split else 1, t.start, t.end, kind)]
     offload = np.asarray(h.kind) == "offload"
-    items += [(h.device[offload], 0, h.start[offload], h.end[offload], np.full(int(offload.sum()), 2)),
-              (h.device[~offload], 1, h.start[~offload], h.end[~offload], np.full(int((~offload).sum()), 2))]
-    columns = np.zeros((r.devices, 2, width), np.int8)  # 0: empty, else the paint + 1
-    for device, half, start, end, paint in items:
+    items += [(h.device[offload], 1 if split else 0, h.start[offload], h.end[offload], np.full(int(offload.sum()), 2)),
+              (h.device[~offload], 2 if split else 1, h.start[~offload], h.end[~offload],
+               np.full(int((~offload).sum()), 2))]
+    columns = np.zeros((r.devices, bands, width), np.int8)  # 0: empty, else the paint + 1
+    for device, band, start, end, paint in items:
         a = np.clip(np.floor(np.asarray(start) * px).astype(np.int64), 0, width - 1)
         b = np.clip(np.maximum(np.ceil(np.asarray(end) * px).astype(np.int64), a + 1), 1, width)
         for d, x0, x1, k in zip(np.asarray(device).tolist(), a.tolist(), b.tolist(), paint.tolist()):
-            columns[d, half, x0:x1] = k + 1
+            columns[d, band, x0:x1] = k + 1
     pieces = []
     for cell, row in enumerate(columns.reshape(-1, width)):
         edges = np.flatnonzero(np.diff(row, prepend=0, append=0))
+        device, band = divmod(cell, bands)
+        where = {"device": device, "half": band * 2 // bands} | ({"band": band} if split else {})
         for x0, x1 in zip(edges[:-1].tolist(), edges[1:].tolist()):
             if row[x0]:
-                pieces.append({"device": cell // 2, "half": cell % 2, "start": x0 / px, "end": x1 / px,
-                               "paint": _LANE_PAINTS[row[x0] - 1]})
+                pieces.append(where | {"start": x0 / px, "end": x1 / px, "paint": _LANE_PAINTS[row[x0] - 1]})
     return pieces
 
 
@@ -270,9 +281,9 @@ def _hatch(gaps: list[dict], px: float, row: float, pad: float, lane_share: floa
             for a, b, c_ in zip(xa.tolist(), xb.tolist(), c.tolist()) if b > a]
 
 
-def _lane_layers(lanes: list[dict], devices: int, makespan: float, bottom: float, pad: float, th: _GanttTheme,
-                 x, y_scale: alt.Scale, color: alt.Color) -> list[alt.Chart]:
-    """The rail of each half-lane under the bars, and the lane's pieces on it."""
+def _lane_layers(lanes: list[dict], bands: int, devices: int, makespan: float, bottom: float, pad: float,
+                 th: _GanttTheme, x, y_scale: alt.Scale, color: alt.Color) -> list[alt.Chart]:
+    """The rail of each half-lane under the bars, and the lane's pieces on it (in their band)."""
     top, end = bottom + 0.05, 1 - pad / 2  # a thin gap under the bar
     middle = (top + end) / 2
     seam = 0.01  # each half stops this far (of a row) short of the middle: a hairline between them
@@ -282,11 +293,20 @@ def _lane_layers(lanes: list[dict], devices: int, makespan: float, bottom: float
             link_top=f"datum.device + (datum.half ? {middle + seam} : {top})",
             link_bottom=f"datum.device + (datum.half ? {end} : {middle - seam})")
 
+    def in_band(chart: alt.Chart) -> alt.Chart:
+        if bands == 2:
+            return on_half(chart)
+        # the halves as above, each cut in two bands of equal height
+        band = (middle - seam - top) / 2
+        tops = [top, top + band, middle + seam, middle + seam + band]
+        return chart.transform_calculate(link_top=f"datum.device + {tops}[datum.band]",
+                                         link_bottom=f"datum.device + {tops}[datum.band] + {band}")
+
     y = [alt.Y("link_top:Q", scale=y_scale, axis=None), alt.Y2("link_bottom:Q")]
     rails = [{"device": d, "half": half, "start": 0.0, "end": makespan} for d in range(devices) for half in (0, 1)]
     return [on_half(alt.Chart({"values": rails})).mark_rect(color=th.rail, aria=False).encode(
                 x("start:Q"), x2="end:Q", y=y[0], y2=y[1]),
-            on_half(alt.Chart({"values": lanes})).mark_rect().encode(
+            in_band(alt.Chart({"values": lanes})).mark_rect().encode(
                 x("start:Q"), x2="end:Q", y=y[0], y2=y[1], color=color,
                 tooltip=[alt.Tooltip("device:O"), alt.Tooltip("paint:N", title="lane"),
                          alt.Tooltip("start:Q", title="busy from", format=".4~g"),
@@ -385,7 +405,7 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
                  alt.Tooltip("end:Q", title="until", format=".4~g")])
     layers = [gaps]
     if lanes is not None:
-        layers += _lane_layers(lanes, r.devices, makespan, bottom, pad, th, x, y_scale, color)
+        layers += _lane_layers(lanes, _lane_bands(r), r.devices, makespan, bottom, pad, th, x, y_scale, color)
     hatch = _hatch(pieces.gaps, px, row, pad, lane_share)
     if hatch:
         layers.append(alt.Chart({"values": hatch}).mark_rule(
@@ -482,8 +502,11 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
                f"peak memory {format_number(peak)}{in_bytes}{closed(cf_peak)}")
     lines = [sizes, metrics]
     if lanes:
-        what = " and ".join(x for x, there in (("transfers", len(r.transfers)), ("host copies", len(r.host_copies))) if there)
-        lines.append(f"the lane under each row: {what}, sent (top half) and received (bottom half)")
+        if _lane_bands(r) == 4:
+            lines.append("the lane under each row: sends, offloads to host (top half); reloads, receives (bottom half)")
+        else:
+            what = "transfers" if len(r.transfers) else "host copies"
+            lines.append(f"the lane under each row: {what}, sent (top half) and received (bottom half)")
     if star:
         lines += textwrap.wrap(f"* the closed form assumes {cf.assumptions}; this config does not meet all of it", wrap)
     if pieces.runs:
