@@ -835,8 +835,8 @@ def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeyp
     # a note without a label continues two columns in
     code, out, _ = run(capsys, "run", "1f1b", "--recompute", "full")
     assert summary_lines(out)[-2:] == [
-        "  (closed form assumes uniform stage costs, comm = 0; this config does not meet",
-        "    all of it)"]
+        "  (the closed form assumes uniform stage costs, comm = 0, no recompute; this",
+        "    config has full recompute)"]
 
 
 def test_run_draws_its_chart_as_wide_as_the_terminal_unless_told(capsys, monkeypatch):

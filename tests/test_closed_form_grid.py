@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ppviz import Config, ScheduleConstraintError, simulate
+from ppviz import Config, Link, ScheduleConstraintError, simulate
 from ppviz.core.registry import all_specs
 
 COSTS = (0.5, 1.0, 2.0)
@@ -91,3 +91,39 @@ def test_closed_forms_refuse_to_apply_with_comm_or_uneven_stages():
         assert not simulate(base.replace(comm=0.5)).closed_form.applies, spec.name
         assert not simulate(base.replace(stage_costs={0: {"f": 3.0}})).closed_form.applies, spec.name
         assert not simulate(base.replace(stage_costs={0: {"activation": 3.0}})).closed_form.applies, spec.name
+
+
+@pytest.mark.parametrize("change, breaks", [
+    ({"comm": 0.5}, "comm = 0.5"),
+    ({"stage_costs": {0: {"f": 3.0}}}, "per-stage costs"),
+    ({"stage_costs": {1: {"activation": 3.0}}}, "per-stage activation"),
+    ({"recompute": "selective"}, "selective recompute"),
+    ({"offload": 0.25, "host_link": Link(0.0, 1.0)}, "offload = 0.25"),
+    ({"topology": "dgx-h100", "time_unit": "ms", "comm_bytes": 1e6}, "transfers over a topology"),
+])
+def test_a_closed_form_that_does_not_apply_says_what_in_the_config_breaks_it(change, breaks):
+    """It said "this config does not meet all of it" beside assumptions the config seemed to meet
+    (offload or recompute were not among them): the user could not tell what to change."""
+    from ppviz.charts import gantt_chart
+    from ppviz.core.closed_form import caveat
+
+    config = Config(schedule="1f1b", devices=4, microbatches=8, **change)
+    res = simulate(config)
+    text = caveat(res.closed_form, config)
+    assert text.endswith(f"; this config has {breaks}"), text
+    assert text.startswith("the closed form assumes uniform stage costs, comm = 0")
+    assert f"({text})" in res.summary()
+    subtitle = " ".join(gantt_chart(res).to_dict()["title"]["subtitle"])
+    assert " ".join(f"* {text}".split()) in " ".join(subtitle.split())
+    # the published form holds for the same run without the change: no caveat
+    plain = simulate(Config(schedule="1f1b", devices=4, microbatches=8))
+    assert plain.closed_form.applies and caveat(plain.closed_form, plain.config) is None
+
+
+def test_a_condition_of_the_formula_itself_is_named_by_the_assumptions():
+    from ppviz.core.closed_form import caveat
+
+    config = Config(schedule="zb-h1", devices=4, microbatches=8, w=2.0)
+    assert caveat(simulate(config).closed_form, config) == (
+        "the closed form assumes uniform stage costs, comm = 0, m >= p, w <= min(f, b); this config does not meet "
+        "all of it")

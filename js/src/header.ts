@@ -92,7 +92,8 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
   title.append(el("span", "ppviz-sizes", sizesText(meta, o.compact)));
   const badge = badgeOf(meta, o.compact);
   if (badge) title.append(badge);
-  const caveat = cf && !cf.applies ? ` (the closed form assumes ${cf.assumptions}; this config does not meet all of it)` : "";
+  const caveat = cf && !cf.applies
+    ? ` (${cf.caveat ?? `the closed form assumes ${cf.assumptions}; this config does not meet all of it`})` : "";
   const closed = (x: string | null) => (cf ? (x === null ? "closed form: none" : `closed form ${x}${cf.applies ? "" : "*"}`) : null);
   const peak = max(meta.peak_memory) ?? 0;
   const cfPeak = cf?.peak_activation ? max(cf.peak_activation) : null;

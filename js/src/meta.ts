@@ -9,6 +9,8 @@ export interface ClosedForm {
   memory_formula: string | null;
   assumptions: string;
   applies: boolean;
+  /** why it does not apply: what it assumes and what in the config breaks it (null where it applies) */
+  caveat?: string | null;
   source: string;
   /** forward-only programs: the published time to first output and throughput (absent or null otherwise) */
   first_output?: number | null;

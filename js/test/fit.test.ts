@@ -203,6 +203,14 @@ describe("segmented and forward-only programs", () => {
     expect(cards[2].querySelector(".ppviz-metric-value")!.textContent).toBe("1 per ms");
     expect(cards[3].title).toContain("the fill and drain of this one batch");
     expect(cards[3].title).toContain("a stream of batches through a full pipeline would not pay");
+    // a closed form that does not hold says why: Python's sentence, else the assumptions alone
+    const why = "the closed form assumes uniform stage costs, comm = 0, no offload; this config has offload = 0.5";
+    const off = (caveat?: string) => ({ ...meta, closed_form: { ...meta.closed_form!, applies: false, caveat } });
+    fillHeader(header, off(why));
+    expect(header.querySelector<HTMLElement>(".ppviz-metric")!.title).toContain(`(${why})`);
+    fillHeader(header, off());
+    expect(header.querySelector<HTMLElement>(".ppviz-metric")!.title).toContain(
+      "(the closed form assumes uniform stage costs, comm = 0; this config does not meet all of it)");
     const legend = document.createElement("div");
     fillLegend(legend, decodeTimeline(encodeTimeline(4, ops)), LIGHT);
     expect(legend.textContent).toContain("F forward");

@@ -9,6 +9,7 @@ import altair as alt
 import numpy as np
 
 from ..core.config import Config
+from ..core.closed_form import caveat
 from ..core.engine import simulate
 from ..core.errors import ConfigError
 from ..core.program import Program
@@ -508,7 +509,7 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
             what = "transfers" if len(r.transfers) else "host copies"
             lines.append(f"the lane under each row: {what}, sent (top half) and received (bottom half)")
     if star:
-        lines += textwrap.wrap(f"* the closed form assumes {cf.assumptions}; this config does not meet all of it", wrap)
+        lines += textwrap.wrap(f"* {caveat(cf, r.config)}", wrap)
     if pieces.runs:
         narrower = "a pixel" if pieces.pixels == 1 else f"{pieces.pixels} pixels"
         note = (f"{pieces.merged:,} ops narrower than {narrower} are drawn as {pieces.runs:,} runs; "

@@ -49,6 +49,38 @@ def base(config) -> tuple[int, int, int, float, float, float, float]:
     return config.devices, config.microbatches, config.stages_per_device, config.f, config.b, config.w, config.activation
 
 
+def broken_assumptions(config) -> list[str]:
+    """What in the config breaks the assumptions every closed form makes on costs and memory
+    (``uniform_costs`` and ``Config.uniform``), as the user set it; empty when none does (a
+    formula may still not apply for a condition of its own, such as m >= 2p−1)."""
+    out = []
+    if any(k in ("f", "b", "w") for costs in config.stage_costs.values() for k in costs):
+        out.append("per-stage costs")
+    if any("activation" in costs for costs in config.stage_costs.values()):
+        out.append("per-stage activation")
+    if config.comm != 0:
+        out.append(f"comm = {config.comm:g}")
+    if config.transfers:
+        out.append("transfers over a topology")
+    if config.recompute is not None:
+        out.append(f"{config.recompute} recompute")
+    if config.offload is not None:
+        out.append(f"offload = {config.offload:g}")
+    return out
+
+
+def caveat(closed_form, config) -> str | None:
+    """Why a closed form does not hold for this config, in a sentence (None where it holds): what
+    it assumes and what in the config breaks it."""
+    if closed_form is None or closed_form.applies:
+        return None
+    also = [text for text, there in ((", no transfers", config.transfers), (", no recompute", config.recompute is not None),
+                                     (", no offload", config.offload is not None)) if there]
+    broken = broken_assumptions(config)
+    why = f"this config has {', '.join(broken)}" if broken else "this config does not meet all of it"
+    return f"the closed form assumes {closed_form.assumptions}{''.join(also)}; {why}"
+
+
 def uniform_costs(config) -> bool:
     """True when the formulas' assumptions on costs hold: no per-stage override, no comm, no transfers."""
     return (config.uniform and config.comm == 0 and not config.transfers

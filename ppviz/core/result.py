@@ -11,6 +11,7 @@ import numpy as np
 
 from .columns import Columns
 from .errors import ConfigError
+from .closed_form import caveat
 from .memory import MemoryCurves, activation_curves, static_memory
 from .offload import HostCopies
 from .offload import curves as offload_curves
@@ -289,9 +290,9 @@ class Result:
             lines.append(f"  peak memory GiB  {per_device_text(self.peak_memory_bytes / 2**30)}")
         if self.fits is not None:
             lines.append("  " + self.fit_summary())
-        if cf and not cf.applies:
-            no_transfers = ", no transfers" if c.transfers else ""
-            lines.append(f"  (closed form assumes {cf.assumptions}{no_transfers}; this config does not meet all of it)")
+        why_not = caveat(cf, c)
+        if why_not is not None:
+            lines.append(f"  ({why_not})")
         if c.transfers:
             lines.extend(self._transfer_lines(unit))
         if c.offload is not None:

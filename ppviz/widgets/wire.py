@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.closed_form import caveat
 from ..core.errors import ConfigError
 from ..core.result import Result
 
@@ -184,6 +185,8 @@ def describe(result: Result) -> dict:
             "memory_formula": cf.memory_formula,
             "assumptions": cf.assumptions,
             "applies": bool(cf.applies),
+            # why it does not apply, in a sentence (None where it does)
+            "caveat": caveat(cf, c),
             "source": cf.source,
             # forward-only programs: the published time to first output and throughput (else None)
             "first_output": cf.first_output,
