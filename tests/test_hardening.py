@@ -548,21 +548,49 @@ def test_search_and_frontier_bound_their_effort_and_stages_per_device():
 
 
 def test_search_and_frontier_refuse_runs_over_their_size_limit_before_any_work():
-    from ppviz.analysis.search import MAX_SEARCH_OPS
+    from ppviz.analysis.search import MAX_SEARCH_WORK, search_work
 
-    # p = 2, m = 40,000 searched for 44 s; the limit is 3 · p · m ops
-    too_big = Config(devices=2, microbatches=MAX_SEARCH_OPS // 6 + 1)
+    # p = 2, m = 40,000 searched for 44 s; p = 64, m = 1,041 (within the old limit of 3 · p · m =
+    # 200,000 ops) for minutes: each of its some 270 candidates runs over all the ops
     import pandas  # noqa: F401  (imports, which take seconds on a loaded machine, are not the work timed)
 
     search, frontier = ppviz.search, ppviz.frontier
-    for call in (lambda: search(too_big, 2), lambda: frontier(too_big)):
-        started = time.perf_counter()
-        with pytest.raises(ConfigError) as info:
-            call()
-        assert time.perf_counter() - started < 1.0  # refused before simulating anything
-        assert f"give devices × microbatches at most {MAX_SEARCH_OPS // 3:,}" in str(info.value)
-        assert f"2 × {MAX_SEARCH_OPS // 6 + 1:,}" in str(info.value)
-    assert ppviz.search(Config(devices=2, microbatches=MAX_SEARCH_OPS // 600), 2).max_memory == 2
+    for p in (2, 64):
+        most = max(m for m in range(1, 40_000) if search_work(p, m) <= MAX_SEARCH_WORK)
+        too_big = Config(devices=p, microbatches=most + 1)
+        for call in (lambda: search(too_big, 2), lambda: frontier(too_big)):
+            started = time.perf_counter()
+            with pytest.raises(ConfigError) as info:
+                call()
+            assert time.perf_counter() - started < 1.0  # refused before simulating anything
+            assert f"give at most {most:,} microbatches at p = {p}" in str(info.value)
+            assert f"over its limit of {MAX_SEARCH_WORK:,}" in str(info.value)
+    # asked for many stages per device, the library's runs have that many times the ops
+    with pytest.raises(ConfigError, match=r"at most \d[\d,]* microbatches at p = 8, v = 64"):
+        search(Config(devices=8, microbatches=300), 8, stages_per_device=64)
+    assert ppviz.search(Config(devices=2, microbatches=most // 100), 2).max_memory == 2
+
+
+def test_a_loose_limit_adds_no_candidate_per_microbatch():
+    """GPipe in waves of k was a candidate for every k the limit held, up to m: at p = 2,
+    m = 5,000 and a limit of 5,000, a search of 30,000 ops ran for minutes. A limit that holds p
+    activations holds 1F1B, so waves stop at p; and capped ZB-H1 orders whose warm-up alone is
+    over the limit are not built."""
+    found = ppviz.search(Config(devices=4, microbatches=400), 400, progress=False)
+    waves = sorted(int(c.name.split()[-1]) for c in found.candidates if c.name.startswith("waves of"))
+    assert waves == [2, 3, 4]  # were 2 … 400: 429 candidates
+    assert len(found.candidates) < 60
+    from ppviz.analysis.capped import capped_orders
+    from ppviz.analysis.orders import Problem
+    from ppviz.core.placement import Placement
+
+    config = Config(devices=8, microbatches=16, schedule="custom")
+    problem = Problem(config, Placement.contiguous(8, 1))
+    names = [name for name, _ in capped_orders(problem, 3)]
+    # a cap c holds c + 1 activations on rank 0: caps 0, 1 and 2 fit a limit of 3
+    assert {name.split(",")[1] for name in names} == {" warm-up ≤ 0", " warm-up ≤ 1", " warm-up ≤ 2"}
+    every = [name for name, _ in capped_orders(problem, 100)]
+    assert len(every) == 2 * 7 and len(set(every)) == len(every)
 
 
 def test_search_starts_from_a_library_schedule_a_rounding_error_over_the_limit():
@@ -590,7 +618,7 @@ def test_sweep_refuses_more_jobs_than_it_allows_before_starting_any(monkeypatch)
 
 
 def test_a_long_search_says_what_it_is_doing(capsys):
-    from ppviz.analysis.search import PROGRESS_FROM_OPS
+    from ppviz.analysis.search import PROGRESS_FROM_WORK, search_work
 
     small = Config(devices=4, microbatches=8)
     ppviz.search(small, 3)
@@ -599,6 +627,7 @@ def test_a_long_search_says_what_it_is_doing(capsys):
     bar = capsys.readouterr().err
     # library schedules, placements and local searches, counted to the end
     assert "ppviz.search" in bar and "100%" in bar and found.peak_activation.max() <= 3
-    assert 3 * 8 * 1024 >= PROGRESS_FROM_OPS > 3 * 4 * 8  # the default shows it from seconds of work on
+    # the default shows it from seconds of work on
+    assert search_work(8, 1024) >= PROGRESS_FROM_WORK > search_work(4, 8)
     with pytest.raises(ConfigError, match="progress='yes'"):
         ppviz.search(small, 3, progress="yes")

@@ -1,6 +1,6 @@
 """Schedules with fewer microbatches in flight: candidates for limits below p activations.
 
-**Waves**: GPipe over groups of k microbatches — each device runs a group's forwards, then
+**Waves**: GPipe over groups of k ≤ p microbatches — each device runs a group's forwards, then
 its I's each followed by its W, then the next group. A device holds at most k activations;
 every device takes the groups and, inside one, the microbatches in the same order, so no two
 wait for each other. k = 1 is one microbatch at a time.
@@ -30,13 +30,22 @@ from .orders import Orders, Problem, orders_of
 
 def capped_orders(problem: Problem, limit: float):
     """(name, orders) for each warm-up cap c from 0 to p − 2, with W's held back as ZB-H1 holds
-    them (rank r up to r) as far as ``limit`` allows, and with none held back."""
+    them (rank r up to r) as far as ``limit`` allows, and with none held back.
+
+    Caps whose warm-up alone goes over the limit are left out before they are built (rank r holds
+    min(warm-up + 1, m) activations before its first I, whatever it holds back), and so is the
+    second order of a cap where no W fits to be held (the same order twice): each order costs a
+    build and a run over all p · m ops, and at p = 64 there were 126 of them."""
     p, m = problem.devices, problem.microbatches
     if not problem.one_stage_per_device:
         return
     share = problem.config.w_share
+    over = limit + 1e-9 * max(1.0, abs(limit))
     for cap in range(0, min(p - 1, m)):
         warmups = [min(p - 1 - r, cap, m) for r in range(p)]
+        if any(min(warmup + 1, m) * unit > over for warmup, unit in zip(warmups, problem.activation)):
+            continue
+        built = set()
         for held in ("fitting", "none"):
             delays = []
             for r, warmup in enumerate(warmups):
@@ -44,17 +53,23 @@ def capped_orders(problem: Problem, limit: float):
                 room = limit / unit - (warmup + 1) if unit > 0 else math.inf
                 fits = r if share == 0 or room == math.inf else max(0, math.floor(room / share + 1e-9))
                 delays.append(min(r, fits) if held == "fitting" else 0)
+            if tuple(delays) in built:
+                continue
+            built.add(tuple(delays))
             yield f"zb-h1, warm-up ≤ {cap}, W's held {'≤ ' + str(max(delays)) if any(delays) else 'none'}", \
                 _orders(p, m, warmups, delays)
 
 
 def wave_orders(problem: Problem, limit: float):
-    """(name, orders) of GPipe in waves of k microbatches, for every k from 2 to what the limit holds."""
+    """(name, orders) of GPipe in waves of k microbatches, for every k from 2 to what the limit
+    holds, and at most p: a limit that holds p activations holds 1F1B too, which drains the
+    pipeline once where waves drain it after each (a loose limit made m − 1 candidates of all
+    p · m ops each: at p = 2, m = 5,000 a search ran for minutes)."""
     p, m = problem.devices, problem.microbatches
     if not problem.one_stage_per_device:
         return
     unit = max(problem.activation)
-    most = m if unit <= 0 else min(m, math.floor(limit / unit + 1e-9))
+    most = min(m, p) if unit <= 0 else min(m, p, math.floor(limit / unit + 1e-9))
     for k in range(2, most + 1):
         orders: Orders = [[] for _ in range(p)]
         for first in range(0, m, k):

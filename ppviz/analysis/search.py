@@ -57,13 +57,18 @@ MAX_EFFORT = 10_000_000
 #: Largest ``stages_per_device`` accepted: the local search's moves grow faster than the ops
 #: with it (3 s measured at p = 16, m = 16, v = 256; 18 s at p = 8, m = 4, v = 1,000).
 MAX_STAGES_PER_DEVICE = 256
-#: Largest search, in ops of its program at one stage per device (3 · p · m: an F, I and W per
-#: stage and microbatch). Every library schedule and heuristic runs on the whole program first,
-#: about 0.1 ms per op on a 2-core machine: 98,304 ops (p = 32, m = 512) take 12 s, so the
-#: largest accepted search takes about 25 s.
-MAX_SEARCH_OPS = 200_000
-#: Searches of this many ops or more (about 2 s) show a progress bar unless told otherwise.
-PROGRESS_FROM_OPS = 20_000
+#: Largest search, in op runs: every candidate (library schedules, capped ZB-H1 and GPipe waves,
+#: the heuristic's variants) is built and run over the whole program, 3 · p · m ops at one stage
+#: per device, and there are about ``_CANDIDATE_RUNS + 3 · min(p, m)`` of them (:func:`search_work`).
+#: At about 2.7 µs per op run on a 2-core machine, the largest accepted search takes some 40 s
+#: (measured: p = 64, m = 256 at a limit of 64, 13.4M op runs, 26.5 s; p = 32, m = 512 at 32,
+#: 8.6M, 16.7 s).
+MAX_SEARCH_WORK = 15_000_000
+#: Candidates whose count does not grow with p: the library's schedules at two v's, the serial
+#: order and the heuristic's variants at up to five limits.
+_CANDIDATE_RUNS = 80
+#: Searches of this many op runs or more (about 2 s) show a progress bar unless told otherwise.
+PROGRESS_FROM_WORK = 1_000_000
 #: How many candidates the local search starts from: the best of each placement (one stage per
 #: device, the V, the loop), fastest first, so a looser limit never loses a shape a tighter one had.
 STARTS = 3
@@ -163,19 +168,42 @@ def _search_ops(config: Config) -> int:
     return 3 * config.devices * config.microbatches * config.segments
 
 
+def search_work(devices: int, microbatches: int, stages_per_device: int = 1) -> int:
+    """Op runs of a search at these sizes (:data:`MAX_SEARCH_WORK`): its ops times the candidates
+    run over them, up to 2 · (p − 1) capped ZB-H1 orders and p GPipe waves beside the rest, of
+    which the library's at the config's ``stages_per_device`` have that many times the ops."""
+    half = _CANDIDATE_RUNS // 2
+    return 3 * devices * microbatches * (half * stages_per_device + half + 3 * min(devices, microbatches))
+
+
+def _most_microbatches(devices: int, stages_per_device: int) -> int:
+    """The most microbatches a search at these sizes accepts (0 when none)."""
+    lo, hi = 0, MAX_SEARCH_WORK
+    while lo < hi:  # search_work grows with m
+        mid = (lo + hi + 1) // 2
+        fits = search_work(devices, mid, stages_per_device) <= MAX_SEARCH_WORK
+        lo, hi = (mid, hi) if fits else (lo, mid - 1)
+    return lo
+
+
 def checked_size(config: Config) -> Config:
-    """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_OPS` or
+    """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_WORK` or
     it splits microbatches into sequence segments (the search orders whole microbatches)."""
     if config.segments > 1:
         raise ConfigError("segments", config.segments,
                           "search with segments=1 (whole microbatches); set Seq1F1B beside the answer with "
                           "ppviz.compare", reason="the search orders whole microbatches, not sequence segments")
-    ops = _search_ops(config)
-    if ops > MAX_SEARCH_OPS:
-        raise ConfigError("microbatches", config.microbatches,
-                          f"give devices × microbatches at most {MAX_SEARCH_OPS // 3:,} (this run has "
-                          f"{config.devices:,} × {config.microbatches * config.segments:,}); simulate larger runs "
-                          "with ppviz.simulate", reason=f"a search of {ops:,} ops is over its size limit")
+    p, m, v = config.devices, config.microbatches, config.stages_per_device
+    work = search_work(p, m, v)
+    if work > MAX_SEARCH_WORK:
+        most = _most_microbatches(p, v)
+        at = f"p = {p:,}" + (f", v = {v:,}" if v > 1 else "")
+        fewer = f"at most {most:,} microbatches at {at}" if most else "fewer devices or stages per device"
+        raise ConfigError("microbatches", m,
+                          f"give {fewer}; simulate larger runs with ppviz.simulate",
+                          reason=f"a search at {at}, m = {m:,} runs about {work:,} ops over its candidates "
+                                 f"(each one all {_search_ops(config):,} ops), over its limit of {MAX_SEARCH_WORK:,} "
+                                 f"(about 40 s)")
     return config
 
 
@@ -256,10 +284,11 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     config's stages per device (the overrides name its stages); otherwise it also considers
     one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
     (1: one stage per device; at most :data:`MAX_STAGES_PER_DEVICE`). ``effort`` bounds the
-    local search, in ops evaluated (at most :data:`MAX_EFFORT`). Runs of more than
-    :data:`MAX_SEARCH_OPS` ops (3 · p · m) are refused before any work. ``progress``: a tqdm
-    bar over the candidates and the local searches (a widget in notebooks); by default shown
-    for searches of :data:`PROGRESS_FROM_OPS` ops or more, which take seconds.
+    local search, in ops evaluated (at most :data:`MAX_EFFORT`). Searches of more than
+    :data:`MAX_SEARCH_WORK` op runs (:func:`search_work`, about 40 s) are refused before any
+    work. ``progress``: a tqdm bar over the candidates and the local searches (a widget in
+    notebooks); by default shown for searches of :data:`PROGRESS_FROM_WORK` op runs or more,
+    which take seconds.
 
     Returns a :class:`SearchResult` — a :class:`ppviz.Result` of a validated program, shown,
     compared and exported like any other — labelled with its limit. Raises
@@ -274,7 +303,8 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
                 not 1 <= stages_per_device <= MAX_STAGES_PER_DEVICE:
             raise ConfigError("stages_per_device", stages_per_device,
                               f"give a whole number from 1 to {MAX_STAGES_PER_DEVICE:,}, or None for any")
-        config = config.replace(schedule="custom", stages_per_device=stages_per_device, microbatch_group_size=None)
+        config = checked_size(config.replace(schedule="custom", stages_per_device=stages_per_device,
+                                             microbatch_group_size=None))
         fixed_v = True
     if progress is not None and not isinstance(progress, bool):
         raise ConfigError("progress", progress, "give True, False or None (shown for long searches)")
@@ -284,7 +314,8 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     # every device (twice the parameters, which an activation limit does not see)
     library = list(library_runs(config, fixed_v, replicas=stages_per_device is None))
     placements = _placements(config, fixed_v)
-    show = progress if progress is not None else _search_ops(config) >= PROGRESS_FROM_OPS
+    work = search_work(config.devices, config.microbatches, config.stages_per_device)
+    show = progress if progress is not None else work >= PROGRESS_FROM_WORK
     with tqdm(total=len(library) + len(placements) + STARTS, desc="ppviz.search", unit="step",
               disable=not show) as bar:
         result = _search(config, limit, max_memory, effort, library, placements, bar)
@@ -422,5 +453,5 @@ def _starts(fitting, limit: float):
 
 
 __all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "checked_effort", "checked_limit",
-           "checked_size", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_OPS",
-           "PROGRESS_FROM_OPS"]
+           "checked_size", "search_work", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_WORK",
+           "PROGRESS_FROM_WORK"]
