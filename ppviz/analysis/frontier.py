@@ -96,7 +96,7 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
     limits = [checked_limit(limit, "memory") for limit in limits]
     effort = checked_effort(effort)
     if limits:
-        checked_size(config)
+        checked_size(config, searches=len(limits))
     rows, runs = [], {}
     for name, v, cfg in library_runs(config, bool(config.stage_costs)):
         if wanted is not None and cfg.schedule not in wanted:

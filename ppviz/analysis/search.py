@@ -176,33 +176,37 @@ def search_work(devices: int, microbatches: int, stages_per_device: int = 1) -> 
     return 3 * devices * microbatches * (half * stages_per_device + half + 3 * min(devices, microbatches))
 
 
-def _most_microbatches(devices: int, stages_per_device: int) -> int:
-    """The most microbatches a search at these sizes accepts (0 when none)."""
+def _most_microbatches(devices: int, stages_per_device: int, searches: int) -> int:
+    """The most microbatches ``searches`` searches at these sizes accept (0 when none)."""
     lo, hi = 0, MAX_SEARCH_WORK
     while lo < hi:  # search_work grows with m
         mid = (lo + hi + 1) // 2
-        fits = search_work(devices, mid, stages_per_device) <= MAX_SEARCH_WORK
+        fits = searches * search_work(devices, mid, stages_per_device) <= MAX_SEARCH_WORK
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return lo
 
 
-def checked_size(config: Config) -> Config:
-    """``config``, or a ConfigError when a search of its sizes is over :data:`MAX_SEARCH_WORK` or
-    it splits microbatches into sequence segments (the search orders whole microbatches)."""
+def checked_size(config: Config, searches: int = 1) -> Config:
+    """``config``, or a ConfigError when ``searches`` searches of its sizes (a frontier's, one per
+    limit) are over :data:`MAX_SEARCH_WORK` or it splits microbatches into sequence segments
+    (the search orders whole microbatches)."""
     if config.segments > 1:
         raise ConfigError("segments", config.segments,
                           "search with segments=1 (whole microbatches); set Seq1F1B beside the answer with "
                           "ppviz.compare", reason="the search orders whole microbatches, not sequence segments")
     p, m, v = config.devices, config.microbatches, config.stages_per_device
-    work = search_work(p, m, v)
+    work = searches * search_work(p, m, v)
     if work > MAX_SEARCH_WORK:
-        most = _most_microbatches(p, v)
+        most = _most_microbatches(p, v, searches)
         at = f"p = {p:,}" + (f", v = {v:,}" if v > 1 else "")
         fewer = f"at most {most:,} microbatches at {at}" if most else "fewer devices or stages per device"
+        if searches > 1:
+            fewer += f" for {searches} limits (fewer limits allow more)"
+        what = "a search" if searches == 1 else f"{searches} searches (one per limit)"
         raise ConfigError("microbatches", m,
                           f"give {fewer}; simulate larger runs with ppviz.simulate",
-                          reason=f"a search at {at}, m = {m:,} runs about {work:,} ops over its candidates "
-                                 f"(each one all {_search_ops(config):,} ops), over its limit of {MAX_SEARCH_WORK:,} "
+                          reason=f"{what} at {at}, m = {m:,} run about {work:,} ops over their candidates "
+                                 f"(each one all {_search_ops(config):,} ops), over the limit of {MAX_SEARCH_WORK:,} "
                                  f"(about 40 s)")
     return config
 
