@@ -60,9 +60,10 @@ MAX_STAGES_PER_DEVICE = 256
 #: Largest search, in op runs: every candidate (library schedules, capped ZB-H1 and GPipe waves,
 #: the heuristic's variants) is built and run over the whole program, 3 · p · m ops at one stage
 #: per device, and there are about ``_CANDIDATE_RUNS + 3 · min(p, m)`` of them (:func:`search_work`).
-#: At about 2.7 µs per op run on a 2-core machine, the largest accepted search takes some 40 s
-#: (measured: p = 64, m = 256 at a limit of 64, 13.4M op runs, 26.5 s; p = 32, m = 512 at 32,
-#: 8.6M, 16.7 s).
+#: At about 2–3 µs per op run on a 2-core machine, the largest accepted search takes up to some
+#: 40 s (measured: p = 64, m = 256 at a limit of 64, 13.4M op runs, 26.5 s; p = 32, m = 512 at
+#: 32, 8.6M, 16.7 s; at the edge, p = 64, m = 287 at 64: 29.6 s, p = 8, m = 6,009 at 8: 35.2 s,
+#: p = 2, m = 29,069 at any limit: 32.5 s).
 MAX_SEARCH_WORK = 15_000_000
 #: Candidates whose count does not grow with p: the library's schedules at two v's, the serial
 #: order and the heuristic's variants at up to five limits.
