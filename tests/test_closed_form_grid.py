@@ -120,10 +120,36 @@ def test_a_closed_form_that_does_not_apply_says_what_in_the_config_breaks_it(cha
     assert plain.closed_form.applies and caveat(plain.closed_form, plain.config) is None
 
 
-def test_a_condition_of_the_formula_itself_is_named_by_the_assumptions():
+def test_a_condition_of_the_formula_itself_is_named_when_it_fails():
     from ppviz.core.closed_form import caveat
 
     config = Config(schedule="zb-h1", devices=4, microbatches=8, w=2.0)
     assert caveat(simulate(config).closed_form, config) == (
-        "the closed form assumes uniform stage costs, comm = 0, m >= p, w <= min(f, b); this config does not meet "
-        "all of it")
+        "the closed form assumes uniform stage costs, comm = 0, m >= p, w <= min(f, b); w <= min(f, b) does not hold")
+    config = Config(schedule="zb-h2", devices=4, microbatches=4, w=2.0, comm=0.5)
+    assert caveat(simulate(config).closed_form, config) == (
+        "the closed form assumes uniform stage costs, comm = 0, m >= 2p−1, w <= f; this config has comm = 0.5; "
+        "m >= 2p−1 and w <= f do not hold")
+
+
+@pytest.mark.parametrize("spec", WITH_FORMS, ids=lambda s: s.name)
+def test_a_formula_applies_exactly_when_no_condition_of_its_own_fails(spec):
+    """``unmet`` names each failed condition as ``assumptions`` writes it, and with uniform
+    costs the formula applies exactly when none fails: the caveat never blames a condition that
+    holds, nor stays silent about one that fails."""
+    from ppviz.core.closed_form import caveat, uniform_costs
+
+    for p, m, v in grid(spec):
+        for f, b, w in TRIPLES:
+            try:
+                config = Config(schedule=spec.name, devices=p, microbatches=m, stages_per_device=v, f=f, b=b, w=w)
+            except ScheduleConstraintError:
+                continue
+            cf = spec.closed_form(config)
+            assert uniform_costs(config)
+            assert cf.applies == (not cf.unmet), (spec.name, p, m, v, f, b, w, cf.unmet)
+            assert all(name in cf.assumptions for name in cf.unmet), (spec.name, cf.unmet, cf.assumptions)
+            text = caveat(cf, config)
+            assert (text is None) == cf.applies
+            if cf.unmet:
+                assert text.endswith("not hold") and all(name in text.split("; ")[-1] for name in cf.unmet)

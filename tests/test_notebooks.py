@@ -99,7 +99,7 @@ def _zoo(out):
 
 def _bubbles(out):
     for claim in ("ratio 0.3333333333333333", "v=2: makespan 28.50  idle per device  4.50  closed form  4.50",
-                  "does not meet all of it"):
+                  "w <= min(f, b) does not hold"):
         assert claim in out
     # with comm, more interleaving stops paying before v = 4
     assert _numbers(_line(out, "fastest with comm = 0.2: v ="))[-1] < 4

@@ -122,7 +122,7 @@ def closed_form_text(cf) -> str:
         if isinstance(value, float):
             value = number(value)
         elif isinstance(value, tuple):
-            value = "(" + ", ".join(number(x) for x in value) + ")"
+            value = "(" + ", ".join(x if isinstance(x, str) else number(x) for x in value) + ")"
         out.append(f"  {field.name}: {value}")
     out.append(f"  makespan: {number(cf.makespan)}  bubble_fraction: {number(cf.bubble_fraction)}  "
                f"bubble_rate: {number(cf.bubble_rate)}")

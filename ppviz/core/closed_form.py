@@ -30,6 +30,9 @@ class ClosedForm:
     #: forward-only pipelines: time to the first output and steady-state microbatches per unit of time
     first_output: float | None = None
     throughput: float | None = None
+    #: the formula's own conditions (of those in ``assumptions``) this config breaks, as written
+    #: there: what :func:`caveat` names beside the costs and memory the config changes
+    unmet: tuple[str, ...] = ()
 
     @property
     def makespan(self) -> float:
@@ -69,15 +72,28 @@ def broken_assumptions(config) -> list[str]:
     return out
 
 
+def held(config, conditions: dict[str, bool]) -> dict:
+    """``applies`` and ``unmet`` of a :class:`ClosedForm` whose formula holds for uniform costs
+    (``uniform_costs``) and these conditions of its own, each named as ``assumptions`` writes it."""
+    unmet = tuple(name for name, holds in conditions.items() if not holds)
+    return {"applies": uniform_costs(config) and not unmet, "unmet": unmet}
+
+
 def caveat(closed_form, config) -> str | None:
     """Why a closed form does not hold for this config, in a sentence (None where it holds): what
-    it assumes and what in the config breaks it."""
+    it assumes, what in the config breaks it, and which of the formula's own conditions fail."""
     if closed_form is None or closed_form.applies:
         return None
     also = [text for text, there in ((", no transfers", config.transfers), (", no recompute", config.recompute is not None),
                                      (", no offload", config.offload is not None)) if there]
+    reasons = []
     broken = broken_assumptions(config)
-    why = f"this config has {', '.join(broken)}" if broken else "this config does not meet all of it"
+    if broken:
+        reasons.append(f"this config has {', '.join(broken)}")
+    unmet = closed_form.unmet
+    if unmet:
+        reasons.append(f"{' and '.join(unmet)} {'does' if len(unmet) == 1 else 'do'} not hold")
+    why = "; ".join(reasons) if reasons else "this config does not meet all of it"
     return f"the closed form assumes {closed_form.assumptions}{''.join(also)}; {why}"
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..core.program import B, F, Program
 from ..core.placement import Placement
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held
 from ..core.registry import ScheduleSpec, register, require
 
 
@@ -61,7 +61,7 @@ def looped_bfs_closed_form(config) -> ClosedForm:
         memory_formula="m",
         source="derived for torch ScheduleLoopedBFS (Breadth-First PP, arXiv 2211.05953); checked by simulation",
         assumptions="uniform stage costs, comm = 0, m >= p or v = 1",
-        applies=uniform_costs(config) and (m >= p or v == 1),
+        **held(config, {"m >= p or v = 1": m >= p or v == 1}),
     )
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held
 from ..core.placement import Placement
 from ..core.program import B, F, Program
 from ..core.registry import ScheduleSpec, even_devices_whole_units, no_microbatch_groups, register, require
@@ -89,7 +89,7 @@ def chimera_closed_form(config) -> ClosedForm:
         memory_formula="p/2 + 1 + min(r, p−1−r) on device r: D/2+1 (outer) to D (middle); 2× parameters",
         source="Li & Hoefler, Chimera (SC'21) Table 2; Shigangli/Chimera generator",
         assumptions="uniform stage costs, comm = 0, a full backward no shorter than a forward (b + w >= f)",
-        applies=uniform_costs(config) and full >= f,
+        **held(config, {"b + w >= f": full >= f}),
     )
 
 

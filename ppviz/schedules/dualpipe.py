@@ -69,7 +69,7 @@ from collections import deque
 
 from ..core.program import DeviceOps, Program
 from ..core.placement import Placement
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held
 from ..core.registry import ScheduleSpec, register, require
 from .splice import spliced_builder
 
@@ -218,7 +218,7 @@ def dualpipe_closed_form(config) -> ClosedForm:
         source="DeepSeek-V3 (arXiv 2412.19437) Table 2; deepseek-ai/DualPipe README",
         assumptions=("uniform stage costs, comm = 0, f = b, w <= f, fb = f+b+w (with an overlap gain the devices' "
                      "busy times differ and one idle figure no longer describes them all)"),
-        applies=uniform_costs(config) and pair == f + b + w and f == b and w <= f,
+        **held(config, {"f = b": f == b, "w <= f": w <= f, "fb = f+b+w": pair == f + b + w}),
     )
 
 
@@ -235,7 +235,7 @@ def dualpipe_v_closed_form(config) -> ClosedForm:
         source="deepseek-ai/DualPipe README (DualPipeV); torch ScheduleDualPipeV",
         assumptions=("uniform stage costs, comm = 0, f = b, w <= f, fb = f+b+w (with an overlap gain the devices' "
                      "busy times differ and one idle figure no longer describes them all)"),
-        applies=uniform_costs(config) and pair == f + b + w and f == b and w <= f,
+        **held(config, {"f = b": f == b, "w <= f": w <= f, "fb = f+b+w": pair == f + b + w}),
     )
 
 
@@ -287,7 +287,7 @@ def dualpipe_v_unsplit_closed_form(config) -> ClosedForm:
         memory_formula="2p + 1 chunks (PP+1) = p + ½ on every device",
         source="deepseek-ai/DualPipe dualpipev.py with enable_zb=False; DeepSeek-V3 Table 2 without the −3W",
         assumptions="uniform stage costs, comm = 0, fb = f+b+w, and b + w = f or b + w >= 2f",
-        applies=uniform_costs(config) and pair == f + b + w and (full == f or full >= 2 * f),
+        **held(config, {"fb = f+b+w": pair == f + b + w, "b + w = f or b + w >= 2f": full == f or full >= 2 * f}),
     )
 
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held
 from ..core.placement import Placement
 from ..core.program import B, F, Program
 from ..core.registry import ScheduleSpec, no_microbatch_groups, register, require
@@ -126,7 +126,7 @@ def hanayo_closed_form(config) -> ClosedForm:
         memory_formula="m − (p−1−r)/2W on device r: at m = p, up to p (1F1B's); grows with m beyond p",
         source="Liu et al., Hanayo (SC'23) Eq. (1), Figures 3(d)/(e); topal-team/elf generate_hanayo_schedule",
         assumptions="uniform stage costs, comm = 0 (m >= p, as the schedule requires)",
-        applies=uniform_costs(config) and m >= p,
+        **held(config, {"m >= p": m >= p}),
     )
 
 

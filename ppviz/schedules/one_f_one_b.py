@@ -55,7 +55,7 @@ import numpy as np
 from ..core.program import B, F, DeviceOps, Program
 from ..core.placement import Placement
 from ..core.errors import ScheduleConstraintError
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held, uniform_costs
 from ..core.registry import ScheduleSpec, one_stage_per_device, register, require
 from .splice import group_period, spliced_builder
 
@@ -184,7 +184,7 @@ def interleaved_closed_form(config) -> ClosedForm:
         memory_formula="min(2(p−r−1) + (v−1)g + 1, m·v)/v on rank r; p + (p−1)/v on rank 0 with g = p",
         source="Megatron-LM (arXiv 2104.04473); Ultra-Scale Playbook",
         assumptions="uniform stage costs, comm = 0, m a multiple of p, g = p",
-        applies=uniform_costs(config) and m % p == 0 and g == p,
+        **held(config, {"m a multiple of p": m % p == 0, "g = p": g == p}),
     )
 
 
@@ -201,7 +201,6 @@ def overlap_1f1b_closed_form(config) -> ClosedForm:
     busiest = max(k * full + (m * v - k) * pair for k in warmups) / v
     outside = p * (v - 1) + 1
     makespan = ((p - 1) * full + outside * full + (m * v - outside) * pair) / v
-    makespan_holds = uniform_costs(config) and pair >= max(f, b + w) and (v == 1 or (m % p == 0 and g == p))
     return ClosedForm(
         schedule=config.schedule,
         idle=makespan - busiest,
@@ -213,7 +212,9 @@ def overlap_1f1b_closed_form(config) -> ClosedForm:
         assumptions=("uniform stage costs, comm = 0, fb >= max(f, b+w), m a multiple of p and g = p when v > 1; "
                      "the makespan holds there for any such fb, but idle is the busiest device's and matches "
                      "every device only when fb = f+b+w (no overlap gain)"),
-        applies=makespan_holds and pair == full,
+        **held(config, {"fb >= max(f, b+w)": pair >= max(f, b + w),
+                        "m a multiple of p and g = p when v > 1": v == 1 or (m % p == 0 and g == p),
+                        "fb = f+b+w": pair == full}),
     )
 
 

@@ -60,7 +60,7 @@ import numpy as np
 
 from ..core.program import F, I, W, DeviceOps, Program
 from ..core.placement import Placement
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held
 from ..core.registry import ScheduleSpec, register, require
 from .splice import spliced_builder
 
@@ -822,7 +822,7 @@ def zb_v_closed_form(config) -> ClosedForm:
         source=("ZB-V, Zero Bubble PP (arXiv 2401.10241) §6, as torch ScheduleZBVZeroBubble orders it; the "
                 "published bubble 0 (f = b = w) leaves out the fill; this form is checked by simulation"),
         assumptions="uniform stage costs, comm = 0, m >= 2p−1, f = b, f/2 <= w <= f",
-        applies=uniform_costs(config) and full and f == b and f / 2 <= w <= f,
+        **held(config, {"m >= 2p−1": full, "f = b": f == b, "f/2 <= w <= f": f / 2 <= w <= f}),
     )
 
 
@@ -840,7 +840,7 @@ def _v_family_closed_form(config, name: str, passes: int, peaks: tuple | None, l
                 "published, bubble published only as a rate; the exact idle is read off the authors' "
                 "construction and checked by simulation for p <= 32"),
         assumptions=f"uniform stage costs, comm = 0, f = b = w, m >= {least_m}",
-        applies=uniform_costs(config) and f == b == w and m >= least_m,
+        **held(config, {"f = b = w": f == b == w, f"m >= {least_m}": m >= least_m}),
     )
 
 

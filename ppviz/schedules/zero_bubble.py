@@ -60,7 +60,7 @@ from __future__ import annotations
 from ..core.program import DeviceOps, Program
 from ..core.placement import Placement
 from .one_f_one_b import interleaved_warmup, schedule_table, validate_group_size
-from ..core.closed_form import ClosedForm, base, uniform_costs
+from ..core.closed_form import ClosedForm, base, held
 from ..core.registry import ScheduleSpec, one_stage_per_device, register
 from .splice import group_period, spliced_builder
 
@@ -133,7 +133,7 @@ def zb_h1_closed_form(config) -> ClosedForm:
         memory_formula="p on rank 0; (p−r) + r·w_share on rank r",
         source="Zero Bubble PP (arXiv 2401.10241) §3, ZB-H1",
         assumptions="uniform stage costs, comm = 0, m >= p, w <= min(f, b)",
-        applies=uniform_costs(config) and m >= p and w <= min(f, b),
+        **held(config, {"m >= p": m >= p, "w <= min(f, b)": w <= min(f, b)}),
     )
 
 
@@ -151,7 +151,7 @@ def zb_h2_closed_form(config) -> ClosedForm:
         source=("Zero Bubble PP (arXiv 2401.10241) §2.2–2.3, ZB-H2. Table 2's (p−1)(f+b−2w) is per stage, from "
                 "each stage's own first F; timed from t = 0 the last stage's (p−1)·f fill is added where larger"),
         assumptions="uniform stage costs, comm = 0, m >= 2p−1, w <= f",
-        applies=uniform_costs(config) and full and w <= f,
+        **held(config, {"m >= 2p−1": full, "w <= f": w <= f}),
     )
 
 
@@ -166,7 +166,7 @@ def interleaved_zb_closed_form(config) -> ClosedForm:
         memory_formula=None,
         source="ZB-H1's (p−1)(f+b−w) (arXiv 2401.10241) over v chunks; not published for v > 1, checked by simulation",
         assumptions="uniform stage costs, comm = 0, m >= p, w <= min(f, b)",
-        applies=uniform_costs(config) and m >= p and w <= min(f, b),
+        **held(config, {"m >= p": m >= p, "w <= min(f, b)": w <= min(f, b)}),
     )
 
 
