@@ -572,6 +572,18 @@ def test_search_and_frontier_refuse_runs_over_their_size_limit_before_any_work()
     with pytest.raises(ConfigError, match=r"at most \d[\d,]* microbatches at p = 8, v = 64"):
         search(Config(devices=8, microbatches=300), 8, stages_per_device=64)
     assert ppviz.search(Config(devices=2, microbatches=most // 100), 2).max_memory == 2
+    # the size budget scales it: a machine that simulates twice the ops searches twice the work
+    from ppviz.analysis.search import checked_size
+    from ppviz.core.budget import DEFAULT_MAX_OPS
+
+    over = Config(devices=64, microbatches=288)
+    with pytest.raises(ConfigError, match=r"ppviz\.set_budget\(max_ops=\.\.\.\), which scales this limit too"):
+        checked_size(over)
+    try:
+        ppviz.set_budget(max_ops=2 * DEFAULT_MAX_OPS)
+        assert checked_size(over) is over
+    finally:
+        ppviz.set_budget(None)
 
 
 def test_a_loose_limit_adds_no_candidate_per_microbatch():

@@ -35,6 +35,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from ..core.budget import DEFAULT_MAX_OPS, max_ops
 from ..core.config import MAX_COST, Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, ScheduleConstraintError
@@ -57,7 +58,7 @@ MAX_EFFORT = 10_000_000
 #: Largest ``stages_per_device`` accepted: the local search's moves grow faster than the ops
 #: with it (3 s measured at p = 16, m = 16, v = 256; 18 s at p = 8, m = 4, v = 1,000).
 MAX_STAGES_PER_DEVICE = 256
-#: Largest search, in op runs: every candidate (library schedules, capped ZB-H1 and GPipe waves,
+#: Largest search at the default size budget (``ppviz.set_budget`` scales it: :func:`max_search_work`), in op runs: every candidate (library schedules, capped ZB-H1 and GPipe waves,
 #: the heuristic's variants) is built and run over the whole program, 3 · p · m ops at one stage
 #: per device, and there are about ``_CANDIDATE_RUNS + 3 · min(p, m)`` of them (:func:`search_work`).
 #: At about 2–3 µs per op run on a 2-core machine, the largest accepted search takes up to some
@@ -177,12 +178,19 @@ def search_work(devices: int, microbatches: int, stages_per_device: int = 1) -> 
     return 3 * devices * microbatches * (half * stages_per_device + half + 3 * min(devices, microbatches))
 
 
-def _most_microbatches(devices: int, stages_per_device: int, searches: int) -> int:
-    """The most microbatches ``searches`` searches at these sizes accept (0 when none)."""
-    lo, hi = 0, MAX_SEARCH_WORK
+def max_search_work() -> int:
+    """The largest search accepted, in op runs: :data:`MAX_SEARCH_WORK` at the default size budget,
+    in proportion to the budget ``ppviz.set_budget(max_ops=...)`` sets (a bigger machine)."""
+    return max(1, MAX_SEARCH_WORK * max_ops() // DEFAULT_MAX_OPS)
+
+
+def _most_microbatches(devices: int, stages_per_device: int, searches: int, limit: int) -> int:
+    """The most microbatches ``searches`` searches at these sizes accept within ``limit`` op runs
+    (0 when none)."""
+    lo, hi = 0, limit
     while lo < hi:  # search_work grows with m
         mid = (lo + hi + 1) // 2
-        fits = searches * search_work(devices, mid, stages_per_device) <= MAX_SEARCH_WORK
+        fits = searches * search_work(devices, mid, stages_per_device) <= limit
         lo, hi = (mid, hi) if fits else (lo, mid - 1)
     return lo
 
@@ -197,18 +205,22 @@ def checked_size(config: Config, searches: int = 1) -> Config:
                           "ppviz.compare", reason="the search orders whole microbatches, not sequence segments")
     p, m, v = config.devices, config.microbatches, config.stages_per_device
     work = searches * search_work(p, m, v)
-    if work > MAX_SEARCH_WORK:
-        most = _most_microbatches(p, v, searches)
+    limit = max_search_work()
+    if work > limit:
+        most = _most_microbatches(p, v, searches, limit)
         at = f"p = {p:,}" + (f", v = {v:,}" if v > 1 else "")
         fewer = f"at most {most:,} microbatches at {at}" if most else "fewer devices or stages per device"
         if searches > 1:
             fewer += f" for {searches} limits (fewer limits allow more)"
         what = "a search" if searches == 1 else f"{searches} searches (one per limit)"
+        runs = "runs" if searches == 1 else "run"
         raise ConfigError("microbatches", m,
-                          f"give {fewer}; simulate larger runs with ppviz.simulate",
-                          reason=f"{what} at {at}, m = {m:,} run about {work:,} ops over their candidates "
-                                 f"(each one all {_search_ops(config):,} ops), over the limit of {MAX_SEARCH_WORK:,} "
-                                 f"(about 40 s)")
+                          f"give {fewer}, or raise the size budget with ppviz.set_budget(max_ops=...), which "
+                          "scales this limit too; simulate larger runs with ppviz.simulate",
+                          reason=f"{what} at {at}, m = {m:,} {runs} about {work:,} ops over "
+                                 f"{'its' if searches == 1 else 'their'} candidates "
+                                 f"(each one all {_search_ops(config):,} ops), over the limit of {limit:,} "
+                                 f"(about {40 * limit / MAX_SEARCH_WORK:.0f} s on a 2-core machine)")
     return config
 
 
@@ -458,5 +470,5 @@ def _starts(fitting, limit: float):
 
 
 __all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "checked_effort", "checked_limit",
-           "checked_size", "search_work", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_WORK",
+           "checked_size", "max_search_work", "search_work", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_WORK",
            "PROGRESS_FROM_WORK"]
