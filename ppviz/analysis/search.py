@@ -58,9 +58,11 @@ MAX_EFFORT = 10_000_000
 #: Largest ``stages_per_device`` accepted: the local search's moves grow faster than the ops
 #: with it (3 s measured at p = 16, m = 16, v = 256; 18 s at p = 8, m = 4, v = 1,000).
 MAX_STAGES_PER_DEVICE = 256
-#: Largest search at the default size budget (``ppviz.set_budget`` scales it: :func:`max_search_work`), in op runs: every candidate (library schedules, capped ZB-H1 and GPipe waves,
-#: the heuristic's variants) is built and run over the whole program, 3 · p · m ops at one stage
-#: per device, and there are about ``_CANDIDATE_RUNS + 3 · min(p, m)`` of them (:func:`search_work`).
+#: Largest search at the default size budget (``ppviz.set_budget`` scales it:
+#: :func:`max_search_work`), in op runs: every candidate (library schedules, capped ZB-H1 and
+#: GPipe waves, the heuristic's variants) is built and run over the whole program, 3 · p · m ops
+#: at one stage per device, and there are about ``_CANDIDATE_RUNS + 3 · min(p, m)`` of them
+#: (:func:`search_work`).
 #: At about 2–3 µs per op run on a 2-core machine, the largest accepted search takes up to some
 #: 40 s (measured: p = 64, m = 256 at a limit of 64, 13.4M op runs, 26.5 s; p = 32, m = 512 at
 #: 32, 8.6M, 16.7 s; at the edge, p = 64, m = 287 at 64: 29.6 s, p = 8, m = 6,009 at 8: 35.2 s,
@@ -197,7 +199,7 @@ def _most_microbatches(devices: int, stages_per_device: int, searches: int, limi
 
 def checked_size(config: Config, searches: int = 1) -> Config:
     """``config``, or a ConfigError when ``searches`` searches of its sizes (a frontier's, one per
-    limit) are over :data:`MAX_SEARCH_WORK` or it splits microbatches into sequence segments
+    limit) are over :func:`max_search_work` or it splits microbatches into sequence segments
     (the search orders whole microbatches)."""
     if config.segments > 1:
         raise ConfigError("segments", config.segments,
@@ -470,5 +472,5 @@ def _starts(fitting, limit: float):
 
 
 __all__ = ["search", "SearchResult", "Candidate", "library_runs", "lower_bound", "checked_effort", "checked_limit",
-           "checked_size", "max_search_work", "search_work", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE", "MAX_SEARCH_WORK",
-           "PROGRESS_FROM_WORK"]
+           "checked_size", "max_search_work", "search_work", "DEFAULT_EFFORT", "MAX_EFFORT", "MAX_STAGES_PER_DEVICE",
+           "MAX_SEARCH_WORK", "PROGRESS_FROM_WORK"]

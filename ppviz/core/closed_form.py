@@ -53,9 +53,9 @@ def base(config) -> tuple[int, int, int, float, float, float, float]:
 
 
 def broken_assumptions(config) -> list[str]:
-    """What in the config breaks the assumptions every closed form makes on costs and memory
-    (``uniform_costs`` and ``Config.uniform``), as the user set it; empty when none does (a
-    formula may still not apply for a condition of its own, such as m >= 2p−1)."""
+    """What in the config breaks the assumptions every closed form makes on costs and memory, as
+    the user set it; empty when none does (:func:`uniform_costs`; a formula may still not apply
+    for a condition of its own, such as m >= 2p−1: :func:`held`)."""
     out = []
     if any(k in ("f", "b", "w") for costs in config.stage_costs.values() for k in costs):
         out.append("per-stage costs")
@@ -98,6 +98,6 @@ def caveat(closed_form, config) -> str | None:
 
 
 def uniform_costs(config) -> bool:
-    """True when the formulas' assumptions on costs hold: no per-stage override, no comm, no transfers."""
-    return (config.uniform and config.comm == 0 and not config.transfers
-            and not any("activation" in c for c in config.stage_costs.values()))
+    """True when the formulas' assumptions on costs and memory hold: nothing in
+    :func:`broken_assumptions` (no per-stage override, comm, transfers, recompute or offload)."""
+    return not broken_assumptions(config)
