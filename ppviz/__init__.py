@@ -43,6 +43,7 @@ from .core.config import Config
 from .core.engine import simulate
 from .core.measured import Measured
 from .core.errors import (
+    ArgumentError,
     ConfigError,
     DeadlockError,
     LayoutError,
@@ -66,6 +67,7 @@ from .model import Hardware, Layout, Transformer
 __version__ = "0.1.0"
 
 __all__ = [
+    "ArgumentError",
     "Calibration",
     "Config",
     "ConfigError",

@@ -358,11 +358,10 @@ def test_measured_runs_load_calibrate_and_compare_or_refuse(loaded, tmp_path_fac
 
 @settings(max_examples=60)
 @given(hostile_values, hostile_values, st.dictionaries(st.sampled_from(["memory", "labels", "width", "row_height",
-                                                                        "theme", "merge_above"]),
+                                                                        "theme", "merge_above", "nope"]),
                                                        hostile_values, max_size=2))
 def test_charts_draw_or_refuse(loaded, item, option, options):
-    # (a keyword a chart function does not have is Python's TypeError, as for any function with
-    # a fixed signature; the exports that pass options on name them: see the export test)
+    # (a keyword a chart function does not have is refused like any other value: tests/test_arguments.py)
     from ppviz import charts
 
     res, _ = loaded

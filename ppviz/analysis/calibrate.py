@@ -41,6 +41,7 @@ from ..core.errors import ConfigError
 from ..core.measured import Measured
 from ..core.program import Program
 from ..core.result import Result
+from ..core.errors import checked_arguments
 
 _KINDS = "FBIW"
 
@@ -57,6 +58,7 @@ class StageFit:
     overhead: np.ndarray
 
 
+@checked_arguments
 @dataclass(frozen=True)
 class Calibration:
     """What :func:`calibrate` returns (see the module docstring); ``config`` is the fitted
@@ -187,6 +189,7 @@ def _mad(x: np.ndarray) -> float:
     return float(np.median(np.abs(x - np.median(x))))
 
 
+@checked_arguments
 def calibrate(measured: Measured, *, w_fraction: float = 0.5) -> Calibration:
     """Fit per-stage costs and comm to a measured run (module docstring); returns a
     :class:`Calibration` whose ``config`` reproduces the run when simulated."""

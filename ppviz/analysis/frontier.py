@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..core.config import Config
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.metrics import metrics
 from ..core.registry import lookup
 from .search import DEFAULT_EFFORT, checked_effort, checked_limit, checked_size, library_runs, search
@@ -26,6 +26,7 @@ COLUMNS = ("name", "source", "schedule", "stages_per_device", "memory_limit", "m
            "bubble_rate", "peak_activation", "pareto")
 
 
+@checked_arguments
 def pareto_front(bubble, memory) -> np.ndarray:
     """True for each point no other point beats: lower is better on both axes.
 

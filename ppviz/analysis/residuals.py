@@ -34,6 +34,7 @@ from ..core.errors import ConfigError
 from ..core.measured import Measured
 from ..core.result import Result, unit_suffix
 from .calibrate import Calibration, gap_words
+from ..core.errors import checked_arguments
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class Attribution:
         return self.compute_variance + self.communication + self.host_overhead
 
 
+@checked_arguments
 class Residuals:
     """Measured − simulated, per op and per device, with a summary.
 
@@ -126,6 +128,7 @@ class Residuals:
         return f"<Residuals: measured {tm:.4g}{unit}, simulated {ts:.4g}{unit}>"
 
 
+@checked_arguments
 def residuals(measured: Measured, against) -> Residuals:
     """The measured run against a simulation of its own program (module docstring)."""
     if not isinstance(measured, Measured):

@@ -48,6 +48,7 @@ from . import heuristic
 from .capped import capped_orders, wave_orders
 from .improve import improve
 from .orders import Problem, orders_of
+from ..core.errors import checked_arguments
 
 #: Evaluations the local search may spend, in ops evaluated (an evaluation costs about
 #: 0.7 µs per op): about half a second at p = 8, m = 32 (768 ops).
@@ -91,6 +92,7 @@ class Candidate:
     stages_per_device: int
 
 
+@checked_arguments
 class SearchResult(Result):
     """The schedule :func:`search` found, as an ordinary :class:`ppviz.Result`, plus the search's
     report: ``max_memory``, ``candidates`` (every schedule considered, best first),
@@ -292,6 +294,7 @@ def lower_bound(problem: Problem, limit: float) -> float | None:
     return bound
 
 
+@checked_arguments
 def search(config: Config, max_memory: float, *, stages_per_device: int | None = None,
            effort: int = DEFAULT_EFFORT, progress: bool | None = None) -> SearchResult:
     """The fastest schedule found whose peak activation stays within ``max_memory`` on every device.

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from ..core.config import Config
 from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError
 from ..core.metrics import metrics, metrics_many
+from ..core.errors import checked_arguments
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
 MAX_CONFIGS = 10_000_000
@@ -202,6 +203,7 @@ def _chunks(total: int, workers: int, chunk_size: int | None) -> list[tuple[int,
     return [(lo, min(lo + chunk_size, total)) for lo in range(0, total, chunk_size)]
 
 
+@checked_arguments
 def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None = None,
           chunk_size: int | None = None, progress: bool = True):
     """Run every config of ``grid`` on the fast metrics path; a pandas DataFrame, one row per config.

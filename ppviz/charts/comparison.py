@@ -21,6 +21,7 @@ from .inputs import (
 from .labels import GLYPH as _GLYPH, label_marks, leader_marks, point_labels
 from .offline import shown_offline
 from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
+from ..core.errors import checked_arguments
 
 # Charts ---------------------------------------------------------------------------------------
 
@@ -140,6 +141,7 @@ def _bubble(runs: Runs, metric: str, legend: bool | str = False, height: int | N
 
 
 @shown_offline
+@checked_arguments
 def bubble_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     """Simulated bubble per run as bars, with the published closed form as a black tick.
 
@@ -257,6 +259,7 @@ def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static
 
 
 @shown_offline
+@checked_arguments
 def memory_chart(items) -> alt.LayerChart:
     """Peak memory of every device, bars grouped by device, one colour per run; with more runs
     than colours, a table of runs × devices shaded by the peak.
@@ -322,6 +325,7 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
 
 
 @shown_offline
+@checked_arguments
 def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak memory (y) for each run.
 
@@ -334,6 +338,7 @@ def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
 
 
 @shown_offline
+@checked_arguments
 def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
     """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below
     and, when some run models its links (``Config.topology``), its exposed communication and
@@ -363,6 +368,7 @@ MAX_CURVE_DEVICES = 512
 
 
 @shown_offline
+@checked_arguments
 def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     """Memory over time of one run: a row per device, step lines on a shared scale, each
     device's peak marked with a dot (at the first time it is reached) and given in its label.
@@ -447,6 +453,7 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
 
 
 @shown_offline
+@checked_arguments
 def sweep_chart(items, microbatches, *, devices: int | None = None, metric: str = "makespan",
                 **options) -> alt.LayerChart:
     """Makespan (or bubble, with ``metric="fraction"|"rate"``) against the number of microbatches.
@@ -613,6 +620,7 @@ def _communication(runs: Runs, legend: bool = True) -> alt.HConcatChart:
     return alt.hconcat(exposed, volume, spacing=40).resolve_scale(color="shared")
 
 
+@checked_arguments
 def communication_chart(items) -> alt.HConcatChart:
     """Exposed communication and communication volume per run, side by side.
 

@@ -10,12 +10,14 @@ from ..core.errors import ConfigError
 from .inputs import BUBBLE_METRICS, PALETTE
 from .labels import UNLABELLED, label_marks, leader_marks, point_labels
 from .style import CHART, LABEL_SIZE
+from ..core.errors import checked_arguments
 
 #: The point selection a click fills, with the field ``name`` (the widget observes it).
 PICK = "ppviz_frontier_pick"
 _SOURCES = ("library", "search")
 
 
+@checked_arguments
 def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 320) -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak activation (y), one point per run.
 

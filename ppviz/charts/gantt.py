@@ -17,6 +17,7 @@ from ..core.result import Result
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
 from .style import INK_DARK, INK_LIGHT, LABEL_SIZE, SHADE_ORDER, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
+from ..core.errors import checked_arguments
 
 # Gantt chart ----------------------------------------------------------------------------------
 #
@@ -326,6 +327,7 @@ def as_result(item) -> Result:
 
 
 @shown_offline
+@checked_arguments
 def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 900,
                 row_height: int | None = None, theme: str = "light",
                 merge_above: int = 3000) -> alt.LayerChart | alt.VConcatChart:

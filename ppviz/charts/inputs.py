@@ -16,6 +16,7 @@ from ..core.errors import ConfigError
 from ..core.registry import ORDER, all_specs
 from ..core.result import Result
 from .style import CHART, SERIES
+from ..core.errors import checked_arguments
 
 #: Ten run colours (style.json "series", from Okabe–Ito and Paul Tol's sets), none near an op-kind
 #: colour of either theme, so a run never looks like F, B, W or F&B; the first five stay apart
@@ -127,6 +128,7 @@ def colors_for(names: Sequence[str], schedules: Sequence[str]) -> dict[str, str]
     return out
 
 
+@checked_arguments
 def schedule_colors(items) -> dict[str, str]:
     """The colour each run gets in every chart of this module, keyed by its (unique) display name."""
     configs = [x.config if isinstance(x, Result) else x for x in items_of(items, "items", RUNS_ACCEPTED, (Result, Config))]
@@ -229,6 +231,7 @@ def memory_words(results: Sequence[Result]) -> tuple[str, bool]:
 
 # Pure helpers ---------------------------------------------------------------------------------
 
+@checked_arguments
 def summarize_steps(times, values, max_points: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     """At most ``max_points`` change points of a step function, without losing a peak.
 

@@ -19,6 +19,7 @@ import functools
 import altair as alt
 
 from ..core.errors import ConfigError
+from ..core.errors import checked_arguments
 
 
 class OfflineChart(alt.JupyterChart):
@@ -33,6 +34,7 @@ class OfflineChart(alt.JupyterChart):
     _is_offline = False
 
 
+@checked_arguments
 def widget(chart, **options) -> OfflineChart:
     """A JupyterChart widget of ``chart`` that renders with no internet (selections and params
     sync to Python as with ``alt.JupyterChart``). The JavaScript is bundled once per process."""
@@ -42,6 +44,7 @@ def widget(chart, **options) -> OfflineChart:
     return OfflineChart(chart, **options)
 
 
+@checked_arguments
 def display(chart, **options) -> None:
     """Show ``chart`` in the notebook offline (see :func:`widget`)."""
     from IPython.display import display as show

@@ -14,11 +14,13 @@ from ..core.result import unit_suffix
 from .gantt import _BAR_INSET_PX, gantt_chart
 from .offline import shown_offline
 from .style import THEMES
+from ..core.errors import checked_arguments
 
 #: the ghost strip's share of a bar's height (the widget's is about the same)
 STRIP = 0.3
 
 
+@checked_arguments
 @shown_offline
 def overlay_chart(res: Residuals, *, width: int = 900, theme: str = "light") -> alt.LayerChart:
     """The measured run's Gantt chart (:func:`ppviz.charts.gantt_chart`, no memory lanes) with its

@@ -13,6 +13,7 @@ import vl_convert
 from ..core.errors import ConfigError
 
 from ..io.files import write_file
+from ..core.errors import checked_arguments
 
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 
@@ -36,12 +37,14 @@ def _converted(convert, chart, **options):
                           reason=f"Vega-Lite cannot render it ({why})") from None
 
 
+@checked_arguments
 def to_svg(chart) -> str:
     """The chart as SVG text, rendered by vl-convert: no browser, and no network (external
     data URLs are refused rather than fetched)."""
     return _converted(vl_convert.vegalite_to_svg, chart)
 
 
+@checked_arguments
 def to_png(chart, scale: float = 2.0) -> bytes:
     """The chart as PNG bytes at ``scale`` × its size (2 for sharp text on high-DPI screens),
     rendered by vl-convert with no browser and no network."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from .errors import ConfigError
+from .errors import checked_arguments
 
 DEFAULT_MAX_OPS = 4_000_000
 #: what a device costs on its own, in ops: building and drawing each device's order takes about
@@ -33,6 +34,7 @@ def max_ops() -> int:
     return int(env) if env.isdigit() and int(env) > 0 else DEFAULT_MAX_OPS
 
 
+@checked_arguments
 def set_budget(max_ops: int | None = None) -> int:
     """Set the largest run, in ops, that ppviz builds (``None``: back to the default). Returns it."""
     global _max_ops

@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+from .errors import checked_arguments
 
 
+@checked_arguments
 class Columns:
     """Mixin for a frozen dataclass of equal-length columns."""
 
@@ -40,6 +42,7 @@ class Columns:
         return pd.DataFrame({name: getattr(self, name) for name in self.keys()})
 
 
+@checked_arguments
 class Queue(Columns):
     """Mixin for a table of copies over links (transfers, host copies): each row is ``ready``,
     then starts when its link is free. ``EMPTY`` gives each column's dtype for :meth:`empty`."""

@@ -13,6 +13,7 @@ from .errors import ConfigError, ScheduleConstraintError
 from .budget import check_size
 from .registry import ScheduleSpec, lookup
 from .topology import Link, checked_topology
+from .errors import checked_arguments
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
@@ -95,6 +96,7 @@ def positive_int(name: str, value, *, allow_none: bool = False):
     return int(value)
 
 
+@checked_arguments
 @dataclass(frozen=True)
 class Config:
     """One pipeline-parallel run to build and simulate.

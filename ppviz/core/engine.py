@@ -23,6 +23,7 @@ from .dependencies import deadlock_error, dependencies
 from .errors import ConfigError
 from .program import KINDS, Program
 from .result import Result
+from .errors import checked_arguments
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
@@ -308,6 +309,7 @@ def program_config(program: Program, config: Config | None, options: dict) -> Co
     return cfg
 
 
+@checked_arguments
 def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
     """Simulate a config (its schedule is built first) or a program.
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
+import types
+
 
 class PpvizError(ValueError):
     """Base class: the input was understood but is not acceptable."""
@@ -77,3 +82,96 @@ class DeadlockError(ProgramError):
     def __init__(self, message: str, blocked: dict[int, tuple[str, str]]):
         self.blocked = blocked
         super().__init__(message)
+
+
+class ArgumentError(ConfigError):
+    """A public function or method was called with an argument it does not take, without one it
+    needs, or with too many: the message names the call and every argument it takes."""
+
+    def __init__(self, call: str, takes: list[str], *, unknown: tuple[str, object] | None = None,
+                 missing: list[str] | None = None, detail: str | None = None):
+        self.call, self.takes, self.missing = call, takes, missing or []
+        accepted = f"{call} takes {', '.join(takes)}" if takes else f"{call} takes no arguments"
+        if unknown is not None:
+            name, value = unknown
+            close = difflib.get_close_matches(name, takes, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            super().__init__(name, value, hint + accepted, reason=f"{call} has no such argument")
+        else:
+            # no value to show: the argument is absent, or the fault is in how many there are
+            reason = f"{call} needs {' and '.join(self.missing)}" if self.missing else detail
+            ValueError.__init__(self, f"{reason}; {accepted}")
+            self.field, self.value, self.accepted = (self.missing or [None])[0], None, accepted
+
+
+def _argument_error(fn, name: str, method: bool, args: tuple, kwargs: dict) -> ArgumentError | None:
+    """Why this call could not bind to ``fn``'s parameters (``method``: its first is self or cls),
+    or None if it can (the TypeError came from inside)."""
+    signature = inspect.signature(fn)
+    try:
+        signature.bind(*args, **kwargs)
+        return None
+    except TypeError:
+        pass
+    kinds = inspect.Parameter
+    parameters = dict(signature.parameters)
+    first = next(iter(parameters), None) if method else None
+    listed = {p: spec for p, spec in parameters.items() if p != first}
+    names = [p for p, spec in listed.items() if spec.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)]
+    given = args[1:] if method else args
+    if any(spec.kind is kinds.VAR_KEYWORD for spec in listed.values()):
+        names = names + ["keyword options"]
+    else:
+        for key, value in kwargs.items():
+            if key not in listed or listed[key].kind is kinds.POSITIONAL_ONLY:
+                return ArgumentError(name, names, unknown=(key, value))
+    positional = [p for p, spec in listed.items() if spec.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+    if len(given) > len(positional) and not any(spec.kind is kinds.VAR_POSITIONAL for spec in listed.values()):
+        return ArgumentError(name, names, detail=f"{name} takes {len(positional)} argument"
+                             f"{'' if len(positional) == 1 else 's'} by position, {len(given)} were given")
+    twice = [p for p in positional[:len(given)] if p in kwargs]
+    if twice:
+        return ArgumentError(name, names, detail=f"{name} got {twice[0]} twice, by position and by name")
+    try:
+        bound = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError as error:
+        return ArgumentError(name, names, detail=str(error))
+    missing = [p for p, spec in listed.items() if p not in bound and spec.default is spec.empty and
+               spec.kind not in (kinds.VAR_POSITIONAL, kinds.VAR_KEYWORD)]
+    return ArgumentError(name, names, missing=missing, detail=f"{name} cannot take these arguments")
+
+
+def _checked_function(fn, name: str, method: bool = False):
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        __tracebackhide__ = True  # pytest and IPython leave this frame out of tracebacks
+        try:
+            return fn(*args, **kwargs)
+        except TypeError:
+            # only on the error path: a TypeError raised inside fn binds fine and is raised as it was
+            wrong = _argument_error(fn, name, method, args, kwargs)
+            if wrong is None:
+                raise
+            raise wrong from None
+    return call
+
+
+def checked_arguments(target):
+    """Turn a public function's (or a public class's methods') "unexpected keyword argument" /
+    "missing argument" TypeErrors into :class:`ArgumentError`, a :class:`PpvizError` naming the
+    argument and everything the call takes. A class: its ``__init__`` and the public methods,
+    class methods and static methods it defines (inherited ones are checked where they are
+    defined). Calls that bind cost nothing more than one Python call."""
+    if not isinstance(target, type):
+        return _checked_function(target, f"{target.__name__}()")
+    for attribute, member in list(vars(target).items()):
+        if attribute.startswith("_") and attribute != "__init__":
+            continue
+        name = f"{target.__name__}()" if attribute == "__init__" else f"{target.__name__}.{attribute}()"
+        if isinstance(member, classmethod):
+            setattr(target, attribute, classmethod(_checked_function(member.__func__, name, method=True)))
+        elif isinstance(member, staticmethod):
+            setattr(target, attribute, staticmethod(_checked_function(member.__func__, name)))
+        elif isinstance(member, types.FunctionType):
+            setattr(target, attribute, _checked_function(member, name, method=True))
+    return target

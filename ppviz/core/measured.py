@@ -29,6 +29,7 @@ from .columns import Columns
 from .program import Program
 from .result import Result, unit_suffix
 from .transfers import Transfers
+from .errors import checked_arguments
 
 MS = "ms"
 
@@ -72,6 +73,7 @@ class Samples(Columns):
 
 
 
+@checked_arguments
 class Measured(Result):
     """A measured step (see the module docstring); everything a :class:`Result` has, and
     ``wait``, ``transfers``, ``steps``, ``step``, ``samples``, ``clock_offsets``, ``sources``

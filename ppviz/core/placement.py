@@ -13,7 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ConfigError
+from .errors import checked_arguments
 
+@checked_arguments
 @dataclass(frozen=True)
 class Placement:
     """Stage → device map, optionally with a second replica for microbatches >= ``split``."""

@@ -41,6 +41,7 @@ import numpy as np
 from .errors import ConfigError, ParseError, ProgramError
 from .paths import checked_path
 from .placement import Placement
+from .errors import checked_arguments
 
 F, B, I, W = 0, 1, 2, 3
 KINDS = "FBIW"
@@ -218,6 +219,7 @@ class Actions:
         return len(self.first)
 
 
+@checked_arguments
 class Program:
     """Per-device op orders plus the placement they assume.
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ConfigError, ScheduleConstraintError, UnknownScheduleError
+from .errors import checked_arguments
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,7 @@ def require(condition: bool, config, field: str, accepted: str, reason: str) -> 
                                       reason=f"{config.schedule} {reason}")
 
 
+@checked_arguments
 class ScheduleTable(tuple):
     """The registry as returned by ``ppviz.list_schedules()``: a tuple of specs that prints as a table."""
 
@@ -230,6 +232,7 @@ class ScheduleTable(tuple):
         return [s.name for s in self]
 
 
+@checked_arguments
 def list_schedules() -> ScheduleTable:
     """The registry: every schedule's name, aliases, constraints and a one-line description."""
     return ScheduleTable(all_specs())

@@ -18,6 +18,7 @@ from .offload import curves as offload_curves
 from .program import KINDS
 from .topology import describe as describe_topology
 from .transfers import Transfers
+from .errors import checked_arguments
 
 _KIND_CHARS = np.array(list(KINDS))
 
@@ -106,6 +107,7 @@ def size_text(nbytes: float) -> str:
     return f"{nbytes:.4g} bytes"
 
 
+@checked_arguments
 class Result:
     """What :func:`ppviz.simulate` returns.
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .errors import ConfigError
+from .errors import checked_arguments
 
 #: seconds in one of each time unit a link can be converted to
 SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}
@@ -60,6 +61,7 @@ def seconds_per(time_unit: str | None, what: str) -> float:
     return SECONDS[time_unit]
 
 
+@checked_arguments
 @dataclass(frozen=True)
 class Link:
     """One directional connection between two devices.
@@ -107,6 +109,7 @@ class Link:
         return f"latency {self.latency:.6g} {unit}, {bw}"
 
 
+@checked_arguments
 @dataclass(frozen=True)
 class Topology:
     """Devices grouped into nodes: ``intra`` connects devices of one node, ``inter`` devices of

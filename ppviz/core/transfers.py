@@ -21,6 +21,7 @@ from .columns import Queue
 from .dependencies import dependencies
 from .errors import ProgramError
 from .program import COMM_KINDS, F, RECV_B, RECV_F, SEND_B, SEND_F, Program, action, comm_action
+from .errors import checked_arguments
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,7 @@ def _missing(program: Program, producer: int, consumer: int, what: str) -> Progr
         position=position)
 
 
+@checked_arguments
 @dataclass(frozen=True)
 class Transfers(Queue):
     """The simulated transfers, one row each, as equal-length columns.

@@ -19,10 +19,12 @@ from __future__ import annotations
 import functools
 
 from ..core.errors import ConfigError
+from ..core.errors import checked_arguments
 
 _MARK = "_ppviz_annotated"
 
 
+@checked_arguments
 def annotate(stage):
     """Wrap a ``torch.distributed.pipelining`` stage's compute calls in ``PP:<action>`` spans;
     returns the stage (see the module docstring). Works on single- and multi-stage schedules."""

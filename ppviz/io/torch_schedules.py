@@ -25,6 +25,7 @@ from ..core.budget import max_ops
 from ..core.config import positive_int
 from ..core.errors import ConfigError, ScheduleConstraintError
 from ..core.program import Program
+from ..core.errors import checked_arguments
 
 # torch raises these for sizes a schedule does not support (ValueError for most, AssertionError
 # from its checks, RuntimeError from lowering)
@@ -145,6 +146,7 @@ def _sizes(devices, microbatches, stages_per_device, default_v: int) -> tuple[in
     return p, m, v
 
 
+@checked_arguments
 def from_torch(schedule, *, devices: int | None = None, microbatches: int | None = None,
                stages_per_device: int | None = None, comms: bool = False) -> Program:
     """The per-device compute order torch runs, as a validated :class:`ppviz.Program`.

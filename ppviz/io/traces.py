@@ -40,6 +40,7 @@ from ..core.registry import all_specs
 from ..core.result import unit_suffix
 from . import chrome_trace, measured_json, torch_profiler
 from .trace_records import MAX_TRACE_BYTES, RankRecords, read_bytes
+from ..core.errors import checked_arguments
 
 _SUFFIXES = (".json", ".json.gz")
 #: the measured run shipped with ppviz (tests/pipeline_runs.py made it; see its README)
@@ -50,6 +51,7 @@ _PROGRESS_BYTES = 32 << 20
 _RECOGNISE_OPS = 200_000
 
 
+@checked_arguments
 def load_trace(paths, *, step="median", align="auto", progress=None, max_bytes: int = MAX_TRACE_BYTES) -> Measured:
     """Read a measured pipeline run from trace files; returns a :class:`ppviz.Measured`.
 
@@ -86,6 +88,7 @@ def load_trace(paths, *, step="median", align="auto", progress=None, max_bytes: 
             gc.enable()
 
 
+@checked_arguments
 def example_trace() -> str:
     """The directory of a small measured run shipped with ppviz: torch's ``Schedule1F1B`` on 4
     CPU ranks (gloo), 8 microbatches, a model whose layers sleep for fixed times (unequal

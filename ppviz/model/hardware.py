@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from ..core.config import MAX_COST, keyword_checked
 from ..core.errors import ConfigError
 from .catalog import from_catalog
+from ..core.errors import checked_arguments
 
 #: Share of the peak a training step's kernels sustain while computing (see the module docstring).
 DEFAULT_EFFICIENCY = 0.5
 GIB = 2**30
 
 
+@checked_arguments
 @keyword_checked
 @dataclass(frozen=True)
 class Hardware:

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..core.errors import LayoutError
+from ..core.errors import checked_arguments
 
 ITEMS = {"E": "embedding", "t": "transformer layer", "m": "MTP layer", "L": "loss"}
 #: Largest layout accepted, in items (layers plus stage separators), checked before expanding
@@ -41,6 +42,7 @@ SYNTAX = ("write E (embedding), t (transformer layer), m (MTP layer) and L (loss
           "x*N to repeat an item and (...)*N a group, commas optional: e.g. 'Et*3|(tt|)*29,m|L'")
 
 
+@checked_arguments
 @dataclass(frozen=True)
 class Layout:
     """The items (``E``, ``t``, ``m``, ``L``) each stage holds, stage 0 first; see the module docstring."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from ..core.config import keyword_checked
 from ..core.errors import ConfigError
 from .catalog import from_catalog
+from ..core.errors import checked_arguments
 
 #: Largest layer count accepted (the largest published models have a few hundred): the balancer's
 #: work grows with it.
@@ -30,6 +31,7 @@ DTYPES = ("bf16", "fp16")
 NORMS = ("layernorm", "rmsnorm")
 
 
+@checked_arguments
 @keyword_checked
 @dataclass(frozen=True)
 class Transformer:

@@ -15,10 +15,10 @@ from . import (gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe
 class _Package(types.ModuleType):
     """``ppviz.schedules`` is this package; calling it, as ppviz 0.1 allowed, still lists the registry."""
 
-    def __call__(self):
+    def __call__(self, *args, **kwargs):
         warnings.warn("ppviz.schedules() is deprecated: call ppviz.list_schedules(); ppviz.schedules is now the "
                       "package of schedule families", DeprecationWarning, stacklevel=2)
-        return list_schedules()
+        return list_schedules(*args, **kwargs)  # (which names a wrong argument)
 
 
 sys.modules[__name__].__class__ = _Package

@@ -51,6 +51,7 @@ from ..core.program import Program
 from ..core.registry import lookup
 from ..core.result import Result
 from .gantt import BUNDLE, GanttWidget, valid_window
+from ..core.errors import checked_arguments
 
 #: Vega-Lite params of the linked charts: the emphasised run ("" for none), the highlighted
 #: device (−1 for none) and whether to draw in dark colours; click selections are named
@@ -327,6 +328,7 @@ class CompareState(anywidget.AnyWidget):
         return valid_window(proposal["value"])
 
 
+@checked_arguments
 class Comparison(ipywidgets.VBox):
     """What :func:`compare` returns: the Gantt charts above the Altair charts, linked.
 
@@ -426,6 +428,7 @@ def _rank(names: list[str], results: list[Result]) -> tuple[list[str], dict[str,
     return ranking, over
 
 
+@checked_arguments
 def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fraction", **config_options) -> Comparison:
     """Several runs side by side: Gantt charts on one time axis above the bubble, Pareto and
     peak-memory charts, linked (see the module docstring for what a click does).

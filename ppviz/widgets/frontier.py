@@ -24,8 +24,10 @@ from ..core.engine import simulate
 from ..core.errors import ConfigError
 from ..core.result import Result
 from .viewer import Viewer
+from ..core.errors import checked_arguments
 
 
+@checked_arguments
 class Frontier:
     """What :func:`frontier` returns: ``table`` (a pandas DataFrame), ``chart`` (Altair),
     ``result(name)`` (a run's full :class:`ppviz.Result`) and ``view()`` (the linked widget,
@@ -80,6 +82,7 @@ class FrontierView(ipywidgets.VBox):
         self.detail.children = [Viewer(self.front.result(name), controls=False)] if name else []
 
 
+@checked_arguments
 def frontier(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
              effort: int = DEFAULT_EFFORT) -> Frontier:
     """The Pareto frontier of bubble against peak activation for ``config``'s sizes and costs.

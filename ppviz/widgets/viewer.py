@@ -22,6 +22,7 @@ from ..core.errors import ConfigError, PpvizError
 from ..core.registry import all_specs, lookup
 from ..core.result import Result
 from .gantt import GanttWidget, as_result
+from ..core.errors import checked_arguments
 
 #: A change whose simulation and encoding are expected to take longer than this shows the
 #: chart's busy state first (the message reaches the browser while the kernel works; with the
@@ -38,6 +39,7 @@ FIELDS = (("devices", "p", True), ("microbatches", "m", True), ("stages_per_devi
 MAX_DEVICES, MAX_V = 1024, 64
 
 
+@checked_arguments
 class Viewer(ipywidgets.VBox):
     """What :func:`show` returns: the chart, optionally under live controls.
 
@@ -214,6 +216,7 @@ class _Controls:
                                             reason=f"it failed with {type(exc).__name__}: {exc}"))
 
 
+@checked_arguments
 def show(x, controls: bool = True, *, theme: str = "auto", against=None):
     """The interactive Gantt chart of a schedule name, Config, Program or Result.
 

@@ -1,0 +1,141 @@
+"""Wrong arguments to any public call (an unknown or misspelt keyword, a missing argument, too
+many by position) are a PpvizError naming the argument and what the call takes, never Python's
+TypeError. The public surface is enumerated, not listed, so a call added later is covered."""
+
+import inspect
+
+import pytest
+
+import ppviz
+import ppviz.charts
+from ppviz.core.errors import ArgumentError, checked_arguments
+
+UNKNOWN = "zz_not_an_argument"
+
+
+def _instances():
+    cfg = ppviz.Config(schedule="1f1b", devices=2, microbatches=2)
+    res = ppviz.simulate(cfg)
+    measured = ppviz.load_trace(ppviz.example_trace())
+    cal = ppviz.calibrate(measured)
+    topo = ppviz.Config(schedule="1f1b", devices=2, microbatches=2, topology="dgx-h100", comm_bytes=1e6,
+                         time_unit="ms")
+    return {
+        "Config": cfg, "Result": res, "Program": res.program, "Placement": res.program.placement,
+        "Measured": measured, "Calibration": cal, "Residuals": ppviz.residuals(measured, cal),
+        "SearchResult": ppviz.search(cfg, 2), "Topology": ppviz.Topology.preset("dgx-h100"),
+        "Transfers": ppviz.simulate(topo).transfers, "Hardware": ppviz.Hardware.preset("h100-sxm"),
+        "Transformer": ppviz.Transformer.preset("llama-3-8b"), "Link": ppviz.Link(1, 2),
+        "Layout": ppviz.Layout.even(4, 2),
+        # what the public calls return
+        "Frontier": ppviz.frontier(cfg, memory=[2]), "Viewer": ppviz.show(cfg),
+        "Comparison": ppviz.compare([cfg]), "ScheduleTable": ppviz.list_schedules(),
+    }
+
+
+def _public_calls():
+    """(label, callable) for every public function, class and method: ppviz's, ppviz.charts', and
+    those of the objects they return."""
+    instances = _instances()
+    classes = {name: getattr(ppviz, name) for name in ppviz.__all__
+               if isinstance(getattr(ppviz, name), type) and not issubclass(getattr(ppviz, name), Exception)}
+    classes.update({name: type(obj) for name, obj in instances.items()})
+    missing = sorted(set(classes) - set(instances))
+    assert not missing, f"give the test an instance of {missing}"
+    calls = []
+    for name in ppviz.__all__:
+        obj = getattr(ppviz, name)
+        if callable(obj) and not inspect.isclass(obj):
+            calls.append((f"ppviz.{name}", obj))
+    for name in ppviz.charts.__all__:
+        obj = getattr(ppviz.charts, name)
+        if inspect.isfunction(obj):
+            calls.append((f"ppviz.charts.{name}", obj))
+    for name, cls in classes.items():
+        if name in ppviz.__all__:
+            calls.append((name, cls))
+        # ppviz's own members (not ipywidgets', traitlets' or tuple's), the nearest definition first
+        owners = [k for k in cls.__mro__ if k.__module__.startswith("ppviz")]
+        for attribute in sorted({a for k in owners for a in vars(k) if not a.startswith("_")}):
+            static = inspect.getattr_static(cls, attribute)
+            if isinstance(static, (classmethod, staticmethod)):
+                calls.append((f"{name}.{attribute}", getattr(cls, attribute)))
+            elif inspect.isfunction(static):
+                calls.append((f"{name}.{attribute}", getattr(instances[name], attribute)))
+    return calls
+
+
+CALLS = _public_calls()
+
+
+def test_the_enumeration_reaches_the_whole_surface():
+    labels = {label for label, _ in CALLS}
+    assert {"ppviz.search", "ppviz.charts.gantt_chart", "Result.to_png", "Program.from_text", "Link",
+            "Config.from_model", "Viewer.update", "Frontier.result"} <= labels
+    assert len(CALLS) > 140
+
+
+@pytest.mark.filterwarnings("ignore:ppviz.schedules\\(\\) is deprecated")
+@pytest.mark.parametrize("label, call", CALLS, ids=[label for label, _ in CALLS])
+def test_an_unknown_keyword_is_a_ppviz_error_naming_it(label, call):
+    with pytest.raises(ppviz.PpvizError) as caught:
+        call(**{UNKNOWN: 1})
+    message = str(caught.value)
+    assert UNKNOWN in message or "needs" in message, message  # a missing argument may be named first
+    assert "Traceback" not in message
+
+
+def _required(call):
+    parameters = inspect.signature(call).parameters.values()
+    return [p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+
+NEEDING = [(label, call) for label, call in CALLS if _required(call)]
+
+
+@pytest.mark.parametrize("label, call", NEEDING, ids=[label for label, _ in NEEDING])
+def test_a_missing_argument_is_named_with_everything_the_call_takes(label, call):
+    with pytest.raises(ArgumentError) as caught:
+        call()
+    error = caught.value
+    assert error.missing == _required(call)
+    assert f"needs {' and '.join(_required(call))};" in str(error)
+    takes = str(error).split(";", 1)[1]
+    for p in inspect.signature(call).parameters.values():
+        assert p.name in takes or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+
+
+def test_messages_suggest_the_close_name_and_count_positions():
+    cfg = ppviz.Config(schedule="1f1b", devices=4, microbatches=8)
+    with pytest.raises(ArgumentError, match=r"^efort=3: search\(\) has no such argument; did you mean 'effort'\? "
+                                            r"search\(\) takes config, max_memory, stages_per_device, effort, progress$"):
+        ppviz.search(cfg, 2, efort=3)
+    with pytest.raises(ArgumentError, match=r"^search\(\) takes 2 arguments by position, 3 were given; "):
+        ppviz.search(cfg, 2, 3)
+    with pytest.raises(ArgumentError, match=r"^search\(\) got config twice, by position and by name; "):
+        ppviz.search(cfg, 2, config=cfg)
+    with pytest.raises(ArgumentError, match=r"^Result\.to_png\(\) needs path; Result\.to_png\(\) takes path, scale, keyword options$"):
+        ppviz.simulate(cfg).to_png()
+    with pytest.raises(ArgumentError, match=r"^themes='dark': show\(\) has no such argument; did you mean 'theme'\?"):
+        ppviz.show(cfg, themes="dark")
+    with pytest.raises(ArgumentError, match=r"^simulate\(\) needs x; simulate\(\) takes x, config, engine, keyword options$"):
+        ppviz.simulate()
+
+
+def test_a_type_error_from_inside_is_not_taken_for_a_wrong_argument():
+    @checked_arguments
+    def half(x):
+        return x / 2
+
+    assert half(4) == 2
+    with pytest.raises(TypeError, match="unsupported operand"):
+        half("four")
+    with pytest.raises(ArgumentError, match="^half\\(\\) needs x; half\\(\\) takes x$"):
+        half()
+
+
+def test_checked_calls_keep_their_signature_and_docs():
+    assert list(inspect.signature(ppviz.search).parameters)[:2] == ["config", "max_memory"]
+    assert "peak activation" in ppviz.search.__doc__
+    assert list(inspect.signature(ppviz.Link.duration).parameters) == ["self", "nbytes"]
+    assert isinstance(inspect.getattr_static(ppviz.Transformer, "preset"), classmethod)
