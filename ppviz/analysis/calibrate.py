@@ -37,11 +37,10 @@ import numpy as np
 
 from ..core.config import Config
 from ..core.engine import dependencies, simulate
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.measured import Measured
 from ..core.program import Program
 from ..core.result import Result
-from ..core.errors import checked_arguments
 
 _KINDS = "FBIW"
 
@@ -146,7 +145,7 @@ class Calibration:
             cells = [f"{k} {st.median[s, j]:.3g}±{st.spread[s, j]:.2g} (+{st.overhead[s, j]:.2g})"
                      for j, k in enumerate(_KINDS) if st.count[s, j]]
             lines.append(f"  stage {s}: " + ", ".join(cells))
-        lines.append(f"  (+x) is the host overhead before such ops, added to their cost")
+        lines.append("  (+x) is the host overhead before such ops, added to their cost")
         lines.append(f"  comm {self.comm:.3g} ms (mean of {self.comm_samples} waited-for transfers)")
         if self.fb_ratio is not None:
             lines.append(f"  overlapped F&B: {self.fb_ratio:.3f} × (F + B)")
@@ -198,7 +197,7 @@ def calibrate(measured: Measured, *, w_fraction: float = 0.5) -> Calibration:
     if isinstance(w_fraction, bool) or not isinstance(w_fraction, (int, float)) or not 0 <= w_fraction <= 1:
         raise ConfigError("w_fraction", w_fraction, "give the share of a full backward that is W: 0 to 1")
     program = measured.program
-    S, p = program.stages, program.devices
+    S = program.stages
     samples = measured.samples
     prev_end, ready = _gaps(measured)
     comm, waited, comm_samples = _comm_fit(samples, prev_end, ready)

@@ -30,11 +30,10 @@ import numpy as np
 
 from ..core.config import Config
 from ..core.engine import execute, simulate
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.measured import Measured
 from ..core.result import Result, unit_suffix
 from .calibrate import Calibration, gap_words
-from ..core.errors import checked_arguments
 
 
 @dataclass(frozen=True)

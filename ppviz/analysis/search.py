@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from ..core.budget import DEFAULT_MAX_OPS, max_ops
 from ..core.config import MAX_COST, Config
 from ..core.engine import simulate
-from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
 from ..core.metrics import metrics
 from ..core.placement import Placement
 from ..core.program import F, I, W
@@ -48,7 +48,6 @@ from . import heuristic
 from .capped import capped_orders, wave_orders
 from .improve import improve
 from .orders import Problem, orders_of
-from ..core.errors import checked_arguments
 
 #: Evaluations the local search may spend, in ops evaluated (an evaluation costs about
 #: 0.7 µs per op): about half a second at p = 8, m = 32 (768 ops).

@@ -30,9 +30,8 @@ import os
 from collections.abc import Mapping, Sequence
 
 from ..core.config import Config
-from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError
+from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, checked_arguments
 from ..core.metrics import metrics, metrics_many
-from ..core.errors import checked_arguments
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
 MAX_CONFIGS = 10_000_000

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..core.config import Config
 from ..core.engine import simulate
-from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
 from ..core.registry import lookup
 from ..core.result import Result
 from .inputs import (
@@ -21,7 +21,6 @@ from .inputs import (
 from .labels import GLYPH as _GLYPH, label_marks, leader_marks, point_labels
 from .offline import shown_offline
 from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
-from ..core.errors import checked_arguments
 
 # Charts ---------------------------------------------------------------------------------------
 

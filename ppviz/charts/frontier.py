@@ -6,11 +6,10 @@ from __future__ import annotations
 import altair as alt
 
 from ..analysis.frontier import METRICS, FrontierPoints
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from .inputs import BUBBLE_METRICS, PALETTE
 from .labels import UNLABELLED, label_marks, leader_marks, point_labels
 from .style import CHART, LABEL_SIZE
-from ..core.errors import checked_arguments
 
 #: The point selection a click fills, with the field ``name`` (the widget observes it).
 PICK = "ppviz_frontier_pick"

@@ -11,13 +11,12 @@ import numpy as np
 from ..core.config import Config
 from ..core.closed_form import caveat
 from ..core.engine import simulate
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.program import Program
 from ..core.result import Result
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
 from .style import INK_DARK, INK_LIGHT, LABEL_SIZE, SHADE_ORDER, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
-from ..core.errors import checked_arguments
 
 # Gantt chart ----------------------------------------------------------------------------------
 #

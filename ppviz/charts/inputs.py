@@ -12,11 +12,10 @@ import numpy as np
 from ..analysis.frontier import pareto_front  # noqa: F401  (the charts' Pareto test, defined with the frontier)
 from ..core.config import Config
 from ..core.engine import simulate
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.registry import ORDER, all_specs
 from ..core.result import Result
 from .style import CHART, SERIES
-from ..core.errors import checked_arguments
 
 #: Ten run colours (style.json "series", from Okabe–Ito and Paul Tol's sets), none near an op-kind
 #: colour of either theme, so a run never looks like F, B, W or F&B; the first five stay apart

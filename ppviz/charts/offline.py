@@ -18,8 +18,7 @@ import functools
 
 import altair as alt
 
-from ..core.errors import ConfigError
-from ..core.errors import checked_arguments
+from ..core.errors import ConfigError, checked_arguments
 
 
 class OfflineChart(alt.JupyterChart):

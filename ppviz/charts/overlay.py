@@ -9,12 +9,11 @@ import altair as alt
 import numpy as np
 
 from ..analysis.residuals import Residuals
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.result import unit_suffix
 from .gantt import _BAR_INSET_PX, gantt_chart
 from .offline import shown_offline
 from .style import THEMES
-from ..core.errors import checked_arguments
 
 #: the ghost strip's share of a bar's height (the widget's is about the same)
 STRIP = 0.3

@@ -10,10 +10,9 @@ import zlib
 import altair as alt
 import vl_convert
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 
 from ..io.files import write_file
-from ..core.errors import checked_arguments
 
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 

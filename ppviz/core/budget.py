@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import ConfigError
-from .errors import checked_arguments
+from .errors import ConfigError, checked_arguments
 
 DEFAULT_MAX_OPS = 4_000_000
 #: what a device costs on its own, in ops: building and drawing each device's order takes about

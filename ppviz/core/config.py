@@ -9,11 +9,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError, ScheduleConstraintError
+from .errors import ConfigError, ScheduleConstraintError, checked_arguments
 from .budget import check_size
 from .registry import ScheduleSpec, lookup
 from .topology import Link, checked_topology
-from .errors import checked_arguments
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;

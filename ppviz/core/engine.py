@@ -20,10 +20,9 @@ import numpy as np
 from . import comm_engine, offload
 from .config import Config
 from .dependencies import deadlock_error, dependencies
-from .errors import ConfigError
+from .errors import ConfigError, checked_arguments
 from .program import KINDS, Program
 from .result import Result
-from .errors import checked_arguments
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:

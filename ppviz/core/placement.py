@@ -12,8 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
-from .errors import checked_arguments
+from .errors import ConfigError, checked_arguments
 
 @checked_arguments
 @dataclass(frozen=True)

@@ -38,10 +38,9 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .errors import ConfigError, ParseError, ProgramError
+from .errors import ConfigError, ParseError, ProgramError, checked_arguments
 from .paths import checked_path
 from .placement import Placement
-from .errors import checked_arguments
 
 F, B, I, W = 0, 1, 2, 3
 KINDS = "FBIW"

@@ -15,8 +15,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .errors import ConfigError, ScheduleConstraintError, UnknownScheduleError
-from .errors import checked_arguments
+from .errors import ConfigError, ScheduleConstraintError, UnknownScheduleError, checked_arguments
 
 
 @dataclass(frozen=True)

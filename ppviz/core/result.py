@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import Columns
-from .errors import ConfigError
+from .errors import ConfigError, checked_arguments
 from .closed_form import caveat
 from .memory import MemoryCurves, activation_curves, static_memory
 from .offload import HostCopies
@@ -18,7 +18,6 @@ from .offload import curves as offload_curves
 from .program import KINDS
 from .topology import describe as describe_topology
 from .transfers import Transfers
-from .errors import checked_arguments
 
 _KIND_CHARS = np.array(list(KINDS))
 

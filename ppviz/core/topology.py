@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .errors import ConfigError
-from .errors import checked_arguments
+from .errors import ConfigError, checked_arguments
 
 #: seconds in one of each time unit a link can be converted to
 SECONDS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9}

@@ -19,9 +19,8 @@ import numpy as np
 
 from .columns import Queue
 from .dependencies import dependencies
-from .errors import ProgramError
+from .errors import ProgramError, checked_arguments
 from .program import COMM_KINDS, F, RECV_B, RECV_F, SEND_B, SEND_F, Program, action, comm_action
-from .errors import checked_arguments
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import functools
 
-from ..core.errors import ConfigError
-from ..core.errors import checked_arguments
+from ..core.errors import ConfigError, checked_arguments
 
 _MARK = "_ppviz_annotated"
 

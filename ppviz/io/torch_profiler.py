@@ -34,8 +34,6 @@ import re
 from bisect import bisect_right
 from collections import defaultdict
 
-import numpy as np
-
 from ..core.errors import ParseError
 from ..core.program import B, F, I, W, _shown
 from .trace_records import COMPUTE_RE, PAIR_RE, RankRecords

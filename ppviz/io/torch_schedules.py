@@ -23,9 +23,8 @@ from collections.abc import Mapping
 
 from ..core.budget import max_ops
 from ..core.config import positive_int
-from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
 from ..core.program import Program
-from ..core.errors import checked_arguments
 
 # torch raises these for sizes a schedule does not support (ValueError for most, AssertionError
 # from its checks, RuntimeError from lowering)

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..core.config import Config
 from ..core.engine import dependencies
-from ..core.errors import ConfigError, ParseError, ProgramError
+from ..core.errors import ConfigError, ParseError, ProgramError, checked_arguments
 from ..core.measured import Measured, Samples, Steps
 from ..core.transfers import Transfers
 from ..core.program import MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W, action
@@ -40,7 +40,6 @@ from ..core.registry import all_specs
 from ..core.result import unit_suffix
 from . import chrome_trace, measured_json, torch_profiler
 from .trace_records import MAX_TRACE_BYTES, RankRecords, read_bytes
-from ..core.errors import checked_arguments
 
 _SUFFIXES = (".json", ".json.gz")
 #: the measured run shipped with ppviz (tests/pipeline_runs.py made it; see its README)

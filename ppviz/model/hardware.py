@@ -24,9 +24,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..core.config import MAX_COST, keyword_checked
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from .catalog import from_catalog
-from ..core.errors import checked_arguments
 
 #: Share of the peak a training step's kernels sustain while computing (see the module docstring).
 DEFAULT_EFFICIENCY = 0.5

@@ -32,8 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..core.errors import LayoutError
-from ..core.errors import checked_arguments
+from ..core.errors import LayoutError, checked_arguments
 
 ITEMS = {"E": "embedding", "t": "transformer layer", "m": "MTP layer", "L": "loss"}
 #: Largest layout accepted, in items (layers plus stage separators), checked before expanding

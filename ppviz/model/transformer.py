@@ -17,9 +17,8 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from ..core.config import keyword_checked
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from .catalog import from_catalog
-from ..core.errors import checked_arguments
 
 #: Largest layer count accepted (the largest published models have a few hundred): the balancer's
 #: work grows with it.

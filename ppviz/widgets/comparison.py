@@ -46,12 +46,11 @@ from ..charts.style import CHART, FONT_FAMILY
 from ..charts.style import THEMES as PALETTES
 from ..core.config import Config, positive_int
 from ..core.engine import simulate
-from ..core.errors import ConfigError, ScheduleConstraintError
+from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
 from ..core.program import Program
 from ..core.registry import lookup
 from ..core.result import Result
 from .gantt import BUNDLE, GanttWidget, valid_window
-from ..core.errors import checked_arguments
 
 #: Vega-Lite params of the linked charts: the emphasised run ("" for none), the highlighted
 #: device (−1 for none) and whether to draw in dark colours; click selections are named

@@ -21,10 +21,9 @@ from ..charts import widget as chart_widget
 from ..charts.frontier import PICK, frontier_chart
 from ..core.config import Config
 from ..core.engine import simulate
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, checked_arguments
 from ..core.result import Result
 from .viewer import Viewer
-from ..core.errors import checked_arguments
 
 
 @checked_arguments

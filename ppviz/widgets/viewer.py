@@ -18,11 +18,10 @@ import traitlets
 from ..core.budget import estimate_ops
 from ..core.config import MAX_COST, Config
 from ..core.engine import simulate
-from ..core.errors import ConfigError, PpvizError
+from ..core.errors import ConfigError, PpvizError, checked_arguments
 from ..core.registry import all_specs, lookup
 from ..core.result import Result
 from .gantt import GanttWidget, as_result
-from ..core.errors import checked_arguments
 
 #: A change whose simulation and encoding are expected to take longer than this shows the
 #: chart's busy state first (the message reaches the browser while the kernel works; with the
