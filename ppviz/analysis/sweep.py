@@ -23,14 +23,13 @@ giving the same rows in the same order.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import itertools
 import math
 import os
 from collections.abc import Mapping, Sequence
 
 from ..core.config import Config
-from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, checked_arguments
+from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, checked_arguments, did_you_mean
 from ..core.metrics import metrics, metrics_many
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
@@ -123,9 +122,8 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
         names, values = [], []
         for name, given in grid.items():
             if name not in _FIELDS:
-                close = difflib.get_close_matches(str(name), _FIELDS, n=1)
-                hint = f"did you mean {close[0]!r}? " if close else ""
-                raise ConfigError(f"grid[{name!r}]", given, f"{hint}keys are Config fields: {', '.join(_FIELDS)}",
+                raise ConfigError(f"grid[{name!r}]", given,
+                                  f"{did_you_mean(str(name), _FIELDS)}keys are Config fields: {', '.join(_FIELDS)}",
                                   reason="Config has no such field")
             options = list(given) if isinstance(given, (list, tuple, range)) else [given]
             if not options:

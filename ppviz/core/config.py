@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError, ScheduleConstraintError, checked_arguments
+from .errors import ConfigError, ScheduleConstraintError, checked_arguments, did_you_mean
 from .budget import check_size
 from .registry import ScheduleSpec, lookup
 from .topology import Link, checked_topology
@@ -439,11 +439,8 @@ def keyword_checked(cls):
     def __init__(self, *args, **kwargs):
         unknown = [k for k in kwargs if k not in fields]
         if unknown:
-            import difflib
-
-            close = difflib.get_close_matches(unknown[0], fields, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            raise ConfigError(unknown[0], kwargs[unknown[0]], f"{hint}{name} takes {', '.join(fields)}",
+            raise ConfigError(unknown[0], kwargs[unknown[0]],
+                              f"{did_you_mean(unknown[0], fields)}{name} takes {', '.join(fields)}",
                               reason=f"{name} has no such field")
         if len(args) > len(positional):
             raise ConfigError("arguments", args,

@@ -84,6 +84,13 @@ class DeadlockError(ProgramError):
         super().__init__(message)
 
 
+def did_you_mean(name: str, choices) -> str:
+    """"did you mean 'x'? " for the one choice close to a misspelt name, else "": the start of the
+    messages that refuse an unknown argument, field or option."""
+    close = difflib.get_close_matches(name, list(choices), n=1)
+    return f"did you mean {close[0]!r}? " if close else ""
+
+
 class ArgumentError(ConfigError):
     """A public function or method was called with an argument it does not take, without one it
     needs, or with too many: the message names the call and every argument it takes."""
@@ -94,9 +101,7 @@ class ArgumentError(ConfigError):
         accepted = f"{call} takes {', '.join(takes)}" if takes else f"{call} takes no arguments"
         if unknown is not None:
             name, value = unknown
-            close = difflib.get_close_matches(name, takes, n=1)
-            hint = f"did you mean {close[0]!r}? " if close else ""
-            super().__init__(name, value, hint + accepted, reason=f"{call} has no such argument")
+            super().__init__(name, value, did_you_mean(name, takes) + accepted, reason=f"{call} has no such argument")
         else:
             # no value to show: the argument is absent, or the fault is in how many there are
             reason = f"{call} needs {' and '.join(self.missing)}" if self.missing else detail

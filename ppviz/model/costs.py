@@ -26,7 +26,6 @@ balancer simulates its candidates with the run's offload and links, as it will r
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import inspect
 from dataclasses import dataclass
 from fractions import Fraction
@@ -34,7 +33,7 @@ from fractions import Fraction
 import numpy as np
 
 from ..core.config import Config
-from ..core.errors import ConfigError, LayoutError
+from ..core.errors import ConfigError, LayoutError, did_you_mean
 from ..core.registry import lookup
 from . import activations, flops
 from .activations import Parallel, boundary_bytes
@@ -292,9 +291,8 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
     if unknown:
         own = [name for name in inspect.signature(plan).parameters if name not in ("model", "hardware", "options")]
         accepted = own + [f for f in fields if f not in taken and f not in own]
-        close = difflib.get_close_matches(unknown[0], accepted, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        raise ConfigError(unknown[0], options[unknown[0]], f"{hint}from_model takes {', '.join(accepted)}",
+        raise ConfigError(unknown[0], options[unknown[0]],
+                          f"{did_you_mean(unknown[0], accepted)}from_model takes {', '.join(accepted)}",
                           reason="from_model has no such option")
     # transfers need the unit, which the costs below bring: they are set last
     transfers = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
