@@ -296,7 +296,7 @@ def test_the_viewer_takes_any_update_and_keeps_its_controls(loaded, updates):
 small_efforts = st.integers(-2, 20_000) | st.sampled_from([None, True, 2.5, "x", -10**400])
 small_sizes = st.integers(-3, 40) | st.sampled_from([10**400, 2**63, 10**9, 10**7, None, True, 2.5, "x", [], "2"])
 memories = (st.floats(allow_nan=True, allow_infinity=True) | st.integers(-3, 100)
-            | st.sampled_from([None, "x", [], 1e308]))
+            | st.sampled_from([None, "x", [], 1e308, "40GiB", "1e400 TiB", "0 B", "-4 GiB", "5 kB"]) | st.text(max_size=12))
 
 
 @settings(max_examples=40)

@@ -165,6 +165,48 @@ def test_refusals_name_the_minimum():
         search(Config(), 4, stages_per_device=0)
 
 
+@pytest.fixture(scope="module")
+def model_config():
+    return Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"), devices=4,
+                             microbatches=8)
+
+
+def test_a_model_configs_limit_may_be_a_size_in_bytes(model_config):
+    cfg, unit = model_config, model_config.activation_bytes
+    found = search(cfg, "40GiB", progress=False)
+    by_units = search(cfg, 40 * 2**30 / unit, progress=False)
+    assert found.max_memory == pytest.approx(40 * 2**30 / unit, rel=1e-15)
+    assert (found.makespan, found.program) == (by_units.makespan, by_units.program)
+    assert float(found.peak_activation.max()) * unit <= 40 * 2**30 * (1 + 1e-9)
+    assert found.config.label == "search ≤ 40 GiB" and "40 GiB" in repr(found)
+    # decimal units are decimal, spaces and case do not matter
+    assert search(cfg, "20 gb", progress=False).max_memory == pytest.approx(20e9 / unit, rel=1e-15)
+    assert ppviz.frontier(cfg, memory=["30GiB"]).result("search ≤ 30 GiB").max_memory == \
+        pytest.approx(30 * 2**30 / unit, rel=1e-15)
+
+
+def test_bytes_given_as_activation_units_are_refused_with_the_conversion(model_config):
+    cfg = model_config
+    # 40 GiB as a number: 4.3e10 activation units, far above the device's whole memory
+    with pytest.raises(ConfigError, match=r"max_memory=42949672960: more than a device's whole memory "
+                                          r"\(memory_capacity=8\.412.*so 40 GiB would be 4\.206: give a size in "
+                                          r"bytes as text \('40GiB'\)"):
+        search(cfg, 40 * 2**30)
+    with pytest.raises(ConfigError, match=r"memory=42949672960: more than a device's whole memory"):
+        ppviz.frontier(cfg, memory=[40 * 2**30])
+    with pytest.raises(ConfigError, match=r"max_memory=9: more than.*at most the capacity 8\.412"):
+        search(cfg, 9)
+    for text in ("lots", "40 GiBs", "GiB", "4 0GiB", "1e400 TiB", "0GiB", "x" * 100):
+        with pytest.raises(ConfigError, match=r"max_memory="):
+            search(cfg, text)
+    # without activation_bytes a size in bytes has nothing to convert by
+    with pytest.raises(ConfigError, match="a size in bytes needs the bytes of one activation unit"):
+        search(Config(devices=4, microbatches=8), "4GiB")
+    # a capacity without bytes: the limit is still held to it
+    with pytest.raises(ConfigError, match="more than a device's whole memory"):
+        search(Config(devices=4, microbatches=8, memory_capacity=6), 7)
+
+
 def test_stages_per_device_keeps_the_placement():
     cfg = Config(devices=4, microbatches=8, comm=0.2)
     one = search(cfg, 4, stages_per_device=1)

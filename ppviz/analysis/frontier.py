@@ -72,8 +72,10 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
     """Library schedules and search results for ``config``'s sizes and costs, with the Pareto front marked.
 
     ``schedules``: names to include (default: every library schedule that accepts the sizes);
-    ``memory``: limits to search at (default :func:`default_limits`; ``[]`` for none), each
-    refused with the least reachable peak when below it; ``metric``: ``"fraction"`` or
+    ``memory``: limits to search at (default :func:`default_limits`; ``[]`` for none), each in
+    activation units or, with the config's ``activation_bytes``, as a size in bytes
+    (``"40GiB"``), as :func:`ppviz.search` takes them; each refused with the least reachable peak
+    when below it; ``metric``: ``"fraction"`` or
     ``"rate"``, the bubble the front is taken on; ``effort``: :func:`ppviz.search`'s, for each
     limit (at most :data:`ppviz.analysis.search.MAX_EFFORT`).
     """
@@ -89,12 +91,13 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
             raise ConfigError("schedules", schedules, "give a list of schedule names, e.g. ['1f1b', 'zb-h1'], or None")
         wanted = {lookup(s).name if isinstance(s, str) else lookup(str(s)).name for s in schedules}
     limits = default_limits(config.devices) if memory is None else memory
-    if isinstance(limits, (int, float)) and not isinstance(limits, bool):
+    if isinstance(limits, (int, float, str)) and not isinstance(limits, bool):
         limits = [limits]
     if not isinstance(limits, (list, tuple)):
         raise ConfigError("memory", memory, "give a list of activation-memory limits to search at, or None")
-    # checked before the library schedules run, which take seconds at large sizes
-    limits = [checked_limit(limit, "memory") for limit in limits]
+    # checked before the library schedules run, which take seconds at large sizes; the defaults are
+    # the papers' points in activation units, shown even where they pass the device's capacity
+    limits = [checked_limit(limit, "memory", config if memory is not None else None) for limit in limits]
     effort = checked_effort(effort)
     if limits:
         checked_size(config, searches=len(limits))

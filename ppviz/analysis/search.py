@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass
 
 from ..core.budget import DEFAULT_MAX_OPS, max_ops
@@ -43,7 +44,7 @@ from ..core.metrics import metrics
 from ..core.placement import Placement
 from ..core.program import F, I, W
 from ..core.registry import all_specs
-from ..core.result import Result
+from ..core.result import Result, size_text
 from . import heuristic
 from .capped import capped_orders, wave_orders
 from .improve import improve
@@ -131,7 +132,12 @@ class SearchResult(Result):
     def __repr__(self) -> str:
         return (f"<SearchResult {self.config.display_name}: makespan {self.makespan:.6g} "
                 f"(best candidate {self.best_candidate.name} {self.best_candidate.makespan:.6g}), "
-                f"peak activation {self.peak_activation.max():.4g} <= {self.max_memory:g}>")
+                f"peak activation {self._amount(self.peak_activation.max())} <= {self._amount(self.max_memory)}>")
+
+    def _amount(self, units: float) -> str:
+        """Activation units, and their bytes where the config gives them."""
+        unit_bytes = self.config.activation_bytes
+        return f"{units:.4g}" + (f" ({size_text(units * unit_bytes)})" if unit_bytes else "")
 
 
 def _slack(limit: float) -> float:
@@ -142,15 +148,61 @@ def _fits(peak: float, limit: float) -> bool:
     return peak <= _slack(limit)
 
 
-def checked_limit(max_memory, name: str = "max_memory") -> float:
-    """``max_memory`` as a float, or a ConfigError naming ``name``."""
+#: A memory size as text: a number and a unit of bytes, binary (KiB … TiB) or decimal (kB … TB).
+_SIZE = re.compile(r"\s*((?:\d+\.?\d*|\.\d+)(?:e[+-]?\d{1,3})?)\s*([kmgt]i?b|b|bytes)\s*", re.IGNORECASE)
+_SIZE_UNITS = {"b": 1, "bytes": 1, **{f"{x}ib": 1024 ** (n + 1) for n, x in enumerate("kmgt")},
+               **{f"{x}b": 1000 ** (n + 1) for n, x in enumerate("kmgt")}}
+
+
+def checked_limit(max_memory, name: str = "max_memory", config: Config | None = None) -> float:
+    """``max_memory`` in activation units, or a ConfigError naming ``name``. With ``config``: a
+    size in bytes as text (``"40GiB"``) is taken in its ``activation_bytes``, and a limit above
+    its ``memory_capacity`` (a device's whole memory) is refused: it is almost surely bytes given
+    as activation units, and no schedule under it would fit the device anyway."""
+    unit_bytes = None if config is None else config.activation_bytes
+    if isinstance(max_memory, str):
+        return _limit_from_text(max_memory, name, unit_bytes)
     # compared before any conversion: an int too large for a float is refused, not an OverflowError
     if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)) or not 0 < max_memory <= MAX_COST:
+        sizes = " or a size in bytes such as '40GiB'" if unit_bytes else ""
         raise ConfigError(name, max_memory,
-                          f"give a number > 0 and at most {MAX_COST:g}: each device's peak activation limit, in "
-                          "activation units (one microbatch through 1/p of the model), as Result.peak_activation "
+                          f"give a number > 0 and at most {MAX_COST:g}{sizes}: each device's peak activation limit, "
+                          "in activation units (one microbatch through 1/p of the model), as Result.peak_activation "
                           "counts it")
+    capacity = None if config is None else config.memory_capacity
+    if capacity is not None and max_memory > capacity:
+        if unit_bytes:
+            hint = (f"an activation unit is {size_text(unit_bytes)} here, so {size_text(max_memory)} would be "
+                    f"{max_memory / unit_bytes:.4g}: give a size in bytes as text ('{_size_hint(max_memory)}') "
+                    "or a number of activation units")
+        else:
+            hint = "give a limit in activation units, as Result.peak_activation counts them"
+        raise ConfigError(name, max_memory, f"{hint}, at most the capacity {capacity:.4g}",
+                          reason=f"more than a device's whole memory (memory_capacity={capacity:.4g} activation "
+                                 "units, static memory included)")
     return float(max_memory)
+
+
+def _limit_from_text(text: str, name: str, unit_bytes: float | None) -> float:
+    """A size in bytes as text ('40GiB', '512 MB'), in activation units of ``unit_bytes`` bytes."""
+    matched = _SIZE.fullmatch(text) if len(text) <= 40 else None
+    if matched is None:
+        raise ConfigError(name, text, "give a number of activation units, or a size in bytes as a number and a "
+                          "unit: '40GiB', '512 MiB', '80GB' (KiB, MiB, GiB, TiB; kB, MB, GB, TB)")
+    if not unit_bytes:
+        raise ConfigError(name, text, "give a number of activation units, or set the config's activation_bytes "
+                          "(Config.from_model does) to give sizes in bytes",
+                          reason="a size in bytes needs the bytes of one activation unit, and this config has none")
+    nbytes = float(matched[1]) * _SIZE_UNITS[matched[2].lower()]
+    units = nbytes / unit_bytes
+    if not 0 < units <= MAX_COST:
+        raise ConfigError(name, text, f"give a size above 0 bytes and at most {MAX_COST * unit_bytes:.3g} bytes")
+    return units
+
+
+def _size_hint(nbytes: float) -> str:
+    """``nbytes`` as a size to type: '40GiB'."""
+    return size_text(nbytes).replace(" ", "")
 
 
 def checked_effort(effort) -> int:
@@ -301,7 +353,10 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     ``config`` gives the sizes (p, m), costs (``f``, ``b``, ``w``, ``comm``, ``fb``,
     ``stage_costs``) and memory parameters (``activation``, ``w_share``, per-stage
     ``activation``); its schedule is not used. ``max_memory`` is in activation units, as
-    :attr:`ppviz.Result.peak_activation` counts them. With ``stage_costs`` the search keeps the
+    :attr:`ppviz.Result.peak_activation` counts them, or, when the config has
+    ``activation_bytes`` (``Config.from_model`` sets it), a size in bytes as text (``"40GiB"``,
+    ``"512MB"``); with a ``memory_capacity``, a limit above a device's whole memory is refused
+    (bytes given as a plain number would be). With ``stage_costs`` the search keeps the
     config's stages per device (the overrides name its stages); otherwise it also considers
     one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
     (1: one stage per device; at most :data:`MAX_STAGES_PER_DEVICE`). ``effort`` bounds the
@@ -316,7 +371,7 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     :class:`ppviz.ConfigError` when no schedule fits (naming the least peak there is).
     """
     config = _checked_config(config)
-    limit = checked_limit(max_memory)
+    limit = checked_limit(max_memory, config=config)
     effort = checked_effort(effort)
     fixed_v = bool(config.stage_costs)
     if stages_per_device is not None:
@@ -396,11 +451,13 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
         if found_makespan < makespan:
             program = start_problem.program(new_orders)
             run_config, v, makespan = start_problem.config, cand.stages_per_device, found_makespan
-    label = f"search ≤ {limit:g}"
+    # in bytes where the config gives them: the limit as the user thinks of it
+    shown = size_text(limit * config.activation_bytes) if config.activation_bytes else f"{limit:g}"
+    label = f"search ≤ {shown}"
     run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
     result = simulate(program, run_config)
     program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
-                    f"{result.peak_activation.max():.4g} (limit {limit:g})")
+                    f"{result.peak_activation.max():.4g} (limit {limit:g}{f', {shown}' if config.activation_bytes else ''})")
     one_stage = program.placement.reverse_device is None and \
         tuple(program.placement.stage_device) == tuple(range(program.devices))
     ordered = tuple(sorted(candidates, key=lambda c: (not c.fits, c.makespan, c.peak_activation, c.name)))
