@@ -207,6 +207,58 @@ def test_bytes_given_as_activation_units_are_refused_with_the_conversion(model_c
         search(Config(devices=4, microbatches=8, memory_capacity=6), 7)
 
 
+def test_with_a_memory_capacity_the_answer_fits_the_device_static_memory_included(model_config):
+    cfg = model_config
+    found = search(cfg, "40GiB", progress=False)
+    assert found.fits.all() and (found.peak_memory <= cfg.memory_capacity).all()
+    # Chimera is the fastest within 40 GiB of activation, but its two replicas hold twice the
+    # parameters: 97 GiB on an 80 GiB device (it was the answer before the capacity counted)
+    chimera = next(c for c in found.candidates if c.name == "chimera")
+    assert not chimera.fits and chimera.peak_activation <= found.max_memory
+    assert chimera.peak_memory * cfg.activation_bytes / 2**30 == pytest.approx(97.197, abs=1e-3)
+    assert chimera.makespan < found.makespan
+    # no limit: only the capacity
+    fits_only = search(cfg, progress=False)
+    assert fits_only.config.label == "search, fits 80 GiB" and fits_only.fits.all()
+    assert fits_only.makespan <= found.makespan
+    assert "peak memory 7.513 (71.45 GiB) of 8.412 (80 GiB)" in repr(fits_only)
+    with pytest.raises(ConfigError, match="max_memory=None: nothing to search under"):
+        search(Config(devices=4, microbatches=8))
+    huge = Config.from_model(ppviz.Transformer.preset("llama-3-70b"), ppviz.Hardware.preset("h100-sxm"), devices=4,
+                             microbatches=8)
+    with pytest.raises(ConfigError, match=r"max_memory=None: no schedule fits the device's memory "
+                                          r"\(memory_capacity=1\.864 \(80 GiB\)\).*the least any schedule here needs "
+                                          r"is 7\.38 \(316\.7 GiB\) \(one at a time\), static memory included"):
+        search(huge, progress=False)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.integers(2, 5), st.integers(1, 10), st.floats(0.0, 3.0), st.floats(0.0, 4.0), st.floats(0.5, 12.0),
+       st.none() | st.floats(0.5, 8.0))
+def test_every_answer_and_every_fitting_candidate_fit_each_device(p, m, params, head, capacity, limit):
+    """Static memory that differs by device (a heavier first and last stage, as embedding and
+    head make them): what the search calls fitting fits, and it beats every library schedule
+    that fits."""
+    cfg = Config(devices=p, microbatches=m, w=0.8, comm=0.1, params=params, memory_capacity=capacity,
+                 stage_costs={0: {"params": params + head}, p - 1: {"params": params + head}})
+    try:
+        found = search(cfg, limit, progress=False, effort=20_000)
+    except ConfigError as refused:
+        above = limit is not None and limit > capacity
+        assert ("more than a device's whole memory" if above else "no schedule fits") in str(refused)
+        return
+    room = capacity - found.static_memory
+    assert (found.peak_activation <= np.minimum(room, capacity if limit is None else limit) + 1e-9).all()
+    # (stage costs name the config's stages, so the search keeps its stages per device)
+    for name, v, run in ppviz.analysis.search.library_runs(cfg, True, replicas=True):
+        got = simulate(run)
+        if (got.peak_memory <= capacity + 1e-9).all() and (limit is None or (got.peak_activation <= limit + 1e-9).all()):
+            assert found.makespan <= got.makespan + 1e-9, name
+    for cand in found.candidates:
+        if cand.fits:
+            assert cand.peak_memory <= capacity + 1e-9 and (limit is None or cand.peak_activation <= limit + 1e-9)
+
+
 def test_stages_per_device_keeps_the_placement():
     cfg = Config(devices=4, microbatches=8, comm=0.2)
     one = search(cfg, 4, stages_per_device=1)

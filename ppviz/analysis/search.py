@@ -13,7 +13,10 @@ How it works, for the config's costs (per-stage overrides and ``comm`` included)
    counts below it, and GPipe in waves and ZB-H1 with its warm-up capped (:mod:`.capped`,
    for limits below p);
    and one microbatch at a time, the least memory there is. Those whose
-   peak activation exceeds the limit on some device are out; ZB-H1 is in at a limit of p,
+   peak activation exceeds the limit on some device are out, and with a ``memory_capacity``
+   those whose activation and static memory together exceed it on some device (a device
+   holding two stages or two replicas holds their parameters too; the orders built for a
+   placement are built under the tightest device's room); ZB-H1 is in at a limit of p,
    ZB-H2 at 2p − 1, V-Min / V-Half / ZB-V (the controllable-memory paper's building blocks)
    at about p/3, p/2 and p.
 2. **Local search** (:mod:`.improve`) from the best candidate of each placement (F&B pairs
@@ -36,10 +39,13 @@ import math
 import re
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..core.budget import DEFAULT_MAX_OPS, max_ops
 from ..core.config import MAX_COST, Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
+from ..core.memory import placement_static_memory
 from ..core.metrics import metrics
 from ..core.placement import Placement
 from ..core.program import F, I, W
@@ -83,13 +89,17 @@ _TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class Candidate:
-    """One schedule the search considered: its makespan and peak, and whether it fits."""
+    """One schedule the search considered: its makespan and peaks, and whether it fits (its
+    activation within the limit and, with a ``memory_capacity``, activation and static memory
+    within the capacity, on every device). ``peak_memory``: the highest device's activation
+    plus static memory, in activation units."""
 
     name: str
     makespan: float
     peak_activation: float
     fits: bool
     stages_per_device: int
+    peak_memory: float
 
 
 @checked_arguments
@@ -132,7 +142,9 @@ class SearchResult(Result):
     def __repr__(self) -> str:
         return (f"<SearchResult {self.config.display_name}: makespan {self.makespan:.6g} "
                 f"(best candidate {self.best_candidate.name} {self.best_candidate.makespan:.6g}), "
-                f"peak activation {self._amount(self.peak_activation.max())} <= {self._amount(self.max_memory)}>")
+                f"peak activation {self._amount(self.peak_activation.max())} <= {self._amount(self.max_memory)}"
+                + (f", peak memory {self._amount(self.peak_memory.max())} of {self._amount(capacity)}"
+                   if (capacity := self.config.memory_capacity) is not None else "") + ">")
 
     def _amount(self, units: float) -> str:
         """Activation units, and their bytes where the config gives them."""
@@ -146,6 +158,24 @@ def _slack(limit: float) -> float:
 
 def _fits(peak: float, limit: float) -> bool:
     return peak <= _slack(limit)
+
+
+def _room(config: Config, placement: Placement, limit: float) -> np.ndarray:
+    """Each device's activation limit on ``placement``: ``limit`` and, with a memory capacity,
+    what the device's static memory leaves of it (two stages or two replicas hold more)."""
+    room = np.full(placement.devices, limit)
+    if config.memory_capacity is not None:
+        np.minimum(room, config.memory_capacity - placement_static_memory(placement, config), out=room)
+    return room
+
+
+def _fits_room(peaks, room: np.ndarray) -> bool:
+    return bool(np.all(np.asarray(peaks) <= room + _TOLERANCE * np.maximum(1.0, np.abs(room))))
+
+
+def _candidate(name: str, makespan: float, peaks, static, room: np.ndarray, v: int) -> Candidate:
+    peaks = np.asarray(peaks, dtype=float)
+    return Candidate(name, makespan, float(peaks.max()), _fits_room(peaks, room), v, float((peaks + static).max()))
 
 
 #: A memory size as text: a number and a unit of bytes, binary (KiB … TiB) or decimal (kB … TB).
@@ -346,7 +376,7 @@ def lower_bound(problem: Problem, limit: float) -> float | None:
 
 
 @checked_arguments
-def search(config: Config, max_memory: float, *, stages_per_device: int | None = None,
+def search(config: Config, max_memory: float | str | None = None, *, stages_per_device: int | None = None,
            effort: int = DEFAULT_EFFORT, progress: bool | None = None) -> SearchResult:
     """The fastest schedule found whose peak activation stays within ``max_memory`` on every device.
 
@@ -355,8 +385,10 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     ``activation``); its schedule is not used. ``max_memory`` is in activation units, as
     :attr:`ppviz.Result.peak_activation` counts them, or, when the config has
     ``activation_bytes`` (``Config.from_model`` sets it), a size in bytes as text (``"40GiB"``,
-    ``"512MB"``); with a ``memory_capacity``, a limit above a device's whole memory is refused
-    (bytes given as a plain number would be). With ``stage_costs`` the search keeps the
+    ``"512MB"``). With a ``memory_capacity`` the answer also fits each device's memory, static
+    memory (parameters, gradients, optimizer state: twice as much for two replicas) included;
+    ``max_memory`` may then be left out (None) to ask only for that; a limit above a device's
+    whole memory is refused (bytes given as a plain number would be). With ``stage_costs`` the search keeps the
     config's stages per device (the overrides name its stages); otherwise it also considers
     one stage per device and the V (two); ``stages_per_device`` keeps the search to that many
     (1: one stage per device; at most :data:`MAX_STAGES_PER_DEVICE`). ``effort`` bounds the
@@ -371,7 +403,14 @@ def search(config: Config, max_memory: float, *, stages_per_device: int | None =
     :class:`ppviz.ConfigError` when no schedule fits (naming the least peak there is).
     """
     config = _checked_config(config)
-    limit = checked_limit(max_memory, config=config)
+    if max_memory is None:
+        if config.memory_capacity is None:
+            raise ConfigError("max_memory", None, "give a limit on each device's peak activation (activation units, "
+                              "or bytes as '40GiB' with activation_bytes), or a config with a memory_capacity to fit",
+                              reason="nothing to search under: no limit and no memory capacity")
+        limit = float(config.memory_capacity)
+    else:
+        limit = checked_limit(max_memory, config=config)
     effort = checked_effort(effort)
     fixed_v = bool(config.stage_costs)
     if stages_per_device is not None:
@@ -411,8 +450,8 @@ def _simulated_runs(runs, limit: float):
     for cand, cfg, problem, orders in runs:
         if problem is not None:
             got = simulate(problem.program(orders), cfg)
-            peak = float(got.peak_activation.max())
-            cand = Candidate(cand.name, got.makespan, peak, _fits(peak, limit), cand.stages_per_device)
+            cand = _candidate(cand.name, got.makespan, got.peak_activation, got.static_memory,
+                              _room(cfg, problem.placement, limit), cand.stages_per_device)
         out.append((cand, cfg, problem, orders))
     return out
 
@@ -425,10 +464,7 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
         candidates = [run[0] for run in runs]
     fitting = sorted((r for r in runs if r[0].fits), key=lambda r: (r[0].makespan, r[0].peak_activation, r[0].name))
     if not fitting:
-        least = min(candidates, key=lambda c: (c.peak_activation, c.makespan))
-        raise ConfigError("max_memory", max_memory,
-                          f"give at least {least.peak_activation:g}, the least peak activation of any schedule here "
-                          f"({least.name})", reason="no schedule fits: every one needs more on some device")
+        raise _nothing_fits(config, max_memory, candidates)
     best, problem, orders = fitting[0][0], fitting[0][2], fitting[0][3]
     program = problem.program(orders) if problem is not None else fitting[0][1].build()
     run_config, v, makespan = fitting[0][1], best.stages_per_device, best.makespan
@@ -436,16 +472,17 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
     starts = _starts(fitting, limit)
     bar.total = bar.n + len(starts)
     bar.refresh()
-    for cand, start_problem, start_orders in starts:
+    for cand, start_problem, start_orders, room in starts:
         budget = effort // max(1, sum(map(len, start_orders)) * len(starts))
-        # with the slack _fits allows: a library start may peak a rounding error above the limit
-        new_orders, timing, spent = improve(start_problem, start_orders, _slack(limit), budget)
+        # one limit for every device, the tightest (the local search holds one); with the slack
+        # _fits allows: a library start may peak a rounding error above the limit
+        new_orders, timing, spent = improve(start_problem, start_orders, _slack(float(room.min())), budget)
         evaluations += spent
         bar.update()
         found_makespan = timing.makespan
         if not exact:
             got = simulate(start_problem.program(new_orders), start_problem.config)
-            if not _fits(float(got.peak_activation.max()), limit):
+            if not _fits_room(got.peak_activation, room):
                 continue
             found_makespan = got.makespan
         if found_makespan < makespan:
@@ -453,7 +490,7 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
             run_config, v, makespan = start_problem.config, cand.stages_per_device, found_makespan
     # in bytes where the config gives them: the limit as the user thinks of it
     shown = size_text(limit * config.activation_bytes) if config.activation_bytes else f"{limit:g}"
-    label = f"search ≤ {shown}"
+    label = f"search ≤ {shown}" if max_memory is not None else f"search, fits {shown}"
     run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
     result = simulate(program, run_config)
     program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
@@ -465,6 +502,32 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
                            lower_bound=bound if one_stage else None, evaluations=evaluations)
 
 
+def _nothing_fits(config: Config, max_memory, candidates) -> ConfigError:
+    """The refusal when no candidate fits: the least limit that would do, or, when the device's
+    memory is what no schedule fits, the least memory any schedule needs."""
+    capacity = config.memory_capacity
+    in_bytes = config.activation_bytes
+
+    def amount(units: float) -> str:
+        return f"{units:.4g}" + (f" ({size_text(units * in_bytes)})" if in_bytes else "")
+
+    room = [c for c in candidates if capacity is None or c.peak_memory <= _slack(capacity)]
+    if room:
+        least = min(room, key=lambda c: (c.peak_activation, c.makespan))
+        return ConfigError("max_memory", max_memory,
+                           f"give at least {least.peak_activation:g}"
+                           + (f" ({size_text(least.peak_activation * in_bytes)})" if in_bytes else "")
+                           + f", the least peak activation of any schedule here ({least.name})"
+                           + (" that fits the device's memory" if capacity is not None else ""),
+                           reason="no schedule fits: every one needs more on some device")
+    least = min(candidates, key=lambda c: (c.peak_memory, c.makespan))
+    return ConfigError("max_memory", max_memory,
+                       "lower the static memory (more devices, ZeRO sharding) or the activations (recompute, fewer "
+                       f"microbatches in flight), or give a larger memory_capacity: the least any schedule here needs "
+                       f"is {amount(least.peak_memory)} ({least.name}), static memory included",
+                       reason=f"no schedule fits the device's memory (memory_capacity={amount(capacity)})")
+
+
 def _candidates(config: Config, limit: float, library, placements, bar):
     """Every candidate (library runs, and orders built for each placement), the runs behind
     them as (candidate, config, problem or None, orders or None), and the lower bound for one
@@ -473,8 +536,10 @@ def _candidates(config: Config, limit: float, library, placements, bar):
     runs = []
     for name, v, cfg in library:
         got = metrics(cfg)
-        peak = float(got.peak_activation.max())
-        cand = Candidate(name, got.makespan, peak, _fits(peak, limit), v)
+        room = np.full(cfg.devices, limit)
+        if config.memory_capacity is not None:
+            np.minimum(room, config.memory_capacity - got.static_memory, out=room)
+        cand = _candidate(name, got.makespan, got.peak_activation, got.static_memory, room, v)
         candidates.append(cand)
         runs.append((cand, cfg, None, None))
         bar.update()
@@ -485,14 +550,20 @@ def _candidates(config: Config, limit: float, library, placements, bar):
         problem = Problem(cfg, placement)
         serial = problem.serial()
         built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
+        static = placement_static_memory(placement, cfg)
+        room = _room(cfg, placement, limit)
+        # the orders below are built for one limit on every device: the tightest
+        tightest = float(room.min())
         if problem.one_stage_per_device:
-            for name, orders in (*wave_orders(problem, limit), *capped_orders(problem, limit)):
-                timing = problem.evaluate(orders)
-                if timing is not None and timing.peak <= limit:
-                    built.append((name, orders, timing))
+            # (the bound holds under the limit, which every device's room is within)
             bound = lower_bound(problem, limit)
+        if problem.one_stage_per_device and tightest > 0:
+            for name, orders in (*wave_orders(problem, tightest), *capped_orders(problem, tightest)):
+                timing = problem.evaluate(orders)
+                if timing is not None and timing.peak <= tightest:
+                    built.append((name, orders, timing))
             seen = set()
-            for level in _heuristic_limits(limit, max(problem.activation), placement.devices):
+            for level in _heuristic_limits(tightest, max(problem.activation), placement.devices):
                 for flags, orders, timing in heuristic.variants(problem, level):
                     key = tuple(map(tuple, orders))
                     if key not in seen:
@@ -500,7 +571,7 @@ def _candidates(config: Config, limit: float, library, placements, bar):
                         on = "+".join(k for k, on in flags.items() if on) or "no flags"
                         built.append((f"zb-auto ({on}; limit {level:g})", orders, timing))
         for name, orders, timing in built:
-            cand = Candidate(name, timing.makespan, timing.peak, _fits(timing.peak, limit), v)
+            cand = _candidate(name, timing.makespan, timing.peaks, static, room, v)
             candidates.append(cand)
             runs.append((cand, cfg, problem, orders))
         bar.update()
@@ -508,8 +579,10 @@ def _candidates(config: Config, limit: float, library, placements, bar):
 
 
 def _starts(fitting, limit: float):
-    """(candidate, problem, orders) to search from: the fastest fitting candidate of each
-    placement, at most ``STARTS``; programs with F&B pairs or two replicas are not searched."""
+    """(candidate, problem, orders, each device's room) to search from: the fastest fitting
+    candidate of each placement, at most ``STARTS``; programs with F&B pairs or two replicas
+    are not searched, nor orders above the tightest device's room (the local search holds one
+    limit for every device)."""
     starts, families = [], set()
     for cand, cfg, problem, orders in fitting:
         if problem is None:
@@ -518,13 +591,15 @@ def _starts(fitting, limit: float):
             if orders is None:
                 continue
             problem = Problem(cfg.replace(schedule="custom", microbatch_group_size=None, label=None), base.placement)
-            timing = problem.evaluate(orders)
-            if timing is None or not _fits(timing.peak, limit):
-                continue  # it fits only because the simulator frees at an instant before allocating
+        room = _room(problem.config, problem.placement, limit)
+        timing = problem.evaluate(orders)
+        # (a library run may fit only because the simulator frees at an instant before allocating)
+        if timing is None or not _fits(timing.peak, float(room.min())):
+            continue
         family = (problem.placement.style, problem.stages)
         if family not in families:
             families.add(family)
-            starts.append((cand, problem, orders))
+            starts.append((cand, problem, orders, room))
         if len(starts) == STARTS:
             break
     return starts

@@ -158,17 +158,27 @@ def step_curves(devices: int, free_device, free_time, free_amount, alloc_device,
 def static_memory(program, config) -> np.ndarray:
     """Parameters + gradients + optimizer state per device, in activation units: each
     (replica, stage) a device holds adds ``params`` · p/S, or ``stage_costs[s]["params"]``."""
-    per_stage = np.full(program.stages, config.params * program.devices / program.stages)
-    for s, over in config.stage_costs.items():
-        if "params" in over and s < program.stages:
-            per_stage[s] = over["params"]
+    if program.placement is not None:
+        return placement_static_memory(program.placement, config)
     p, S = program.devices, program.stages
-    if program.placement is None:
-        # the distinct stages whose ops run on each device
-        held = np.unique(program.device.astype(np.int64) * S + program.stage)
-        return np.bincount(held // S, weights=per_stage[held % S], minlength=p).astype(np.float64)
-    out = np.zeros(p)
-    placement = program.placement
+    per_stage = _stage_params(config, p, S)
+    # the distinct stages whose ops run on each device
+    held = np.unique(program.device.astype(np.int64) * S + program.stage)
+    return np.bincount(held // S, weights=per_stage[held % S], minlength=p).astype(np.float64)
+
+
+def _stage_params(config, devices: int, stages: int) -> np.ndarray:
+    per_stage = np.full(stages, config.params * devices / stages)
+    for s, over in config.stage_costs.items():
+        if "params" in over and s < stages:
+            per_stage[s] = over["params"]
+    return per_stage
+
+
+def placement_static_memory(placement, config) -> np.ndarray:
+    """:func:`static_memory` of any program on ``placement``."""
+    per_stage = _stage_params(config, placement.devices, placement.stages)
+    out = np.zeros(placement.devices)
     np.add.at(out, np.asarray(placement.stage_device), per_stage)
     if placement.reverse_device is not None:
         np.add.at(out, np.asarray(placement.reverse_device), per_stage)
