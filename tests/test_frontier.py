@@ -97,6 +97,51 @@ def test_clicking_a_point_opens_its_gantt_chart(front):
     assert view.selected == "" and view.detail.children == ()
 
 
+@pytest.fixture(scope="module")
+def model_front():
+    # Llama 3 8B on four H100s: stages with static memory, a device of 80 GiB
+    cfg = Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"), devices=4,
+                            microbatches=8)
+    return cfg, ppviz.frontier(cfg)
+
+
+def test_with_static_memory_and_a_capacity_the_front_is_on_peak_memory_among_the_runs_that_fit(model_front):
+    cfg, front = model_front
+    table = front.table
+    assert front.points.memory == "peak_memory"
+    for row in table.itertuples():
+        res = front.result(row.name)
+        assert res.peak_memory.max() == pytest.approx(row.peak_memory, rel=1e-12)
+        assert row.fits == (not res.out_of_memory) == bool((res.peak_memory <= cfg.memory_capacity).all())
+    # Chimera holds the least activation of the library's schedules, but its two replicas hold the
+    # parameters twice: 97 GiB on an 80 GiB device, so it is no choice (it was on the front by activation)
+    chimera = table.set_index("name").loc["chimera"]
+    assert not chimera.fits and not chimera.pareto
+    assert chimera.peak_memory * cfg.activation_bytes / 2**30 == pytest.approx(97.197, abs=1e-3)
+    fit = table[table.fits]
+    assert not table.pareto[~table.fits].any() and len(fit) < len(table)
+    pts = list(zip(fit.bubble_fraction, fit.peak_memory))
+    for point, row in zip(pts, fit.itertuples()):
+        assert row.pareto == (not any(beats(q, point) for q in pts))
+
+
+def test_the_chart_of_a_model_config_is_in_gib_with_the_capacity_and_the_runs_over_it(model_front):
+    cfg, front = model_front
+    spec = front.chart.to_dict()
+    datasets = list(spec["datasets"].values())
+    runs = next(d for d in datasets if d and "name" in d[0])
+    gib = cfg.activation_bytes / 2**30
+    by_name = {r["name"]: r for r in runs}
+    for row in front.table.itertuples():
+        assert by_name[row.name]["memory"] == pytest.approx(row.peak_memory * gib, rel=1e-12)
+        assert by_name[row.name]["status"] == ("Pareto front" if row.pareto else "dominated" if row.fits
+                                               else "over the device's memory")
+    (rule,) = [d for d in datasets if d and "capacity" in d[0]]
+    assert rule[0]["capacity"] == pytest.approx(80.0) and rule[0]["text"] == "memory capacity 80 GiB"
+    svg = ppviz.charts.to_svg(front.chart)
+    assert "peak memory, busiest device (GiB)" in svg and "crosses: over the device's memory" in svg
+
+
 def test_schedules_and_memory_choose_the_rows_and_bad_input_is_refused():
     points = frontier_points(Config(devices=4, microbatches=8), schedules=["1f1b", "ZB1P"], memory=[])
     assert list(points.table.name) == ["1f1b", "zb-h1"] or set(points.table.name) == {"1f1b", "zb-h1"}

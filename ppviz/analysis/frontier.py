@@ -2,8 +2,11 @@
 
 :func:`frontier_points` runs every library schedule that accepts a config's sizes (fast
 metrics path) and :func:`ppviz.search` at a few memory limits, and returns one row per run:
-its bubble, makespan and busiest device's peak activation, and whether it is on the Pareto
-front — no other run is at least as low on both bubble and memory and lower on one.
+its bubble, makespan and busiest device's peak activation and peak memory (static memory
+included), whether it fits the device (with a ``memory_capacity``), and whether it is on the
+Pareto front — no other run that fits is at least as low on both bubble and memory and lower
+on one. Memory is the peak activation, or the peak memory where the config has static memory
+(``params``: two replicas hold it twice, which an activation count does not see).
 ``ppviz.frontier`` draws it (``ppviz.charts.frontier_chart``) and opens a run's Gantt chart
 when its point is clicked.
 """
@@ -23,7 +26,7 @@ from .search import DEFAULT_EFFORT, checked_effort, checked_limit, checked_size,
 
 METRICS = {"fraction": "bubble_fraction", "rate": "bubble_rate"}
 COLUMNS = ("name", "source", "schedule", "stages_per_device", "memory_limit", "makespan", "bubble_fraction",
-           "bubble_rate", "peak_activation", "pareto")
+           "bubble_rate", "peak_activation", "peak_memory", "fits", "pareto")
 
 
 @checked_arguments
@@ -54,11 +57,15 @@ def _floats(name: str, values) -> np.ndarray:
 @dataclass
 class FrontierPoints:
     """The frontier's rows (a pandas DataFrame, best memory first) and what made each row:
-    ``runs[name]`` is the run's Config (library) or its :class:`SearchResult` (search)."""
+    ``runs[name]`` is the run's Config (library) or its :class:`SearchResult` (search).
+    ``memory``: the column the front is taken on (``"peak_activation"``, or ``"peak_memory"``
+    where the config has static memory); ``config``: the config the runs share."""
 
     table: object
     metric: str
     runs: dict = field(default_factory=dict)
+    memory: str = "peak_activation"
+    config: Config | None = None
 
 
 def default_limits(devices: int) -> list[float]:
@@ -107,21 +114,33 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
             continue
         got = metrics(cfg)
         rows.append((name, "library", cfg.schedule, v, math.nan, got.makespan, got.bubble_fraction, got.bubble_rate,
-                     float(got.peak_activation.max())))
+                     float(got.peak_activation.max()), float(got.peak_memory.max()), _fits(got.peak_memory, config)))
         runs[name] = cfg
     for limit in limits:
         found = search(config, limit, effort=effort)
         name = found.config.display_name
         rows.append((name, "search", "search", found.config.stages_per_device, float(found.max_memory),
-                     found.makespan, found.bubble_fraction, found.bubble_rate, float(found.peak_activation.max())))
+                     found.makespan, found.bubble_fraction, found.bubble_rate, float(found.peak_activation.max()),
+                     float(found.peak_memory.max()), _fits(found.peak_memory, config)))
         runs[name] = found
     if not rows:
         raise ConfigError("schedules", schedules, "name at least one schedule that accepts these sizes, or give "
                           "memory limits to search at", reason="nothing to put on the frontier")
     table = pd.DataFrame.from_records(rows, columns=list(COLUMNS[:-1]))
-    table["pareto"] = pareto_front(table[METRICS[metric]], table["peak_activation"])
-    table = table.sort_values(["peak_activation", METRICS[metric], "name"], kind="stable").reset_index(drop=True)
-    return FrontierPoints(table, metric, runs)
+    memory_column = "peak_memory" if (table.peak_memory > table.peak_activation).any() else "peak_activation"
+    # the front is among the runs that fit: one that does not is no choice, however fast
+    fits = table.fits.to_numpy(bool)
+    table["pareto"] = False
+    if fits.any():
+        table.loc[fits, "pareto"] = pareto_front(table[METRICS[metric]][fits], table[memory_column][fits])
+    table = table.sort_values([memory_column, METRICS[metric], "name"], kind="stable").reset_index(drop=True)
+    return FrontierPoints(table, metric, runs, memory_column, config)
+
+
+def _fits(peak_memory: np.ndarray, config: Config) -> bool:
+    """Whether every device's peak memory is within the config's capacity, as ``Result.fits``
+    says (True without one)."""
+    return config.memory_capacity is None or bool((peak_memory <= config.memory_capacity).all())
 
 
 __all__ = ["pareto_front", "frontier_points", "FrontierPoints", "default_limits", "METRICS", "COLUMNS"]

@@ -84,11 +84,14 @@ class FrontierView(ipywidgets.VBox):
 @checked_arguments
 def frontier(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
              effort: int = DEFAULT_EFFORT) -> Frontier:
-    """The Pareto frontier of bubble against peak activation for ``config``'s sizes and costs.
+    """The Pareto frontier of bubble against peak memory for ``config``'s sizes and costs.
 
     Runs every library schedule that accepts the sizes (``schedules``: only these names) and
     :func:`ppviz.search` at each limit of ``memory`` (default: about p/3, p/2, p and 2p − 1
-    activation units; ``[]`` for none). ``metric``: ``"fraction"`` or ``"rate"``. Returns a
+    activation units; ``[]`` for none). Memory is the busiest device's peak activation, or its
+    activation and static memory together where the config has static memory (in GiB on the
+    chart where it gives ``activation_bytes``); with a ``memory_capacity`` the runs that do
+    not fit are never on the front. ``metric``: ``"fraction"`` or ``"rate"``. Returns a
     :class:`Frontier`: ``.table``, ``.chart``, and in a notebook the chart whose points open
     their Gantt charts when clicked.
     """
