@@ -53,6 +53,11 @@ def _run(args) -> int:
     print(_shown_lines(text_gantt(result, columns if args.width is None else args.width, widen="--width {}")))
     print()
     print(_wrapped(_shown_lines(result.summary()), columns))  # escaped first: its length is printed
+    return _report_written(_exports(result, args))
+
+
+def _exports(result, args) -> list[str]:
+    """Write the exports ``run`` and ``search`` take (--trace, --csv, --html, --svg, --png); the paths written."""
     written = []
     if args.trace:
         written.append(result.to_chrome_trace(args.trace))
@@ -65,7 +70,71 @@ def _run(args) -> int:
         written.append(result.to_svg(args.svg))
     if args.png:
         written.append(result.to_png(args.png))
-    return _report_written(written)
+    return written
+
+
+def _search(args) -> int:
+    from .analysis.search import DEFAULT_EFFORT, search
+    from .io.text_gantt import text_gantt
+
+    _check_outputs(args, _RUN_OUTPUTS)
+    options = _config_options(args)
+    _check_model_options(args, options)
+    if "microbatch_group_size" in options:
+        raise _UsageError("--group-size sets an interleaved schedule's microbatch groups; the search builds its own "
+                          "orders: drop it")
+    # -v keeps the search to that many stages per device; the config's schedule only has to accept
+    # them (a model's stage costs are laid out for them), and the search does not run it
+    v = options.pop("stages_per_device", None)
+    config = _config(args, "looped-bfs", {**options, "stages_per_device": v or 1})
+    found = search(config, _memory_limit(args.max_memory), stages_per_device=v,
+                   effort=_given(args.effort, DEFAULT_EFFORT))
+    columns = _terminal_width()
+    print(_shown_lines(text_gantt(found, columns if args.width is None else args.width, widen="--width {}")))
+    print()
+    print(_wrapped(_shown_lines(found.summary()), columns))
+    print()
+    print(_candidates_table(found))
+    return _report_written(_exports(found, args))
+
+
+def _memory_limit(text: str | None):
+    """--max-memory as search takes it: a number of activation units, or a size in bytes ('40GiB')."""
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+#: ``ppviz search`` lists this many of the candidates that fit, fastest first, and of those that do not
+_SHOWN_CANDIDATES = 5
+
+
+def _candidates_table(found) -> str:
+    """The fastest candidates the search ranked that fit and that do not, one line each and the
+    fastest of each family (the automatic scheduler's variants, the capped warm-ups): makespan,
+    the busiest device's peak activation and, with a capacity, its peak memory (in GiB with bytes)."""
+    in_gib = found.config.activation_bytes is not None
+    scale = found.config.activation_bytes / 2**30 if in_gib else 1.0
+    capacity = found.config.memory_capacity is not None
+    first = {}
+    for c in found.candidates:  # fitting first, then fastest first
+        first.setdefault((c.fits, c.name.split(" (")[0].split(",")[0]), c)
+    fit = [c for (fits, _), c in first.items() if fits]
+    over = [c for (fits, _), c in first.items() if not fits]
+    header = ("candidate", "makespan", "peak activation" + (" (GiB)" if in_gib else ""),
+              *(("peak memory" + (" (GiB)" if in_gib else ""),) if capacity else ()), "fits")
+    rows = [header] + [(c.name, f"{c.makespan:.6g}", f"{c.peak_activation * scale:.4g}",
+                        *((f"{c.peak_memory * scale:.4g}",) if capacity else ()), "yes" if c.fits else "no")
+                       for c in fit[:_SHOWN_CANDIDATES] + over[:_SHOWN_CANDIDATES]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             .rstrip() for row in rows]
+    fitting = sum(c.fits for c in found.candidates)
+    return _shown_lines(f"{len(found.candidates)} candidates, {fitting} fit; the fastest of each kind, up to "
+                        f"{_SHOWN_CANDIDATES} that fit and {_SHOWN_CANDIDATES} that do not:\n" + "\n".join(lines))
 
 
 def _given(value, default):
@@ -369,11 +438,13 @@ _FLAGS = {"devices": "-p", "microbatches": "-m", "stages_per_device": "-v", "mic
           "p2p": "--p2p", "width": "--width", "memory_capacity": "--memory-capacity",
           "activation_bytes": "--activation-bytes", "recompute": "--recompute", "segments": "--segments",
           "model": "--model", "hardware": "--hardware", "tensor_parallel": "--tensor-parallel",
-          "data_parallel": "--data-parallel", "zero_stage": "--zero-stage", "layout": "--layout"}
+          "data_parallel": "--data-parallel", "zero_stage": "--zero-stage", "layout": "--layout",
+          "max_memory": "--max-memory", "effort": "--effort"}
 #: the library's advice that names a Python call, as the command line says it
 _ADVICE = {"ppviz.set_budget(max_ops=...)": "the environment variable PPVIZ_MAX_OPS (a number of ops)",
            "give a layout string, layer counts per stage, layout='balanced', or first_stage_layers / "
            "last_stage_layers": "give --layout balanced, or a layout string with --layout",
+           "(Config.from_model does)": "(--model does)",
            "layout='balanced'": "--layout balanced"}
 
 
@@ -440,6 +511,9 @@ _EXAMPLES = """examples:
   ppviz compare --all -p 8 -m 32 --sort memory --png all.png    the whole registry, and its charts
   ppviz compare 1f1b zb-h1 v-half -p 4 -m 16 --model llama-3-8b   ms and GiB: which fits an H100?
   ppviz compare 1f1b interleaved-1f1b -p 4 -m 16 --model llama-3-8b --topology dgx-h100 --offload 1   PCIe offload
+  ppviz search -p 8 -m 32 --b 1.2 --w 0.8 --max-memory 6    the fastest order found within 6 activations
+  ppviz search -p 4 -m 16 --model llama-3-8b                 the fastest order that fits an H100's 80 GiB
+  ppviz search -p 4 -m 16 --model llama-3-8b --max-memory 30GiB --html found.html
 """
 
 
@@ -564,6 +638,27 @@ def main(argv: list[str] | None = None) -> int:
     compare.add_argument("--png", metavar="FILE", help="also write the comparison's charts as PNG (2x scale)")
     compare.add_argument("--svg", metavar="FILE", help="also write the comparison's charts as SVG")
     compare.set_defaults(handler=_compare)
+    find = sub.add_parser("search", help="find the fastest order within a memory limit",
+                          description="Search for the fastest schedule whose every device stays within a memory "
+                                      "limit (ppviz.search): the library's schedules, the zero-bubble authors' "
+                                      "automatic scheduler and a local search; print it as run does, with the "
+                                      "candidates it ranked, and optionally write exports.",
+                          epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    find.add_argument("--max-memory", metavar="LIMIT", default=None,
+                      help="each device's peak activation limit: activation units, or with --model a size such "
+                           "as 40GiB; with a memory capacity (--model has the device's) the answer also fits it, "
+                           "and the limit may be left out")
+    find.add_argument("--effort", type=_whole("ops"), default=None,
+                      help="ops the local search may evaluate (default 400,000; about 0.7 µs each)")
+    _add_config_arguments(find, "segments per microbatch (the search takes whole microbatches: 1)")
+    find.add_argument("--width", type=_whole("columns"), default=None,
+                      help="width of the text chart (default: the terminal's, 80 when the output is not a terminal)")
+    find.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
+    find.add_argument("--csv", metavar="FILE", help="also write the program found as a torch compute_only CSV")
+    find.add_argument("--html", metavar="FILE", help="also write the interactive chart as a standalone offline page")
+    find.add_argument("--svg", metavar="FILE", help="also write the Gantt chart as SVG")
+    find.add_argument("--png", metavar="FILE", help="also write the Gantt chart as PNG (2x scale)")
+    find.set_defaults(handler=_search)
     lst = sub.add_parser("list", help="show the schedule registry", description="The schedule registry: names, "
                          "aliases, stages per device, what each schedule is and its constraints.")
     lst.set_defaults(handler=_list)

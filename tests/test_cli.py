@@ -184,7 +184,7 @@ def test_list_fits_100_columns_and_names_every_schedule(capsys):
 
 
 def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
-    for argv in (("--help",), ("run", "--help"), ("compare", "--help")):
+    for argv in (("--help",), ("run", "--help"), ("compare", "--help"), ("search", "--help")):
         with pytest.raises(SystemExit) as info:
             main(list(argv))
         assert info.value.code == 0
@@ -199,6 +199,56 @@ def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
         assert command[0] == "ppviz"
         code, out, err = run(capsys, *command[1:])
         assert code == 0 and err == "" and out, example
+
+
+def test_search_prints_what_ppviz_search_finds_with_the_candidates_it_ranked(capsys, tmp_path):
+    code, out, err = run(capsys, "search", "-p", "4", "-m", "8", "--b", "1.2", "--w", "0.8", "--max-memory", "3",
+                         "--html", str(tmp_path / "found.html"))
+    assert code == 0 and err == ""
+    found = ppviz.search(Config(devices=4, microbatches=8, b=1.2, w=0.8), 3)
+    assert f"search ≤ 3: p=4 m=8 v={found.config.stages_per_device}" in out
+    assert f"makespan         {number_text(found.makespan)}" in out
+    assert len([line for line in out.splitlines() if line.startswith("dev ")]) == 4
+    table = out[out.index(f"{len(found.candidates)} candidates, "):].splitlines()
+    assert table[0] == (f"{len(found.candidates)} candidates, {sum(c.fits for c in found.candidates)} fit; the "
+                        "fastest of each kind, up to 5 that fit and 5 that do not:")
+    rows = [line.split() for line in table[2:] if line.strip() and not line.startswith("wrote")]
+    # fitting first, fastest first; every one that fits is within the limit
+    fits = [row[-1] for row in rows]
+    assert fits == sorted(fits, key=lambda x: x != "yes") and "yes" in fits and "no" in fits
+    assert all(float(row[-2]) <= 3 for row in rows if row[-1] == "yes")
+    assert (tmp_path / "found.html").stat().st_size > 0 and f"wrote {tmp_path / 'found.html'}" in out
+
+
+def test_search_with_a_model_fits_the_device_and_takes_sizes_in_bytes(capsys):
+    code, out, err = run(capsys, "search", "-p", "4", "-m", "8", "--model", "llama-3-8b")
+    assert code == 0 and err == ""
+    assert "search, fits 80 GiB: p=4 m=8 v=1" in out and "memory capacity  80 GiB per device: fits" in out
+    chimera = next(line for line in out.splitlines() if line.startswith("chimera "))
+    assert chimera.split()[-2:] == ["97.2", "no"]  # two replicas: the parameters twice, over 80 GiB
+    code, out, err = run(capsys, "search", "-p", "4", "-m", "8", "--model", "llama-3-8b", "-v", "2",
+                         "--max-memory", "30GiB")
+    assert code == 0 and "search ≤ 30 GiB: p=4 m=8 v=2" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--max-memory", "30GiB"], "--max-memory '30GiB': a size in bytes needs the bytes of one activation unit, and "
+                                "this config has none; give a number of activation units, or set the config's "
+                                "--activation-bytes (--model does) to give sizes in bytes"),
+    ([], "--max-memory not given: nothing to search under: no limit and no memory capacity"),
+    (["--max-memory", "lots"], "--max-memory 'lots' is not accepted; give a number of activation units, or a size"),
+    (["--max-memory", "0.5"], "--max-memory 0.5: no schedule fits: every one needs more on some device; give at "
+                              "least 1, the least peak activation of any schedule here (one at a time)"),
+    (["--max-memory", "3", "--group-size", "2"], "--group-size sets an interleaved schedule's microbatch groups; "
+                                                 "the search builds its own orders: drop it"),
+    (["--max-memory", "3", "--effort", "-1"], "--effort -1 is not accepted; give a whole number from 0 to"),
+    (["--max-memory", "40000000000", "--model", "llama-3-8b"], "--max-memory 40000000000.0: more than a device's "
+                                                                 "whole memory"),
+])
+def test_search_refusals_are_one_line_in_the_words_of_the_command_line(capsys, argv, message):
+    code, out, err = run(capsys, "search", "-p", "4", "-m", "8", *argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"ppviz: error: {message}") and err.count("\n") == 1
 
 
 def test_the_text_gantt_keeps_the_labels_that_fit(capsys):

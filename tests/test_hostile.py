@@ -136,7 +136,7 @@ def test_exports_accept_or_refuse(unit, width):
 
 
 @settings(max_examples=150)
-@given(st.lists(st.sampled_from(["run", "list", "compare", "--all", "--sort", "memory", "1f1b", "dualpipe", "-p", "-m",
+@given(st.lists(st.sampled_from(["run", "list", "compare", "search", "--max-memory", "4GiB", "--effort", "--all", "--sort", "memory", "1f1b", "dualpipe", "-p", "-m",
                                  "-v", "--f", "--fb", "--width", "1e9", "1e308", "-1", "0", "3", "nan", "--program",
                                  "/nonexistent", "--comm", "99999999999999", "--help", "seq1f1b", "--segments",
                                  "--memory-capacity", "--recompute", "full", "--model", "llama-3-8b",

@@ -50,11 +50,12 @@ def test_shell_examples_run(tmp_path, monkeypatch, capsys):
     ppviz.Config("1f1b", devices=2, microbatches=2).build().to_torch_csv("my_schedule.csv")
     lines = [line.split("#")[0].strip() for block in blocks("bash") for line in block.splitlines()]
     commands = [shlex.split(line)[1:] for line in lines if line.startswith("ppviz ")]
-    assert len(commands) == 8
+    assert len(commands) == 10
     for argv in commands:
         assert main(argv) == 0, argv
     capsys.readouterr()
     assert (tmp_path / "run.json").exists() and (tmp_path / "run.html").exists() and (tmp_path / "all.png").exists()
+    assert (tmp_path / "found.html").exists()
 
 
 def test_the_pictures_exist():
