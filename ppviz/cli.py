@@ -129,12 +129,17 @@ def _candidates_table(found) -> str:
     rows = [header] + [(c.name, f"{c.makespan:.6g}", f"{c.peak_activation * scale:.4g}",
                         *((f"{c.peak_memory * scale:.4g}",) if capacity else ()), "yes" if c.fits else "no")
                        for c in fit[:_SHOWN_CANDIDATES] + over[:_SHOWN_CANDIDATES]]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-             .rstrip() for row in rows]
     fitting = sum(c.fits for c in found.candidates)
     return _shown_lines(f"{len(found.candidates)} candidates, {fitting} fit; the fastest of each kind, up to "
-                        f"{_SHOWN_CANDIDATES} that fit and {_SHOWN_CANDIDATES} that do not:\n" + "\n".join(lines))
+                        f"{_SHOWN_CANDIDATES} that fit and {_SHOWN_CANDIDATES} that do not:\n" + _aligned(rows))
+
+
+def _aligned(rows) -> str:
+    """Rows of cells as table lines: the first column left-aligned, the others right-aligned."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in rows)
+    return "\n".join(line.rstrip() for line in lines)
 
 
 def _given(value, default):
@@ -382,12 +387,9 @@ def _comparison_table(results) -> tuple[str, str]:
             f"{r.bubble_fraction:.1%}" + (f" ({cf.bubble_fraction:.1%})" if cf is not None else ""),
             amount(r, peak) + (f" ({amount(r, closed_peak)})" if closed_peak is not None else ""),
         ) + fits)
-    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-             .rstrip() for row in rows]
     p, m = first.devices, first.program.whole_microbatches
     return (f"{len(results)} schedules at p={p} m={m}; in brackets: the published closed form where it applies",
-            "\n".join(lines))
+            _aligned(rows))
 
 
 def _fit_verdict(results) -> str:

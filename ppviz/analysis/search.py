@@ -142,14 +142,16 @@ class SearchResult(Result):
     def __repr__(self) -> str:
         return (f"<SearchResult {self.config.display_name}: makespan {self.makespan:.6g} "
                 f"(best candidate {self.best_candidate.name} {self.best_candidate.makespan:.6g}), "
-                f"peak activation {self._amount(self.peak_activation.max())} <= {self._amount(self.max_memory)}"
-                + (f", peak memory {self._amount(self.peak_memory.max())} of {self._amount(capacity)}"
+                f"peak activation {_amount(self.peak_activation.max(), self.config)} <= "
+                f"{_amount(self.max_memory, self.config)}"
+                + (f", peak memory {_amount(self.peak_memory.max(), self.config)} of {_amount(capacity, self.config)}"
                    if (capacity := self.config.memory_capacity) is not None else "") + ">")
 
-    def _amount(self, units: float) -> str:
-        """Activation units, and their bytes where the config gives them."""
-        unit_bytes = self.config.activation_bytes
-        return f"{units:.4g}" + (f" ({size_text(units * unit_bytes)})" if unit_bytes else "")
+
+def _amount(units: float, config: Config, spec: str = ".4g") -> str:
+    """Activation units, and their bytes where the config gives them: '3.956 (37.62 GiB)'."""
+    unit_bytes = config.activation_bytes
+    return f"{units:{spec}}" + (f" ({size_text(units * unit_bytes)})" if unit_bytes else "")
 
 
 def _slack(limit: float) -> float:
@@ -160,12 +162,12 @@ def _fits(peak: float, limit: float) -> bool:
     return peak <= _slack(limit)
 
 
-def _room(config: Config, placement: Placement, limit: float) -> np.ndarray:
-    """Each device's activation limit on ``placement``: ``limit`` and, with a memory capacity,
-    what the device's static memory leaves of it (two stages or two replicas hold more)."""
-    room = np.full(placement.devices, limit)
+def _room(config: Config, static: np.ndarray, limit: float) -> np.ndarray:
+    """Each device's activation limit: ``limit`` and, with a memory capacity, what the device's
+    static memory (``static``, per device: two stages or two replicas hold more) leaves of it."""
+    room = np.full(len(static), limit)
     if config.memory_capacity is not None:
-        np.minimum(room, config.memory_capacity - placement_static_memory(placement, config), out=room)
+        np.minimum(room, config.memory_capacity - static, out=room)
     return room
 
 
@@ -451,7 +453,7 @@ def _simulated_runs(runs, limit: float):
         if problem is not None:
             got = simulate(problem.program(orders), cfg)
             cand = _candidate(cand.name, got.makespan, got.peak_activation, got.static_memory,
-                              _room(cfg, problem.placement, limit), cand.stages_per_device)
+                              _room(cfg, got.static_memory, limit), cand.stages_per_device)
         out.append((cand, cfg, problem, orders))
     return out
 
@@ -493,8 +495,9 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
     label = f"search ≤ {shown}" if max_memory is not None else f"search, fits {shown}"
     run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
     result = simulate(program, run_config)
+    in_bytes = f", {shown}" if config.activation_bytes else ""
     program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
-                    f"{result.peak_activation.max():.4g} (limit {limit:g}{f', {shown}' if config.activation_bytes else ''})")
+                    f"{result.peak_activation.max():.4g} (limit {limit:g}{in_bytes})")
     one_stage = program.placement.reverse_device is None and \
         tuple(program.placement.stage_device) == tuple(range(program.devices))
     ordered = tuple(sorted(candidates, key=lambda c: (not c.fits, c.makespan, c.peak_activation, c.name)))
@@ -506,26 +509,20 @@ def _nothing_fits(config: Config, max_memory, candidates) -> ConfigError:
     """The refusal when no candidate fits: the least limit that would do, or, when the device's
     memory is what no schedule fits, the least memory any schedule needs."""
     capacity = config.memory_capacity
-    in_bytes = config.activation_bytes
-
-    def amount(units: float) -> str:
-        return f"{units:.4g}" + (f" ({size_text(units * in_bytes)})" if in_bytes else "")
-
     room = [c for c in candidates if capacity is None or c.peak_memory <= _slack(capacity)]
     if room:
         least = min(room, key=lambda c: (c.peak_activation, c.makespan))
         return ConfigError("max_memory", max_memory,
-                           f"give at least {least.peak_activation:g}"
-                           + (f" ({size_text(least.peak_activation * in_bytes)})" if in_bytes else "")
-                           + f", the least peak activation of any schedule here ({least.name})"
+                           f"give at least {_amount(least.peak_activation, config, 'g')}"
+                           f", the least peak activation of any schedule here ({least.name})"
                            + (" that fits the device's memory" if capacity is not None else ""),
                            reason="no schedule fits: every one needs more on some device")
     least = min(candidates, key=lambda c: (c.peak_memory, c.makespan))
     return ConfigError("max_memory", max_memory,
                        "lower the static memory (more devices, ZeRO sharding) or the activations (recompute, fewer "
                        f"microbatches in flight), or give a larger memory_capacity: the least any schedule here needs "
-                       f"is {amount(least.peak_memory)} ({least.name}), static memory included",
-                       reason=f"no schedule fits the device's memory (memory_capacity={amount(capacity)})")
+                       f"is {_amount(least.peak_memory, config)} ({least.name}), static memory included",
+                       reason=f"no schedule fits the device's memory (memory_capacity={_amount(capacity, config)})")
 
 
 def _candidates(config: Config, limit: float, library, placements, bar):
@@ -536,10 +533,8 @@ def _candidates(config: Config, limit: float, library, placements, bar):
     runs = []
     for name, v, cfg in library:
         got = metrics(cfg)
-        room = np.full(cfg.devices, limit)
-        if config.memory_capacity is not None:
-            np.minimum(room, config.memory_capacity - got.static_memory, out=room)
-        cand = _candidate(name, got.makespan, got.peak_activation, got.static_memory, room, v)
+        cand = _candidate(name, got.makespan, got.peak_activation, got.static_memory,
+                          _room(config, got.static_memory, limit), v)
         candidates.append(cand)
         runs.append((cand, cfg, None, None))
         bar.update()
@@ -551,7 +546,7 @@ def _candidates(config: Config, limit: float, library, placements, bar):
         serial = problem.serial()
         built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
         static = placement_static_memory(placement, cfg)
-        room = _room(cfg, placement, limit)
+        room = _room(cfg, static, limit)
         # the orders below are built for one limit on every device: the tightest
         tightest = float(room.min())
         if problem.one_stage_per_device:
@@ -591,7 +586,7 @@ def _starts(fitting, limit: float):
             if orders is None:
                 continue
             problem = Problem(cfg.replace(schedule="custom", microbatch_group_size=None, label=None), base.placement)
-        room = _room(problem.config, problem.placement, limit)
+        room = _room(problem.config, placement_static_memory(problem.placement, problem.config), limit)
         timing = problem.evaluate(orders)
         # (a library run may fit only because the simulator frees at an instant before allocating)
         if timing is None or not _fits(timing.peak, float(room.min())):
