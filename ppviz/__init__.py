@@ -31,7 +31,8 @@ With your measured run: ``ppviz.load_trace(path)`` (torch profiler traces), then
 ``to_svg``, ``to_png``, ``to_chrome_trace``, ``to_torch_csv``; charts: ``ppviz.charts``. The
 command line: ``ppviz run zb-h1 -p 4 -m 8``, ``ppviz compare 1f1b zb-h1 v-half``, ``ppviz list``.
 Sizes beyond a budget are refused before any work (``ppviz.set_budget``); every refusal is a
-:class:`ppviz.PpvizError` (a ``ValueError``) that names what to change.
+:class:`ppviz.PpvizError` that names what to change: a wrong value is also a ``ValueError``, a
+wrong call (an argument a function does not take) also a ``TypeError``.
 """
 
 from . import schedules  # noqa: F401  (importing the families registers them)
@@ -57,7 +58,7 @@ from .core.placement import Placement
 from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
-from .core.topology import Link, Topology
+from .core.topology import Link, Offload, Topology
 from .core.transfers import Transfers
 from .io.torch_annotate import annotate
 from .io.torch_schedules import from_torch
@@ -73,6 +74,7 @@ __all__ = [
     "ConfigError",
     "DeadlockError",
     "Measured",
+    "Offload",
     "Hardware",
     "Layout",
     "LayoutError",

@@ -30,7 +30,7 @@ device 1: 1F0 0F2 1B0 0F3 1F1 1B1 0I2 0B3 0W2
 def golden_result():
     program = ppviz.Program.from_text(PROGRAM, placement="bidirectional")
     # each device a node of its own: every transfer crosses the inter-node link, 0.125 + 4.5 / 2
-    topology = ppviz.Topology(devices_per_node=1, intra=ppviz.Link(0.125, 8.0), inter=ppviz.Link(0.125, 2.0))
+    topology = ppviz.Topology(devices_per_node=1, intra=ppviz.Link(0.125, bandwidth=8.0), inter=ppviz.Link(0.125, bandwidth=2.0))
     return ppviz.simulate(program, f=1.25, b=1.5, w=0.75, fb=3.0, topology=topology, comm_bytes=4.5,
                           p2p="overlapped", stage_costs={1: {"f": 2.0, "activation": 1.5}})
 

@@ -408,7 +408,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
 # - α = ``offload``. The F of (s, mb) is offloaded when its backward (the I, else the B, of
 #   (s, mb)) runs on the same device with at least one other action (an F&B pair is one) between
 #   them, and the F stores a nonzero activation. It moves α of that activation: α · act ·
-#   ``activation_bytes`` bytes (α · act with no activation_bytes), over ``host_link``.
+#   ``activation_bytes`` bytes (α · act with no activation_bytes), over the offload link (``Config.offload.link``).
 # - Each device has two host links, one per direction; a copy lasts latency + bytes / bandwidth.
 #   Offloads are ready at the end of their F's action and run one at a time in the order of
 #   their F's on the device-to-host link. A reload is ready at the start of the action just
@@ -446,8 +446,8 @@ def _actions(rows):
 
 def _offload_plan(rows, costs, config):
     """The (stage, mb) whose F's activation is offloaded, and the copy time of a stage's."""
-    alpha = config.offload
-    link = config.host_link
+    alpha = config.offload.share
+    link = config.offload.link
     latency, bandwidth = link.latency, link.bandwidth
     if link.unit is not None:
         scale = SECONDS_PER[link.unit] / SECONDS_PER[config.time_unit]
@@ -561,7 +561,7 @@ def run_offload(program, config) -> OffloadRun:
 def offload_curves(rows, costs, config, start, end, copies, offloaded):
     """Per device, the peak activation and the curve (see ``OffloadRun``); start and end per
     device and row position."""
-    alpha, share = config.offload, config.w_share
+    alpha, share = config.offload.share, config.w_share
     peaks = []
     curves = []
     for d, row in enumerate(rows):

@@ -1,7 +1,8 @@
 """Wrong arguments to any public call (an unknown or misspelt keyword, a missing argument, too
-many by position) are a PpvizError naming the argument and what the call takes, never Python's
-TypeError. The public surface is enumerated, not listed, so a call added later is covered."""
+many by position) are an ArgumentError, a PpvizError and a TypeError, naming the argument and what
+the call takes. The public surface is enumerated, not listed, so a call added later is covered."""
 
+import dataclasses
 import inspect
 
 import pytest
@@ -25,7 +26,8 @@ def _instances():
         "Measured": measured, "Calibration": cal, "Residuals": ppviz.residuals(measured, cal),
         "SearchResult": ppviz.search(cfg, 2), "Topology": ppviz.Topology.preset("dgx-h100"),
         "Transfers": ppviz.simulate(topo).transfers, "Hardware": ppviz.Hardware.preset("h100-sxm"),
-        "Transformer": ppviz.Transformer.preset("llama-3-8b"), "Link": ppviz.Link(1, 2),
+        "Transformer": ppviz.Transformer.preset("llama-3-8b"), "Link": ppviz.Link(1, bandwidth=2),
+        "Offload": ppviz.Offload(0.5, link=ppviz.Link(0, bandwidth=1)),
         "Layout": ppviz.Layout.even(4, 2),
         # what the public calls return
         "Frontier": ppviz.frontier(cfg, memory=[2]), "Viewer": ppviz.show(cfg),
@@ -80,6 +82,9 @@ def test_the_enumeration_reaches_the_whole_surface():
 def test_an_unknown_keyword_is_a_ppviz_error_naming_it(label, call):
     with pytest.raises(ppviz.PpvizError) as caught:
         call(**{UNKNOWN: 1})
+    # a wrong call is a TypeError, as Python's own are; a wrong value (a missing argument's
+    # absence may be caught by the call's own check first) a ValueError
+    assert isinstance(caught.value, TypeError) != isinstance(caught.value, ValueError)
     message = str(caught.value)
     assert UNKNOWN in message or "needs" in message, message  # a missing argument may be named first
     assert "Traceback" not in message
@@ -139,3 +144,32 @@ def test_checked_calls_keep_their_signature_and_docs():
     assert "peak activation" in ppviz.search.__doc__
     assert list(inspect.signature(ppviz.Link.duration).parameters) == ["self", "nbytes"]
     assert isinstance(inspect.getattr_static(ppviz.Transformer, "preset"), classmethod)
+
+
+def test_a_wrong_call_is_a_type_error_and_a_wrong_value_a_value_error():
+    assert issubclass(ppviz.ArgumentError, TypeError) and issubclass(ppviz.ArgumentError, ppviz.PpvizError)
+    assert not issubclass(ppviz.ArgumentError, ValueError)
+    for error in (ppviz.ConfigError, ppviz.ProgramError, ppviz.LayoutError, ppviz.ParseError, ppviz.DeadlockError,
+                  ppviz.ScheduleConstraintError, ppviz.UnknownScheduleError):
+        assert issubclass(error, ValueError) and issubclass(error, ppviz.PpvizError) and not issubclass(error, TypeError)
+    with pytest.raises(TypeError, match=r"^Config\(\) takes 1 argument by position, 3 were given; Config\(\) takes "
+                                        r"schedule, devices, microbatches, stages_per_device, "):
+        ppviz.Config("1f1b", 4, 8)
+    assert ppviz.Config("1f1b", devices=4, microbatches=8) == ppviz.Config(schedule="1f1b", devices=4, microbatches=8)
+    with pytest.raises(ValueError):
+        ppviz.Config("1f1b", devices=0)
+
+
+#: tables and reports ppviz returns, which users read but do not build
+RESULTS = {"Calibration", "Transfers"}
+VALUE_OBJECTS = [getattr(ppviz, name) for name in ppviz.__all__
+                 if dataclasses.is_dataclass(getattr(ppviz, name)) and name not in RESULTS]
+
+
+@pytest.mark.parametrize("cls", VALUE_OBJECTS, ids=[cls.__name__ for cls in VALUE_OBJECTS])
+def test_value_objects_take_keywords_past_their_first_field(cls):
+    fields = [f for f in dataclasses.fields(cls) if f.init]
+    assert not fields[0].kw_only and all(f.kw_only for f in fields[1:]), cls
+    # and every field is typed with a real type, not object or Any
+    for f in fields:
+        assert f.type not in ("object", "Any", object), (cls, f.name)

@@ -654,7 +654,7 @@ def test_import_ppviz_does_not_import_altair_until_charts_are_used():
 # Communication ------------------------------------------------------------------------------
 
 def test_communication_chart_rows_are_the_results_idle_split_and_volume():
-    link = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.2, 8.0), inter=ppviz.Link(1.0, 2.0))
+    link = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.2, bandwidth=8.0), inter=ppviz.Link(1.0, bandwidth=2.0))
     runs = [simulate(cfg("1f1b", topology=link, comm_bytes=4.0)),
             simulate(cfg("interleaved-1f1b", stages_per_device=2, topology=link, comm_bytes=4.0)),
             simulate(cfg("zb-h1", comm=0.5))]
@@ -747,7 +747,7 @@ def test_altairs_methods_and_operators_keep_the_offline_display(trio):
 
 
 def test_the_comparison_adds_communication_when_a_run_models_its_links(trio):
-    link = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.2, 8.0), inter=ppviz.Link(1.0, 2.0))
+    link = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.2, bandwidth=8.0), inter=ppviz.Link(1.0, bandwidth=2.0))
     runs = [simulate(cfg("1f1b", topology=link, comm_bytes=4.0)), simulate(cfg("zb-h1", comm=0.5))]
     spec = charts.comparison_charts(runs).to_dict()
     assert len(spec["vconcat"]) == 3

@@ -11,7 +11,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ppviz import Config, Link, ScheduleConstraintError, simulate
+from ppviz import Config, Link, Offload, ScheduleConstraintError, simulate
 from ppviz.core.registry import all_specs
 
 COSTS = (0.5, 1.0, 2.0)
@@ -98,7 +98,7 @@ def test_closed_forms_refuse_to_apply_with_comm_or_uneven_stages():
     ({"stage_costs": {0: {"f": 3.0}}}, "per-stage costs"),
     ({"stage_costs": {1: {"activation": 3.0}}}, "per-stage activation"),
     ({"recompute": "selective"}, "selective recompute"),
-    ({"offload": 0.25, "host_link": Link(0.0, 1.0)}, "offload = 0.25"),
+    ({"offload": Offload(0.25, link=Link(0.0, bandwidth=1.0))}, "offload = 0.25"),
     ({"topology": "dgx-h100", "time_unit": "ms", "comm_bytes": 1e6}, "transfers over a topology"),
 ])
 def test_a_closed_form_that_does_not_apply_says_what_in_the_config_breaks_it(change, breaks):

@@ -157,7 +157,7 @@ def test_the_trace_converts_the_config_time_unit_to_microseconds(tmp_path, unit)
 @pytest.mark.parametrize("unit", ["s", "us", "ns"])
 def test_host_copies_are_converted_too(tmp_path, unit):
     # 64 MB per activation over 64 GB/s: 1 ms = 1000 µs per copy in every unit
-    extra = dict(offload=1.0, host_link=ppviz.Link(0.0, 64e9, "s"), activation_bytes=64e6)
+    extra = dict(offload=ppviz.Offload(1.0, link=ppviz.Link(0.0, bandwidth=64e9, unit="s")), activation_bytes=64e6)
     trace = load(tmp_path, run_in(unit, "gpipe", 4, **extra))
     copies = [e for e in trace["traceEvents"] if e.get("cat") == "host copy" and e["ph"] == "X"]
     assert len(copies) == 16 and {round(e["dur"], 6) for e in copies} == {1000.0}

@@ -598,8 +598,8 @@ def covered(res, width):
 def test_transfers_and_host_copies_fill_the_lane_under_each_row(p2p):
     """With both, each half has a band for the transfers and one for the host copies: a send and
     an offload start together after a forward, and neither hides the other."""
-    res = simulate(cfg("1f1b", topology=ppviz.Link(0.3, 2.0), comm_bytes=1.0, p2p=p2p, offload=1.0,
-                       host_link=ppviz.Link(0.0, 2.0)))
+    res = simulate(cfg("1f1b", topology=ppviz.Link(0.3, bandwidth=2.0), comm_bytes=1.0, p2p=p2p,
+                       offload=ppviz.Offload(1.0, link=ppviz.Link(0.0, bandwidth=2.0))))
     width = 900
     spec = charts.gantt_chart(res, width=width).to_dict()
     (rails,), (lane,) = lane_layers(spec)
@@ -630,7 +630,7 @@ def test_transfers_and_host_copies_fill_the_lane_under_each_row(p2p):
 
 
 def test_host_copies_alone_fill_the_halves():
-    res = simulate(cfg("1f1b", offload=1.0, host_link=ppviz.Link(0.0, 2.0)))
+    res = simulate(cfg("1f1b", offload=ppviz.Offload(1.0, link=ppviz.Link(0.0, bandwidth=2.0))))
     spec = charts.gantt_chart(res, width=900).to_dict()
     (_,), (lane,) = lane_layers(spec)
     assert {r["paint"] for r in lane["rows"]} == {"host copy"} and "band" not in lane["rows"][0]
@@ -641,7 +641,7 @@ def test_host_copies_alone_fill_the_halves():
 
 
 def test_the_bars_end_above_the_lane_and_a_run_without_links_has_none():
-    res = simulate(cfg("zb-h1", topology=ppviz.Link(0.3, 2.0), comm_bytes=1.0))
+    res = simulate(cfg("zb-h1", topology=ppviz.Link(0.3, bandwidth=2.0), comm_bytes=1.0))
     spec = charts.gantt_chart(res).to_dict()
     (rails,), (lane,) = lane_layers(spec)
     assert {r["paint"] for r in lane["rows"]} == {"activation", "gradient"}

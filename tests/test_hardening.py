@@ -460,8 +460,8 @@ def test_controls_show_every_cost_the_viewer_runs():
 
 @pytest.mark.parametrize("call, start, accepted", [
     # integers too large for a float: float() raised OverflowError
-    (lambda: ppviz.Link(10**400, 1), "latency=1000", "at most 1e200"),
-    (lambda: ppviz.Link(1, 10**400), "bandwidth=1000", "at most 1e200"),
+    (lambda: ppviz.Link(10**400, bandwidth=1), "latency=1000", "at most 1e200"),
+    (lambda: ppviz.Link(1, bandwidth=10**400), "bandwidth=1000", "at most 1e200"),
     (lambda: ppviz.Hardware(peak_tflops=10**400, memory_gib=80), "peak_tflops=1000", "at most 1e+200"),
     (lambda: ppviz.Hardware(peak_tflops=1000, memory_gib=80, host_gbps=-10**400), "host_gbps=-1000",
      "a finite number > 0"),

@@ -100,9 +100,9 @@ def test_fields_it_does_not_model_take_the_full_path(monkeypatch):
 # communication as transfers over links (topology, comm_bytes, p2p) runs in the comm engine: the
 # fast path leaves those configs to simulate, which the test below shows
 TRANSFER_FIELDS = {"topology", "comm_bytes", "p2p"}
-# activation offload (offload, host_link) runs in core/offload.py's engine: also simulate's path
+# activation offload runs in core/offload.py's engine: also simulate's path
 # (tests/test_offload.py::test_the_metrics_fast_path_sends_offload_configs_to_simulate)
-OFFLOAD_FIELDS = {"offload", "host_link"}
+OFFLOAD_FIELDS = {"offload"}
 
 
 def test_modelled_names_every_config_field_today():
@@ -113,7 +113,7 @@ def test_modelled_names_every_config_field_today():
 def test_transfers_take_the_full_path_with_its_numbers():
     from ppviz import Link
 
-    cfg = Config(schedule="interleaved-1f1b", devices=4, microbatches=8, topology=Link(0.2, 4.0), comm_bytes=2.0)
+    cfg = Config(schedule="interleaved-1f1b", devices=4, microbatches=8, topology=Link(0.2, bandwidth=4.0), comm_bytes=2.0)
     assert not fast.modelled(cfg)
     assert_same(fast.metrics(cfg), simulate(cfg))
     assert fast.metrics(cfg).makespan != fast.metrics(cfg.replace(topology=None, comm_bytes=None)).makespan

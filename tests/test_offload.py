@@ -14,7 +14,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import ppviz
-from ppviz import Config, ConfigError, Link, simulate
+from ppviz import Config, ConfigError, Link, Offload, simulate
 from ppviz.core import metrics as fast
 from ppviz.core.registry import lookup
 from ppviz.widgets.wire import describe
@@ -23,11 +23,11 @@ from . import oracle
 from .test_oracle import assert_curves_match
 from .test_oracle import configs as oracle_configs
 
-INF = Link(0.0, math.inf)
+INF = Link(0.0, bandwidth=math.inf)
 
 
 def gpipe(link, m=4, **options):
-    return Config(schedule="gpipe", devices=2, microbatches=m, offload=1.0, host_link=link, **options)
+    return Config(schedule="gpipe", devices=2, microbatches=m, offload=Offload(1.0, link=link), **options)
 
 
 def times(res, device, kind):
@@ -63,7 +63,7 @@ def test_a_link_that_keeps_up_changes_no_time_and_lowers_the_peak():
     # the reload of mb 0 is issued at the start of F3 (3), the action before B0, and lasts [3, 4];
     # the reload of mb k+1 at the start of Bk: [7,8], [9,10], [11,12]. At t = 3 the device holds
     # F2 (its offload ends at 4), F3 and the reloaded mb 0: 3, its peak.
-    res = simulate(gpipe(Link(0.0, 1.0)))
+    res = simulate(gpipe(Link(0.0, bandwidth=1.0)))
     bare = simulate(Config(schedule="gpipe", devices=2, microbatches=4))
     assert res.makespan == 15.0
     np.testing.assert_array_equal(res.ops.start, bare.ops.start)
@@ -98,7 +98,7 @@ def test_an_infinitely_fast_link_frees_each_activation_until_the_action_before_i
 def test_a_slow_link_delays_each_backward_by_exactly_its_reload_wait():
     # bandwidth 0.25: each copy lasts 4, so the offloads queue on the device-to-host link:
     # device 0's are ready at 1, 2, 3, 4 and run [1,5] [5,9] [9,13] [13,17]
-    res = simulate(gpipe(Link(0.0, 0.25)))
+    res = simulate(gpipe(Link(0.0, bandwidth=0.25)))
     assert copies(res, 0, "offload") == ([1.0, 2.0, 3.0, 4.0], [1.0, 5.0, 9.0, 13.0], [5.0, 9.0, 13.0, 17.0])
     assert copies(res, 1, "offload") == ([2.0, 3.0, 4.0, 5.0], [2.0, 6.0, 10.0, 14.0], [6.0, 10.0, 14.0, 18.0])
     # device 1: mb 0's reload is issued at 4 (F3 starts) but its offload ends at 6: [6, 10];
@@ -123,7 +123,7 @@ def test_a_slow_link_delays_each_backward_by_exactly_its_reload_wait():
 
 
 def test_copies_of_one_device_queue_in_order_and_directions_do_not_block_each_other():
-    res = simulate(gpipe(Link(0.0, 0.25)))
+    res = simulate(gpipe(Link(0.0, bandwidth=0.25)))
     h = res.host_copies
     for d in (0, 1):
         for kind in ("offload", "reload"):
@@ -141,8 +141,8 @@ def test_copies_of_one_device_queue_in_order_and_directions_do_not_block_each_ot
 
 def test_latency_and_bandwidth_both_count():
     # latency 0.5 + 1 byte / 2 bytes per unit = 1, the same copies as bandwidth 1
-    a = simulate(gpipe(Link(0.5, 2.0)))
-    b = simulate(gpipe(Link(0.0, 1.0)))
+    a = simulate(gpipe(Link(0.5, bandwidth=2.0)))
+    b = simulate(gpipe(Link(0.0, bandwidth=1.0)))
     np.testing.assert_array_equal(a.host_copies.start, b.host_copies.start)
     np.testing.assert_array_equal(a.host_copies.end, b.host_copies.end)
     assert a.peak_activation.tolist() == b.peak_activation.tolist() == [3.0, 3.0]
@@ -151,7 +151,7 @@ def test_latency_and_bandwidth_both_count():
 def test_a_share_offloads_that_share():
     # α = 0.5 over an infinitely fast link: 0.5 of each activation stays; device 0 at t = 3 holds
     # 0.5 (F0) + 0.5 (F1) + 0.5 (F2) + 1 (F3) + 0.5 (mb 0's reloaded half) = 3
-    res = simulate(gpipe(INF).replace(offload=0.5))
+    res = simulate(gpipe(INF).replace(offload=Offload(0.5, link=INF)))
     assert res.peak_activation.tolist() == [3.0, 3.0]
     assert res.host_copies.bytes.tolist() == [0.5] * 16
     assert res.makespan == 15.0
@@ -160,7 +160,7 @@ def test_a_share_offloads_that_share():
 def test_1f1b_offloads_only_what_waits_behind_another_action():
     # 1F1B, p = 2, m = 4: device 1 (the last stage) runs each F right before its B, so nothing is
     # offloaded there; device 0 runs F0 F1 B0 F2 B1 F3 B2 B3 and offloads all four
-    res = simulate(Config(schedule="1f1b", devices=2, microbatches=4, offload=1.0, host_link=INF))
+    res = simulate(Config(schedule="1f1b", devices=2, microbatches=4, offload=Offload(1.0, link=INF)))
     h = res.host_copies
     assert set(h.device.tolist()) == {0}
     assert sorted(h.microbatch[h.kind == "offload"].tolist()) == [0, 1, 2, 3]
@@ -179,7 +179,7 @@ def test_1f1b_offloads_only_what_waits_behind_another_action():
 
 def test_offload_in_seconds_converts_to_the_time_unit():
     # 64 MB per activation over 64 GB/s: 1 ms per copy
-    link = Link(0.0, 64e9, "s")
+    link = Link(0.0, bandwidth=64e9, unit="s")
     cfg = gpipe(link, time_unit="ms", activation_bytes=64e6)
     res = simulate(cfg)
     assert copies(res, 0, "offload")[2] == [2.0, 3.0, 4.0, 5.0]
@@ -195,8 +195,8 @@ def offload_configs(draw):
     cfg = draw(oracle_configs())
     assume(not lookup(cfg.schedule).forward_only)
     alpha = draw(st.sampled_from([0.25, 0.5, 1.0]) | st.floats(0.01, 1.0))
-    link = Link(draw(st.sampled_from([0.0, 0.1, 0.5])), draw(st.sampled_from([0.5, 1.0, 2.0, 8.0, math.inf])))
-    return cfg.replace(offload=alpha, host_link=link)
+    link = Link(draw(st.sampled_from([0.0, 0.1, 0.5])), bandwidth=draw(st.sampled_from([0.5, 1.0, 2.0, 8.0, math.inf])))
+    return cfg.replace(offload=Offload(alpha, link=link))
 
 
 def assert_copies_match(h, ref):
@@ -229,8 +229,8 @@ def test_matches_the_reference_simulator(cfg):
 @settings(max_examples=80, deadline=None)
 @given(offload_configs())
 def test_an_infinitely_fast_link_keeps_every_time_and_never_raises_memory(cfg):
-    cfg = cfg.replace(host_link=INF)
-    bare = simulate(cfg.replace(offload=None, host_link=None))
+    cfg = cfg.replace(offload=Offload(cfg.offload.share, link=INF))
+    bare = simulate(cfg.replace(offload=None))
     res = simulate(cfg)
     assert res.makespan == bare.makespan
     np.testing.assert_array_equal(res.ops.start, bare.ops.start)
@@ -241,7 +241,7 @@ def test_an_infinitely_fast_link_keeps_every_time_and_never_raises_memory(cfg):
 @settings(max_examples=40, deadline=None)
 @given(offload_configs())
 def test_copies_only_slow_a_run_down(cfg):
-    bare = simulate(cfg.replace(offload=None, host_link=None))
+    bare = simulate(cfg.replace(offload=None))
     res = simulate(cfg)
     assert res.makespan >= bare.makespan
     assert (res.ops.start >= bare.ops.start - 1e-9).all()
@@ -257,44 +257,50 @@ def test_copies_only_slow_a_run_down(cfg):
 
 
 def test_offload_zero_is_no_offload_bit_for_bit():
-    cfg = Config(schedule="zb-h1", devices=4, microbatches=8, offload=0, host_link=Link(0.0, 1.0))
-    assert cfg.offload is None and cfg.host_link is None
+    cfg = Config(schedule="zb-h1", devices=4, microbatches=8, offload=Offload(0, link=Link(0.0, bandwidth=1.0)))
+    assert cfg.offload is None
     assert cfg == Config(schedule="zb-h1", devices=4, microbatches=8)
     assert fast.modelled(cfg)
 
 
 def test_the_metrics_fast_path_sends_offload_configs_to_simulate():
-    cfg = Config(schedule="interleaved-1f1b", devices=4, microbatches=8, offload=0.7, host_link=Link(0.1, 0.5))
+    cfg = Config(schedule="interleaved-1f1b", devices=4, microbatches=8, offload=Offload(0.7, link=Link(0.1, bandwidth=0.5)))
     assert not fast.modelled(cfg)
     got, want = fast.metrics(cfg), simulate(cfg)
     assert got.makespan == want.makespan
     np.testing.assert_array_equal(got.peak_activation, want.peak_activation)
-    many = fast.metrics_many([cfg, cfg.replace(offload=None, host_link=None)])
+    many = fast.metrics_many([cfg, cfg.replace(offload=None)])
     assert many[0].makespan == want.makespan
-    assert many[1].makespan == simulate(cfg.replace(offload=None, host_link=None)).makespan
+    assert many[1].makespan == simulate(cfg.replace(offload=None)).makespan
     assert want.makespan > many[1].makespan  # a slow link shows in the fast path's numbers too
 
 
-@pytest.mark.parametrize("options, field", [
-    ({"offload": 1.5, "host_link": INF}, "offload"),
-    ({"offload": -0.1, "host_link": INF}, "offload"),
-    ({"offload": True, "host_link": INF}, "offload"),
-    ({"offload": math.nan, "host_link": INF}, "offload"),
-    ({"offload": 1.0}, "host_link"),
-    ({"host_link": INF}, "host_link"),
-    ({"offload": 1.0, "host_link": "pcie"}, "host_link"),
-    ({"offload": 1.0, "host_link": ppviz.Topology(8, INF, INF)}, "host_link"),
-    ({"offload": 1.0, "host_link": Link(0.0, 64e9, "s")}, "time_unit"),
+@pytest.mark.parametrize("make, field", [
+    (lambda: Offload(1.5, link=INF), "share"),
+    (lambda: Offload(-0.1, link=INF), "share"),
+    (lambda: Offload(True, link=INF), "share"),
+    (lambda: Offload(math.nan, link=INF), "share"),
+    (lambda: Offload(1.0, link="pcie"), "link"),
+    (lambda: Offload(1.0, link=ppviz.Topology(8, intra=INF, inter=INF)), "link"),
+    # a bare share says nothing of the link its copies cross
+    (lambda: Config(schedule="1f1b", devices=2, microbatches=4, offload=1.0), "offload"),
+    (lambda: Config(schedule="1f1b", devices=2, microbatches=4,
+                    offload=Offload(1.0, link=Link(0.0, bandwidth=64e9, unit="s"))), "time_unit"),
 ])
-def test_invalid_offload_is_refused_naming_the_field(options, field):
+def test_invalid_offload_is_refused_naming_the_field(make, field):
     with pytest.raises(ConfigError) as err:
-        Config(schedule="1f1b", devices=2, microbatches=4, **options)
+        make()
     assert err.value.field == field
+
+
+def test_an_offload_without_its_link_is_a_wrong_call():
+    with pytest.raises(ppviz.ArgumentError, match="Offload\\(\\) needs link"):
+        Offload(1.0)
 
 
 def test_forward_only_and_lockstep_are_refused():
     with pytest.raises(ConfigError, match="forward-only"):
-        Config(schedule="inference", devices=2, microbatches=4, offload=1.0, host_link=INF)
+        Config(schedule="inference", devices=2, microbatches=4, offload=Offload(1.0, link=INF))
     with pytest.raises(ConfigError, match="events"):
         simulate(gpipe(INF), engine="lockstep")
 
@@ -305,7 +311,7 @@ def test_forward_only_and_lockstep_are_refused():
 def test_hardware_presets_carry_pcie_per_direction():
     h100 = ppviz.Hardware.preset("h100-sxm")
     assert h100.host_gbps == 64.0
-    assert h100.host_link == Link(0.0, 64e9, "s")
+    assert h100.host_link == Link(0.0, bandwidth=64e9, unit="s")
     assert ppviz.Hardware.preset("a100-80gb").host_gbps == 32.0
     assert ppviz.Hardware.preset("b200").host_link is None
     with pytest.raises(ConfigError):
@@ -318,7 +324,7 @@ def test_from_model_offloads_real_bytes_over_pcie():
     opts = dict(schedule="gpipe", devices=8, microbatches=16, tensor_parallel=8, data_parallel=4, zero_stage=1)
     bare = Config.from_model(model, gpu, **opts)
     cfg = Config.from_model(model, gpu, **opts, offload=1.0)
-    assert cfg.host_link == gpu.host_link
+    assert cfg.offload == Offload(1.0, link=gpu.host_link)
     res, ref = simulate(cfg), simulate(bare)
     h = res.host_copies
     stage0 = h.stage == 0
@@ -330,14 +336,14 @@ def test_from_model_offloads_real_bytes_over_pcie():
     assert res.makespan >= ref.makespan
     with pytest.raises(ConfigError) as err:
         Config.from_model(model, ppviz.Hardware.preset("b200"), **opts, offload=1.0)
-    assert err.value.field == "host_link"
+    assert err.value.field == "offload" and "has no host link bandwidth" in str(err.value)
 
 
 def test_the_chrome_trace_shows_every_host_copy_and_what_each_reload_holds_up(tmp_path):
     import json
 
     # a slow host link: copies queue, and some backwards wait for their reloads
-    res = simulate(gpipe(Link(0.0, 0.5), m=4))
+    res = simulate(gpipe(Link(0.0, bandwidth=0.5), m=4))
     path = res.to_chrome_trace(tmp_path / "offload.json")
     events = json.loads(open(path, encoding="utf-8").read())["traceEvents"]
     h, p = res.host_copies, res.devices
@@ -368,8 +374,8 @@ def test_the_chrome_trace_shows_every_host_copy_and_what_each_reload_holds_up(tm
 
 def test_without_activation_bytes_the_copies_are_counted_in_activation_units_not_bytes():
     # before, the summary read "12 bytes each way" and "2 bytes per time unit" for 12 activation units
-    link = ppviz.Link(0.1, 2.0)
-    result = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=0.5, host_link=link))
+    link = ppviz.Link(0.1, bandwidth=2.0)
+    result = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=Offload(0.5, link=link)))
     moved = float(result.host_copies.bytes[result.host_copies.kind == "offload"].sum())
     assert moved == 12.0  # 24 offloads of half an activation unit
     text = result.summary()
@@ -377,7 +383,7 @@ def test_without_activation_bytes_the_copies_are_counted_in_activation_units_not
     assert "24 offloads, 24 reloads (12 activation units each way)" in text
     assert "bytes" not in text
     assert describe(result)["offload"]["link"] == "latency 0.1 time unit, 2 activation units per time unit"
-    in_bytes = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=0.5, host_link=link,
+    in_bytes = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, offload=Offload(0.5, link=link),
                                            activation_bytes=2**20))
     assert "(12 MiB each way)" in in_bytes.summary() and "2 bytes per time unit" in in_bytes.summary()
 
@@ -393,8 +399,8 @@ def test_without_activation_bytes_the_copies_are_counted_in_activation_units_not
 @st.composite
 def offload_transfer_configs(draw):
     cfg = draw(offload_configs())
-    link = st.builds(Link, st.sampled_from([0.0, 0.1, 0.5]), st.sampled_from([0.5, 1.0, 4.0, math.inf]))
-    topology = draw(link | st.builds(ppviz.Topology, st.integers(1, 4), link, link))
+    link = st.builds(Link, st.sampled_from([0.0, 0.1, 0.5]), bandwidth=st.sampled_from([0.5, 1.0, 4.0, math.inf]))
+    topology = draw(link | st.builds(ppviz.Topology, st.integers(1, 4), intra=link, inter=link))
     return cfg.replace(comm=0.0, topology=topology, comm_bytes=draw(st.sampled_from([0.0, 1.0, 3.0])),
                        p2p=draw(st.sampled_from(["blocking", "overlapped", None])))
 
@@ -421,8 +427,8 @@ def test_offload_over_transfers_matches_the_reference_simulator(cfg, engine):
 @settings(max_examples=40, deadline=None)
 @given(offload_transfer_configs())
 def test_over_transfers_an_infinitely_fast_host_link_leaves_the_topologys_run(cfg):
-    res = simulate(cfg.replace(host_link=INF))
-    alone = simulate(cfg.replace(offload=None, host_link=None))
+    res = simulate(cfg.replace(offload=Offload(cfg.offload.share, link=INF)))
+    alone = simulate(cfg.replace(offload=None))
     for name in ("start", "end"):
         np.testing.assert_array_equal(getattr(res.ops, name), getattr(alone.ops, name))
         np.testing.assert_array_equal(getattr(res.transfers, name), getattr(alone.transfers, name))
@@ -447,11 +453,11 @@ def test_over_transfers_a_slow_host_link_delays_the_backwards_by_their_reloads()
     per copy (a unit over 0.5). Without offload: device 1's F's in [1.5, 5.5], its B's in
     [5.5, 13.5]; device 0's B's start as each gradient lands, 8 … 14; makespan 16. Every F is
     offloaded (another action runs before its backward on both devices)."""
-    topology = ppviz.Topology(1, Link(0.0, math.inf), Link(0.5, math.inf))
+    topology = ppviz.Topology(1, intra=Link(0.0, bandwidth=math.inf), inter=Link(0.5, bandwidth=math.inf))
     options = dict(topology=topology, comm_bytes=1.0, p2p="overlapped")
     bare = simulate(Config(schedule="gpipe", devices=2, microbatches=4, **options))
     assert bare.makespan == 16.0
-    res = simulate(gpipe(Link(0.0, 0.5), **options))
+    res = simulate(gpipe(Link(0.0, bandwidth=0.5), **options))
     # device 1: offloads queue after each F's end; B0's reload, issued at F3's start (4.5), holds
     # B0 to 6.5, one later than without offload, and each next reload is issued as a B starts
     assert copies(res, 1, "offload")[1:] == ([2.5, 4.5, 6.5, 8.5], [4.5, 6.5, 8.5, 10.5])
@@ -475,7 +481,7 @@ def test_over_transfers_a_slow_host_link_delays_the_backwards_by_their_reloads()
 def test_the_chrome_trace_of_a_run_with_both_keeps_transfers_and_host_copies_apart(tmp_path):
     import json
 
-    res = simulate(gpipe(Link(0.0, 0.5), topology=Link(0.5, math.inf), comm_bytes=1.0))
+    res = simulate(gpipe(Link(0.0, bandwidth=0.5), topology=Link(0.5, bandwidth=math.inf), comm_bytes=1.0))
     events = json.loads(open(res.to_chrome_trace(tmp_path / "both.json"), encoding="utf-8").read())["traceEvents"]
     p = res.devices
     threads = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}

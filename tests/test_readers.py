@@ -177,7 +177,6 @@ def test_registration_helpers_called_at_run_time(monkeypatch):
     from types import SimpleNamespace
 
     from ppviz import ConfigError, ScheduleConstraintError
-    from ppviz.core import config as config_module
     from ppviz.schedules import v_shape
     from ppviz.schedules.one_f_one_b import several_stages_per_device
 
@@ -201,15 +200,6 @@ def test_registration_helpers_called_at_run_time(monkeypatch):
     with pytest.raises(ScheduleConstraintError, match="microbatches=7"):
         check(SimpleNamespace(**{**vars(ok), "devices": 3, "microbatches": 7, "group_size": 3}))
 
-    monkeypatch.setattr(config_module.Config, "__init__", config_module.Config.__init__.__wrapped__)
-    config_module.keyword_checked(config_module.Config)
-    with pytest.raises(ConfigError) as info:
-        config_module.Config(devicez=4)
-    assert str(info.value).startswith("devicez=4: Config has no such field; did you mean 'devices'? Config takes "
-                                      "schedule, devices, microbatches")
-    with pytest.raises(ConfigError, match="positional values"):
-        config_module.Config(*range(30))
-    assert config_module.Config("zb-h1", 4, 8).schedule == "zb-h1"
 
 
 # Plain rows are read all at once; everything else action by action, with the same result ----------

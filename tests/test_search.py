@@ -80,7 +80,7 @@ def test_search_on_a_grid_is_valid_fits_and_beats_every_candidate(p, m):
 @pytest.mark.parametrize("extra", [
     dict(time_unit="ms", topology="dgx-h100", comm_bytes=1e8),
     dict(time_unit="ms", topology="roce-h100", comm_bytes=3e8, p2p="overlapped"),
-    dict(offload=0.5, host_link=ppviz.Link(0.5, 1.0)),
+    dict(offload=ppviz.Offload(0.5, link=ppviz.Link(0.5, bandwidth=1.0))),
 ], ids=["nvlink", "roce-overlapped", "offload"])
 @pytest.mark.parametrize("p, m", [(4, 8), (8, 16)])
 def test_with_links_or_host_copies_the_answer_is_simulated_and_beats_every_schedule_that_fits(extra, p, m):

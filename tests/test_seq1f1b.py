@@ -105,7 +105,7 @@ def test_segments_must_be_a_whole_number():
 
 def test_a_segment_transfers_its_share_of_the_activation():
     # a segment of s/k tokens moves s/k of the microbatch's activation (b·s·h bytes) between stages
-    link = ppviz.Link(1.0, 4.0)
+    link = ppviz.Link(1.0, bandwidth=4.0)
     whole = ppviz.simulate(ppviz.Config("1f1b", devices=2, microbatches=2, topology=link, comm_bytes=8.0))
     split = ppviz.simulate(ppviz.Config("seq1f1b", devices=2, microbatches=2, segments=2, topology=link, comm_bytes=8.0))
     assert set(whole.transfers.bytes.tolist()) == {8.0} and set(split.transfers.bytes.tolist()) == {4.0}

@@ -75,9 +75,10 @@ def test_fields_that_only_make_sense_together_are_checked_together():
     df = ppviz.sweep(grid, n_jobs=1, progress=False)
     cfg = Config(devices=4, microbatches=8, time_unit="ms", topology="dgx-h100", comm_bytes=1e8)
     assert list(df.makespan) == [simulate(cfg).makespan]
-    link = ppviz.Link(1e-3, 1e3)
-    df = ppviz.sweep({"devices": [4], "offload": [0.25, 0.5], "host_link": [link]}, n_jobs=1, progress=False)
-    assert list(df.makespan) == [simulate(Config(offload=o, host_link=link)).makespan for o in (0.25, 0.5)]
+    link = ppviz.Link(1e-3, bandwidth=1e3)
+    offloads = [ppviz.Offload(share, link=link) for share in (0.25, 0.5)]
+    df = ppviz.sweep({"devices": [4], "offload": offloads}, n_jobs=1, progress=False)
+    assert list(df.makespan) == [simulate(Config(offload=o)).makespan for o in offloads]
     df = ppviz.sweep({"topology": ["dgx-h100"], "comm_bytes": [1e8]}, base=Config(time_unit="ms"), n_jobs=1,
                      progress=False)
     assert list(df.makespan) == [simulate(cfg).makespan]

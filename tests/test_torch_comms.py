@@ -143,7 +143,7 @@ def test_a_torch_program_with_comms_runs_its_own_sends_and_receives(torch_pipeli
     # torch's own lowered program simulates; blocking runs wait where its receives sit, which
     # (as early as torch puts them) is before the consumers ppviz's blocking lowering waits at
     program = ppviz.from_torch("Interleaved1F1B", devices=4, microbatches=8, stages_per_device=2, comms=True)
-    link = ppviz.Link(0.25, 4.0)
+    link = ppviz.Link(0.25, bandwidth=4.0)
     config = Config(schedule="custom", devices=4, microbatches=8, topology=link, comm_bytes=1.0)
     torchs = ppviz.simulate(program, config.replace(p2p="overlapped"))
     assert torchs.program.to_torch(comms=True) == program.to_torch(comms=True)

@@ -29,7 +29,7 @@ ROUND_TRIP = [
     ppviz.Config(schedule="gpipe", devices=3, microbatches=5, stage_costs={2: {"f": 3.0}}),
     ppviz.Config(schedule="inference", devices=4, microbatches=6, f=1.5, comm=0.5),
     # transfers add their own events to the trace; the ops read back are the same
-    ppviz.Config(schedule="1f1b", devices=4, microbatches=8, topology=ppviz.Link(0.1, 2.0), comm_bytes=1.0),
+    ppviz.Config(schedule="1f1b", devices=4, microbatches=8, topology=ppviz.Link(0.1, bandwidth=2.0), comm_bytes=1.0),
 ]
 
 

@@ -320,7 +320,8 @@ def test_update_moves_the_controls_and_returns_the_viewer_or_raises_the_refusal(
         viewer.update(schedule="dualpipe", devices=5)
     assert "even number" in viewer.gantt.error
     assert viewer.result.config.microbatches == 16 and controls_config(viewer)["schedule"] == "zb-h1"
-    with pytest.raises(ppviz.ConfigError, match="Config has no such field"):
+    with pytest.raises(ppviz.ArgumentError, match=r"micro_batches=4: Config\(\) has no such argument; did you mean "
+                                                  r"'microbatches'"):
         viewer.update(micro_batches=4)
     viewer.update(schedule="interleaved-1f1b", stages_per_device=2)
     assert controls_config(viewer)["schedule"] == "interleaved-1f1b"

@@ -118,8 +118,8 @@ def test_offloads_host_copies_travel_in_the_transfers_section():
     import ppviz
     from ppviz.widgets.wire import HOST_OFFLOAD, HOST_RELOAD, describe
 
-    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, offload=0.5,
-                                      host_link=ppviz.Link(0.0, 1.0), activation_bytes=1.0))
+    res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, offload=ppviz.Offload(0.5, link=ppviz.Link(0.0, bandwidth=1.0)),
+                                      activation_bytes=1.0))
     h = res.host_copies
     cols = transfer_section(encode_timeline(res), res)
     assert len(cols["kind"]) == len(h) > 0
@@ -131,7 +131,7 @@ def test_offloads_host_copies_travel_in_the_transfers_section():
     kinds = res.ops.kind[cols["producer"]]
     assert set(kinds[cols["kind"] == HOST_OFFLOAD].tolist()) == {"F"}
     assert set(kinds[cols["kind"] == HOST_RELOAD].tolist()) == {"B"}
-    assert describe(res)["offload"] == {"share": 0.5, "link": res.config.host_link.describe(None), "count": len(h)}
+    assert describe(res)["offload"] == {"share": 0.5, "link": res.config.offload.link.describe(None), "count": len(h)}
     assert describe(ppviz.simulate(ppviz.Config(devices=2, microbatches=2)))["offload"] is None
 
 
@@ -139,8 +139,8 @@ def test_a_run_with_transfers_and_offload_sends_the_transfers_then_the_host_copi
     import ppviz
     from ppviz.widgets.wire import HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F
 
-    res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8, offload=0.5,
-                                      host_link=ppviz.Link(0.0, 1.0), topology=ppviz.Link(0.1, 2.0), comm_bytes=1.0))
+    res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8, offload=ppviz.Offload(0.5, link=ppviz.Link(0.0, bandwidth=1.0)),
+                                      topology=ppviz.Link(0.1, bandwidth=2.0), comm_bytes=1.0))
     t, h = res.transfers, res.host_copies
     cols = transfer_section(encode_timeline(res), res)
     assert len(t) > 0 and len(h) > 0 and len(cols["kind"]) == len(t) + len(h)
@@ -160,7 +160,7 @@ def test_the_transfers_section_is_what_the_simulation_returned():
     import ppviz
     from ppviz.widgets.wire import BYTES_PER_TRANSFER, describe
 
-    topology = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.25, 8.0), inter=ppviz.Link(0.5, 2.0))
+    topology = ppviz.Topology(devices_per_node=2, intra=ppviz.Link(0.25, bandwidth=8.0), inter=ppviz.Link(0.5, bandwidth=2.0))
     res = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2,
                                       topology=topology, comm_bytes=2.0))
     tr = res.transfers

@@ -163,7 +163,7 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
 def _check_value(name: str, value, base: Config | None, others: dict[str, tuple]) -> None:
     """A value no config accepts is a mistake in the grid; one that only some combinations
     refuse (a schedule's constraint) is left to become a row. Fields that only make sense
-    together (``topology`` with ``comm_bytes`` and ``time_unit``, ``offload`` with ``host_link``)
+    together (``topology`` with ``comm_bytes`` and ``time_unit``, an ``offload`` in seconds with ``time_unit``)
     are tried with the grid's other values before the value is called a mistake."""
     start = base if base is not None else Config()
     if name == "stage_costs":  # which stages exist depends on the rest of the combination

@@ -68,7 +68,7 @@ def broken_assumptions(config) -> list[str]:
     if config.recompute is not None:
         out.append(f"{config.recompute} recompute")
     if config.offload is not None:
-        out.append(f"offload = {config.offload:g}")
+        out.append(f"offload = {config.offload.share:g}")
     return out
 
 

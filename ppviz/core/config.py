@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .errors import ConfigError, ScheduleConstraintError, checked_arguments, did_you_mean
+from .errors import ConfigError, ScheduleConstraintError, checked_arguments
 from .budget import check_size
 from .registry import ScheduleSpec, lookup
-from .topology import Link, checked_topology
+from .topology import Link, Offload, Topology, checked_topology
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
 #: paper (arXiv 2401.10241, Table 1) gives M_B = 34sbh + 5as²b and M_W = 32sbh per layer;
@@ -96,7 +95,7 @@ def positive_int(name: str, value, *, allow_none: bool = False):
 
 
 @checked_arguments
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     """One pipeline-parallel run to build and simulate.
 
@@ -105,6 +104,8 @@ class Config:
     A stage holding 1/(v·p) of the model costs 1/v of them, so schedules with different v
     compare on the same model. Memory is counted in activation units: the activation of one
     microbatch through 1/p of the model.
+
+    Every field but ``schedule`` is a keyword: ``Config("zb-h1", devices=4, microbatches=8)``.
 
     Parameters
     ----------
@@ -167,17 +168,14 @@ class Config:
         whose published version overlaps communication (the overlap variants, DualPipe), else
         blocking.
     offload : activation offload to host memory (PipeOffload, Wan et al. 2025, arXiv 2503.01328):
-        the share (0..1] of every stored activation copied to the host after its forward, over
-        the device's ``host_link``, and copied back before the backward that needs it. ``None``
-        (or 0): nothing is offloaded. See :mod:`ppviz.core.offload` for the timing rules.
-    host_link : the :class:`ppviz.Link` between each device and host memory (PCIe), one per
-        direction: offloads queue on the device-to-host one, reloads on the host-to-device one.
-        Its bandwidth is in bytes (activation units × ``activation_bytes``, or activation units
-        when ``activation_bytes`` is None) per time unit; ``unit="s"`` converts it to ``time_unit``.
-        Given with ``offload``.
+        a :class:`ppviz.Offload`, the share of every stored activation copied to the host after
+        its forward over each device's host link, and copied back before the backward that needs
+        it; ``None`` (the default): nothing is offloaded. See :mod:`ppviz.core.offload` for the
+        timing rules.
     """
 
-    schedule: str = "1f1b"
+    # sizes and costs by position would be unreadable: every field but the schedule is a keyword
+    schedule: str = field(default="1f1b", kw_only=False)
     devices: int = 4
     microbatches: int = 8
     stages_per_device: int | None = None
@@ -199,12 +197,11 @@ class Config:
     recompute_cost: float | None = None
     recompute_activation: float | None = None
     memory_capacity: float | None = None
-    # keyword-only: a run described by twenty positional numbers would be unreadable
-    topology: object = field(default=None, kw_only=True)
-    comm_bytes: float | None = field(default=None, kw_only=True)
-    p2p: str | None = field(default=None, kw_only=True)
-    offload: float | None = field(default=None, kw_only=True)
-    host_link: object = field(default=None, kw_only=True)
+    #: a Link or a preset name is taken as the Topology it describes
+    topology: Topology | Link | str | None = None
+    comm_bytes: float | None = None
+    p2p: str | None = None
+    offload: Offload | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -251,6 +248,11 @@ class Config:
             raise ConfigError("recompute", self.recompute, "give None, 'selective' or 'full'")
         for name in ("recompute_cost", "recompute_activation"):
             set_(self, name, _number(name, getattr(self, name), allow_none=True))
+        if self.recompute is None:
+            for name in ("recompute_cost", "recompute_activation"):
+                if getattr(self, name) is not None:
+                    raise ConfigError(name, getattr(self, name), "give recompute='full' or 'selective' too, or leave "
+                                      f"{name} out", reason="it is a setting of recompute, and recompute is off")
         set_(self, "memory_capacity", _number("memory_capacity", self.memory_capacity, strict=True, allow_none=True))
         set_(self, "stage_costs", self._checked_stage_costs(spec))
         spec.check(self)
@@ -282,36 +284,20 @@ class Config:
                               f"schedule's default")
 
     def _check_offload(self, spec) -> None:
-        """``offload`` is a share in [0, 1] given with a ``host_link``; 0 means None (no offload)."""
-        set_ = object.__setattr__
+        """``offload`` is an :class:`Offload` (or None); one that offloads nothing is None."""
         if self.offload is None:
-            if self.host_link is not None:
-                raise ConfigError("host_link", self.host_link, "give offload= too (the share of each activation "
-                                  "copied to the host, e.g. offload=1.0), or leave host_link out",
-                                  reason="a host link carries only offloaded activations")
             return
-        share = _number("offload", self.offload)
-        if share > 1:
-            raise ConfigError("offload", self.offload, "give the share of each activation offloaded to the host, "
-                              "from 0 to 1 (or None for no offload)")
+        if not isinstance(self.offload, Offload):
+            raise ConfigError("offload", self.offload, "give ppviz.Offload(share, link=ppviz.Link(...)) (the share of "
+                              "each activation copied to host memory, over each device's host link), or None; "
+                              "Config.from_model(..., offload=share) takes the hardware's PCIe link")
         if spec.forward_only:
             raise ConfigError("offload", self.offload, "leave offload out for forward-only schedules",
                               reason=f"{spec.name} keeps no activation for a backward, so there is nothing to offload")
-        if share == 0:
-            if self.host_link is not None and not isinstance(self.host_link, Link):
-                raise ConfigError("host_link", self.host_link, "give a ppviz.Link(latency, bandwidth)")
-            set_(self, "offload", None)
-            set_(self, "host_link", None)
+        if self.offload.share == 0:
+            object.__setattr__(self, "offload", None)
             return
-        if self.host_link is None:
-            raise ConfigError("host_link", None, "give host_link=ppviz.Link(latency, bandwidth) (PCIe to host memory, "
-                              "per direction), or Config.from_model(..., offload=...) with a Hardware that has "
-                              "host_gbps", reason="offloaded activations cross a host link")
-        if not isinstance(self.host_link, Link):
-            raise ConfigError("host_link", self.host_link, "give a ppviz.Link(latency, bandwidth) for each device's "
-                              "link to host memory (one per direction)")
-        self.host_link.in_unit(self.time_unit, "host_link")  # a Link in seconds needs a time unit
-        set_(self, "offload", share)
+        self.offload.link.in_unit(self.time_unit, "the offload link")  # a Link in seconds needs a time unit
 
     def _checked_stage_costs(self, spec) -> FrozenMapping:
         raw = self.stage_costs
@@ -425,30 +411,3 @@ class Config:
     def build(self):
         """The program (per-device op orders) this config's schedule produces."""
         return self.spec.build_program(self)
-
-
-def keyword_checked(cls):
-    """Make a dataclass's unknown or misspelt keyword (or too many positional values) a
-    ConfigError naming it, not a TypeError."""
-    init = cls.__init__
-    fields = [f.name for f in dataclasses.fields(cls) if f.init]
-    name = cls.__name__
-    positional = [f.name for f in dataclasses.fields(cls) if f.init and not f.kw_only]
-
-    @functools.wraps(init)
-    def __init__(self, *args, **kwargs):
-        unknown = [k for k in kwargs if k not in fields]
-        if unknown:
-            raise ConfigError(unknown[0], kwargs[unknown[0]],
-                              f"{did_you_mean(unknown[0], fields)}{name} takes {', '.join(fields)}",
-                              reason=f"{name} has no such field")
-        if len(args) > len(positional):
-            raise ConfigError("arguments", args,
-                              f"give at most {len(positional)} positional values ({', '.join(positional)})")
-        init(self, *args, **kwargs)
-
-    cls.__init__ = __init__
-    return cls
-
-
-keyword_checked(Config)

@@ -1,4 +1,7 @@
-"""Errors raised for bad input. Every one is a ``ValueError`` so callers can catch bad input in one place."""
+"""Errors raised for bad input. Every one is a :class:`PpvizError`, so callers can catch ppviz's
+refusals in one place; as Python's own conventions say, a wrong value is also a ``ValueError``
+(:class:`ConfigError`, :class:`ProgramError` and theirs) and a wrong call (an argument a function
+does not take, one it needs, too many) is also a ``TypeError`` (:class:`ArgumentError`)."""
 
 from __future__ import annotations
 
@@ -8,11 +11,18 @@ import inspect
 import types
 
 
-class PpvizError(ValueError):
-    """Base class: the input was understood but is not acceptable."""
+def shown_value(value) -> str:
+    """A refused value as a message shows it: its repr, or its start when long (a 400-digit
+    integer or a long list is named, not printed whole)."""
+    shown = repr(value)
+    return f"{shown[:60]}… ({len(shown)} characters)" if len(shown) > 80 else shown
 
 
-class ConfigError(PpvizError):
+class PpvizError(Exception):
+    """Base class of every refusal: the message names what was wrong and what would be accepted."""
+
+
+class ConfigError(PpvizError, ValueError):
     """A configuration field has a value ppviz cannot accept.
 
     The message names the field, the value given and what would be accepted.
@@ -22,10 +32,7 @@ class ConfigError(PpvizError):
         self.field = field
         self.value = value
         self.accepted = accepted
-        shown = repr(value)
-        if len(shown) > 80:  # a 400-digit integer or a long list is named, not printed whole
-            shown = f"{shown[:60]}… ({len(shown)} characters)"
-        what = f"{field}={shown}"
+        what = f"{field}={shown_value(value)}"
         text = f"{what}: {reason}; {accepted}" if reason else f"{what} is not accepted; {accepted}"
         super().__init__(text)
 
@@ -60,7 +67,7 @@ class LayoutError(ConfigError):
         super().__init__("layout", value, accepted, reason=reason)
 
 
-class ProgramError(PpvizError):
+class ProgramError(PpvizError, ValueError):
     """A program (per-device op lists) breaks a rule; the message names the device, position and rule."""
 
     def __init__(self, message: str, *, device: int | None = None, position: int | None = None):
@@ -91,22 +98,25 @@ def did_you_mean(name: str, choices) -> str:
     return f"did you mean {close[0]!r}? " if close else ""
 
 
-class ArgumentError(ConfigError):
-    """A public function or method was called with an argument it does not take, without one it
-    needs, or with too many: the message names the call and every argument it takes."""
+class ArgumentError(PpvizError, TypeError):
+    """A public function, method or class was called with an argument it does not take, without
+    one it needs, or with too many by position: the message names the call and every argument it
+    takes. ``field`` and ``value`` name the unknown argument (``field`` the first missing one)."""
 
     def __init__(self, call: str, takes: list[str], *, unknown: tuple[str, object] | None = None,
                  missing: list[str] | None = None, detail: str | None = None):
         self.call, self.takes, self.missing = call, takes, missing or []
         accepted = f"{call} takes {', '.join(takes)}" if takes else f"{call} takes no arguments"
+        self.accepted = accepted
         if unknown is not None:
-            name, value = unknown
-            super().__init__(name, value, did_you_mean(name, takes) + accepted, reason=f"{call} has no such argument")
+            self.field, self.value = unknown
+            text = f"{self.field}={shown_value(self.value)}: {call} has no such argument; {did_you_mean(self.field, takes)}{accepted}"
         else:
             # no value to show: the argument is absent, or the fault is in how many there are
+            self.field, self.value = (self.missing or [None])[0], None
             reason = f"{call} needs {' and '.join(self.missing)}" if self.missing else detail
-            ValueError.__init__(self, f"{reason}; {accepted}")
-            self.field, self.value, self.accepted = (self.missing or [None])[0], None, accepted
+            text = f"{reason}; {accepted}"
+        super().__init__(text)
 
 
 def _argument_error(fn, name: str, method: bool, args: tuple, kwargs: dict) -> ArgumentError | None:

@@ -15,7 +15,7 @@ the backward, wait for the current tensors' reload, then start reloading the nex
   B): with nothing in between, the reload would be asked for before the offload could finish
   (the last stage of 1F1B runs F then B of one microbatch), so the copy would only delay the
   backward. A forward-only program is refused (it keeps nothing for a backward).
-- **Links.** Each device has a host link (``Config.host_link``, PCIe) in each direction, used by
+- **Links.** Each device has a host link (``Config.offload.link``, PCIe) in each direction, used by
   its own copies only: offloads queue on the device-to-host direction, reloads on the
   host-to-device one, each first come, first served, and a copy of ``x`` bytes lasts
   ``latency + x / bandwidth``. Bytes are activation units × ``activation_bytes`` (activation
@@ -121,9 +121,9 @@ def plan(program: Program, config) -> Offloads:
     # another action runs between the F and its backward on their device
     offloaded[fwd] = (action[back] - action[fwd] >= 2) & (act[fwd] > 0)
     forward[~offloaded[np.maximum(forward, 0)]] = -1
-    amount = np.where(offloaded, config.offload * act, 0.0)
+    amount = np.where(offloaded, config.offload.share * act, 0.0)
     nbytes = amount * (config.activation_bytes if config.activation_bytes is not None else 1.0)
-    link = config.host_link.in_unit(config.time_unit, "host_link")
+    link = config.offload.link.in_unit(config.time_unit, "the offload link")
     duration = np.where(offloaded, link.latency + nbytes / link.bandwidth, 0.0)
     return Offloads(forward, offloaded, amount, nbytes, duration)
 
@@ -247,7 +247,7 @@ def copies_table(program: Program, off: Offloads, copies, op_end: np.ndarray, co
     op its reload's (ready, start, end, backward op, held)); ``op_end``, the ops' ends, is refused
     when the copies kept it from being finite."""
     if not np.isfinite(float(op_end.max(initial=0.0))):
-        raise ConfigError("host_link", config.host_link, "give a faster host link: the copies of this run do not "
+        raise ConfigError("offload", config.offload, "give a faster host link: the copies of this run do not "
                           "finish in a finite time")
     offload_at, reload_at = copies
     if not offload_at and not reload_at:
@@ -282,7 +282,7 @@ def curves(program: Program, config, start: np.ndarray, end: np.ndarray, copies:
     by_key = np.argsort(keys, kind="stable")
     wanted = copies.stage.astype(np.int64) * program.microbatches + copies.microbatch
     forward = allocs[by_key[np.searchsorted(keys[by_key], wanted, side="right") - 1]]
-    amount = config.offload * act[forward]
+    amount = config.offload.share * act[forward]
     is_offload = copies.kind == "offload"
     device = program.device
     # a device's op events first, then its copies, each in their own order

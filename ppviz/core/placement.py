@@ -8,18 +8,18 @@ replica (stage s on device p-1-s).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import ConfigError, checked_arguments
 
 @checked_arguments
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Placement:
     """Stage → device map, optionally with a second replica for microbatches >= ``split``."""
 
-    style: str
+    style: str = field(kw_only=False)
     devices: int
     stage_device: tuple[int, ...]
     reverse_device: tuple[int, ...] | None = None
@@ -35,12 +35,12 @@ class Placement:
     def contiguous(cls, devices: int, stages_per_device: int = 1) -> "Placement":
         """Device d holds stages d·v … d·v+v−1 (a plain pipeline when v = 1)."""
         v = stages_per_device
-        return cls("contiguous", devices, tuple(s // v for s in range(devices * v)))
+        return cls("contiguous", devices=devices, stage_device=tuple(s // v for s in range(devices * v)))
 
     @classmethod
     def loop(cls, devices: int, stages_per_device: int) -> "Placement":
         """Round-robin (Megatron's virtual pipeline): stage s on device s mod p."""
-        return cls("loop", devices, tuple(s % devices for s in range(devices * stages_per_device)))
+        return cls("loop", devices=devices, stage_device=tuple(s % devices for s in range(devices * stages_per_device)))
 
     @classmethod
     def v_shape(cls, devices: int, stages_per_device: int = 2) -> "Placement":
@@ -50,7 +50,7 @@ class Placement:
         for s in range(p * stages_per_device):
             lap, k = divmod(s, p)
             mapping.append(k if lap % 2 == 0 else p - 1 - k)
-        return cls("v", p, tuple(mapping))
+        return cls("v", devices=p, stage_device=tuple(mapping))
 
     @classmethod
     def bidirectional(cls, devices: int, microbatches: int) -> "Placement":
@@ -58,8 +58,8 @@ class Placement:
         p = devices
         return cls(
             "bidirectional",
-            p,
-            tuple(range(p)),
+            devices=p,
+            stage_device=tuple(range(p)),
             reverse_device=tuple(p - 1 - s for s in range(p)),
             split=microbatches // 2,
         )
@@ -78,7 +78,7 @@ class Placement:
             for candidate in (cls.contiguous(devices, v), cls.loop(devices, v), cls.v_shape(devices, v)):
                 if candidate.stage_device == mapping:
                     return candidate
-        return cls("custom", devices, mapping)
+        return cls("custom", devices=devices, stage_device=mapping)
 
     # Queries ----------------------------------------------------------------------------
 

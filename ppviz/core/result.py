@@ -310,8 +310,7 @@ class Result:
         in_bytes = c.activation_bytes is not None
         moved = float(h.bytes[off].sum())
         size = size_text(moved) if in_bytes else f"{moved:.6g} activation units"
-        lines = [f"  offload          {c.offload:g} of each activation to the host over "
-                 f"{c.host_link.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')} (per direction)",
+        lines = [f"  offload          {c.offload.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')}",
                  f"    copies         {int(off.sum())} offloads, {int(reload.sum())} reloads "
                  f"({size} each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
         lines.append(f"    backwards wait {late:.6g}{unit} in all for their reloads")

@@ -1,4 +1,5 @@
-"""Links and topologies: what one point-to-point transfer between two devices costs.
+"""Links and topologies: what one point-to-point transfer between two devices costs, and the
+settings of activation offload, whose copies cross each device's link to host memory.
 
 A transfer of ``bytes`` over a :class:`Link` takes ``latency + bytes / bandwidth`` and keeps the
 link busy for all of that time (NCCL runs the sends between two ranks one after another, so a
@@ -17,7 +18,7 @@ seconds, from the sources their docstrings give.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -61,7 +62,7 @@ def seconds_per(time_unit: str | None, what: str) -> float:
 
 
 @checked_arguments
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Link:
     """One directional connection between two devices.
 
@@ -71,7 +72,7 @@ class Link:
     converted to the config's ``time_unit`` when simulated.
     """
 
-    latency: float
+    latency: float = field(kw_only=False)
     bandwidth: float
     unit: str | None = None
 
@@ -90,7 +91,7 @@ class Link:
         if self.unit is None:
             return self
         scale = SECONDS[self.unit] / seconds_per(time_unit, what or f"a Link(unit={self.unit!r})")
-        return Link(self.latency * scale, self.bandwidth / scale)
+        return Link(self.latency * scale, bandwidth=self.bandwidth / scale)
 
     def describe(self, time_unit: str | None = None, size: str = "bytes") -> str:
         """e.g. ``"latency 11.8 µs, 450 GB/s"``, in the units the link was written in; ``size``
@@ -109,7 +110,39 @@ class Link:
 
 
 @checked_arguments
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
+class Offload:
+    """Activation offload (PipeOffload, Wan et al. 2025, arXiv 2503.01328): ``share`` (0..1] of
+    every activation a forward stores is copied to host memory over ``link`` after the forward,
+    and back before the backward that needs it (:mod:`ppviz.core.offload` times the copies).
+
+    ``link`` is each device's link to host memory (PCIe), one per direction: offloads queue on
+    the device-to-host one, reloads on the host-to-device one. Its bandwidth is in bytes
+    (activation units × ``Config.activation_bytes``, or activation units when the config gives
+    no ``activation_bytes``) per time unit; ``unit="s"`` converts it to the config's
+    ``time_unit``. ``Config.from_model(..., offload=share)`` takes the hardware's PCIe link.
+    A share of 0 offloads nothing: the config then has ``offload=None``.
+    """
+
+    share: float = field(kw_only=False)
+    link: Link
+
+    def __post_init__(self):
+        share = self.share
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ConfigError("share", share, "give the share of each activation offloaded to the host, from 0 to 1")
+        object.__setattr__(self, "share", float(share))
+        if not isinstance(self.link, Link):
+            raise ConfigError("link", self.link, "give a ppviz.Link(latency, bandwidth=...) for each device's link to "
+                              "host memory (one per direction)")
+
+    def describe(self, time_unit: str | None, size: str = "bytes") -> str:
+        return f"{self.share:g} of each activation to the host over {self.link.describe(time_unit, size)} " \
+               "(per direction)"
+
+
+@checked_arguments
+@dataclass(frozen=True, kw_only=True)
 class Topology:
     """Devices grouped into nodes: ``intra`` connects devices of one node, ``inter`` devices of
     different nodes (device d is on node ``d // devices_per_node``).
@@ -117,7 +150,7 @@ class Topology:
     ``Topology.preset(name)`` gives a common system (:data:`PRESETS`).
     """
 
-    devices_per_node: int
+    devices_per_node: int = field(kw_only=False)
     intra: Link
     inter: Link
     name: str | None = None
@@ -126,9 +159,9 @@ class Topology:
         n = self.devices_per_node
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 10**9:
             raise ConfigError("devices_per_node", n, "give a whole number from 1 to 1,000,000,000")
-        for field in ("intra", "inter"):
-            if not isinstance(getattr(self, field), Link):
-                raise ConfigError(field, getattr(self, field), "give a ppviz.Link(latency, bandwidth)")
+        for name in ("intra", "inter"):
+            if not isinstance(getattr(self, name), Link):
+                raise ConfigError(name, getattr(self, name), "give a ppviz.Link(latency, bandwidth=...)")
         if self.name is not None and not isinstance(self.name, str):
             raise ConfigError("name", self.name, "give a string or None")
 
@@ -152,8 +185,8 @@ class Topology:
     def in_unit(self, time_unit: str | None) -> "Topology":
         """This topology with both links converted to ``time_unit``."""
         what = f"the topology {self.name!r}" if self.name else None
-        return Topology(self.devices_per_node, self.intra.in_unit(time_unit, what), self.inter.in_unit(time_unit, what),
-                        self.name)
+        return Topology(self.devices_per_node, intra=self.intra.in_unit(time_unit, what),
+                        inter=self.inter.in_unit(time_unit, what), name=self.name)
 
     def describe(self, time_unit: str | None = None) -> str:
         n = self.devices_per_node
@@ -211,7 +244,7 @@ _NET_LATENCY = 18.0e-6
 #:   GPU, 50 GB/s each way (arXiv 2407.21783, §3.3.1). The same bandwidths as ``"dgx-h100"``
 #:   from a different fabric; NCCL's model gives it the same network latency.
 PRESETS = {
-    "dgx-h100": Topology(8, Link(_NVLINK_LATENCY, 450e9, "s"), Link(_NET_LATENCY, 50e9, "s"), "dgx-h100"),
-    "dgx-a100": Topology(8, Link(_NVLINK_LATENCY, 300e9, "s"), Link(_NET_LATENCY, 25e9, "s"), "dgx-a100"),
-    "roce-h100": Topology(8, Link(_NVLINK_LATENCY, 450e9, "s"), Link(_NET_LATENCY, 50e9, "s"), "roce-h100"),
+    name: Topology(8, intra=Link(_NVLINK_LATENCY, bandwidth=nvlink, unit="s"),
+                   inter=Link(_NET_LATENCY, bandwidth=network, unit="s"), name=name)
+    for name, nvlink, network in (("dgx-h100", 450e9, 50e9), ("dgx-a100", 300e9, 25e9), ("roce-h100", 450e9, 50e9))
 }

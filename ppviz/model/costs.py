@@ -18,9 +18,10 @@ later), the recomputed activations W still needs in between (the zero-bubble pap
 W is taken to keep ``w_share`` of what F stored.
 
 Activation offload (``offload=α``, PipeOffload, arXiv 2503.01328) copies α of each stage's
-stored activation bytes over ``host_link`` (default: the hardware's PCIe link,
-``Hardware.host_link``); the simulation of the copies is :mod:`ppviz.core.offload`. The layout
-balancer simulates its candidates with the run's offload and links, as it will run.
+stored activation bytes over the hardware's PCIe link (``Hardware.host_link``), or over the link
+of a :class:`ppviz.Offload` given instead; the simulation of the copies is
+:mod:`ppviz.core.offload`. The layout balancer simulates its candidates with the run's offload
+and links, as it will run.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import numpy as np
 from ..core.config import Config
 from ..core.errors import ConfigError, LayoutError, did_you_mean
 from ..core.registry import lookup
+from ..core.topology import Offload
 from . import activations, flops
 from .activations import Parallel, boundary_bytes
 from .balance import MemoryLimit, candidates
@@ -296,14 +298,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                           reason="from_model has no such option")
     # transfers need the unit, which the costs below bring: they are set last
     transfers = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
-    offload = options.pop("offload", None)
-    host_link = options.pop("host_link", None)
-    if offload is not None and host_link is None:
-        host_link = hardware.host_link
-        if host_link is None and offload:
-            raise ConfigError("host_link", None, "give host_link=ppviz.Link(latency, bandwidth, unit='s'), or a "
-                              "Hardware with host_gbps (its PCIe bandwidth per direction, GB/s)",
-                              reason=f"{hardware.name or 'this hardware'} has no host link bandwidth")
+    offload = _offload(options.pop("offload", None), hardware)
     training = Training(tensor_parallel, sequence_parallel, data_parallel, zero_stage, recompute, flash_attention)
     _check_heads_split(model, training.parallel.tensor)
     if transfers.get("topology") is not None and "comm_bytes" not in transfers:
@@ -311,8 +306,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
         transfers["comm_bytes"] = boundary_bytes(model, training.parallel)
     # the run's links and offload: the balancer simulates its candidates with them, so that the
     # layout it keeps is the fastest (and fits) in this run, not in one without them
-    links = {**transfers, **({"offload": offload, "host_link": host_link}
-                             if offload is not None or host_link is not None else {})}
+    links = {**transfers, **({"offload": offload} if offload is not None else {})}
     spec = lookup(schedule) if isinstance(schedule, str) else None
     if spec is not None and spec.builder is None:
         raise ConfigError("schedule", schedule, "give a registered schedule; for your own program, simulate it with "
@@ -322,6 +316,22 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                   recompute=recompute, **options)
     chosen = _layout(model, hardware, training, base, layout, first_stage_layers, last_stage_layers, links)
     return _config_for(model, hardware, base, chosen, training, links), chosen
+
+
+def _offload(offload, hardware: Hardware) -> Offload | None:
+    """from_model's ``offload``: an :class:`Offload`, or a share copied over the hardware's PCIe link."""
+    if offload is None or isinstance(offload, Offload):
+        return offload
+    if isinstance(offload, bool) or not isinstance(offload, (int, float)):
+        raise ConfigError("offload", offload, "give a share from 0 to 1 (copied over the hardware's PCIe link), a "
+                          "ppviz.Offload(share, link=...), or None")
+    if not offload:
+        return None
+    if hardware.host_link is None:
+        raise ConfigError("offload", offload, "give ppviz.Offload(share, link=ppviz.Link(latency, bandwidth=..., unit="
+                          "unit='s')), or a Hardware with host_gbps (its PCIe bandwidth per direction, GB/s)",
+                          reason=f"{hardware.name or 'this hardware'} has no host link bandwidth")
+    return Offload(offload, link=hardware.host_link)
 
 
 def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training,

@@ -23,7 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..core.config import MAX_COST, keyword_checked
+from ..core.config import MAX_COST
 from ..core.errors import ConfigError, checked_arguments
 from .catalog import from_catalog
 
@@ -33,8 +33,7 @@ GIB = 2**30
 
 
 @checked_arguments
-@keyword_checked
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Hardware:
     """An accelerator: ``peak_tflops`` (dense 16-bit tensor TFLOP/s), ``memory_gib`` (device
     memory, GiB) and ``efficiency`` (share of the peak sustained while computing).
@@ -42,12 +41,12 @@ class Hardware:
     ``Hardware.preset("h100-sxm")`` gives a published one; ``Hardware.presets()`` lists them.
     """
 
-    peak_tflops: float
+    peak_tflops: float = field(kw_only=False)
     memory_gib: float
     efficiency: float = DEFAULT_EFFICIENCY
     name: str | None = field(default=None, compare=False)
     source: str | None = field(default=None, compare=False, repr=False)
-    host_gbps: float | None = field(default=None, kw_only=True)
+    host_gbps: float | None = None
 
     def __post_init__(self):
         for name in ("peak_tflops", "memory_gib", "efficiency", "host_gbps"):
@@ -77,7 +76,7 @@ class Hardware:
         copies of an activation, tens of MB or more, are bandwidth-bound), or None."""
         from ..core.topology import Link
 
-        return None if self.host_gbps is None else Link(0.0, self.host_gbps * 1e9, "s")
+        return None if self.host_gbps is None else Link(0.0, bandwidth=self.host_gbps * 1e9, unit="s")
 
     def replace(self, **changes) -> "Hardware":
         """A copy with some fields changed, e.g. ``hardware.replace(efficiency=0.6)``."""

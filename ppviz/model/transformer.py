@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from ..core.config import keyword_checked
 from ..core.errors import ConfigError, checked_arguments
 from .catalog import from_catalog
 
@@ -31,8 +30,7 @@ NORMS = ("layernorm", "rmsnorm")
 
 
 @checked_arguments
-@keyword_checked
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Transformer:
     """A decoder-only transformer, trained in 16-bit mixed precision.
 
@@ -66,7 +64,7 @@ class Transformer:
     name, source : a label, and where the figures come from.
     """
 
-    layers: int
+    layers: int = field(kw_only=False)
     hidden: int
     heads: int
     ffn_hidden: int | None = None

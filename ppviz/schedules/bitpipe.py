@@ -115,7 +115,7 @@ def bidirectional_v(p: int, m: int) -> Placement:
     """Two replicas, each in a V over 2p stages: down from device 0, up from device p−1."""
     down = tuple(s if s < p else 2 * p - 1 - s for s in range(2 * p))
     up = tuple(p - 1 - s if s < p else s - p for s in range(2 * p))
-    return Placement("bidirectional-v", p, down, reverse_device=up, split=m // 2)
+    return Placement("bidirectional-v", devices=p, stage_device=down, reverse_device=up, split=m // 2)
 
 
 def _validate(config) -> None:

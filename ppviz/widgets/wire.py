@@ -123,7 +123,7 @@ def _offload(result: Result) -> dict | None:
     if c.offload is None:
         return None
     size = "bytes" if c.activation_bytes is not None else "activation units"
-    return {"share": c.offload, "link": c.host_link.describe(c.time_unit, size), "count": len(result.host_copies)}
+    return {"share": c.offload.share, "link": c.offload.link.describe(c.time_unit, size), "count": len(result.host_copies)}
 
 
 def _communication(result: Result) -> dict | None:

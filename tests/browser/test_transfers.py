@@ -86,7 +86,7 @@ def test_hovering_a_transfer_and_the_op_that_waited_for_it(page, tmp_path):
 
 def test_a_queued_transfer_says_how_long_it_waited_for_the_link(page, tmp_path):
     # blocking P2P off: transfers overlap compute, so two sends on one slow link queue
-    topology = ppviz.Topology(devices_per_node=1, intra=ppviz.Link(0.0, 1.0), inter=ppviz.Link(0.25, 1.0))
+    topology = ppviz.Topology(devices_per_node=1, intra=ppviz.Link(0.0, bandwidth=1.0), inter=ppviz.Link(0.25, bandwidth=1.0))
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=2, microbatches=4, f=1.0, b=2.0, topology=topology,
                                       comm_bytes=1.5, p2p="overlapped"))
     t = res.transfers
@@ -158,9 +158,9 @@ def test_at_64_devices_the_lanes_stay_drawn_and_fast(page, tmp_path):
 
 def test_offloads_host_copies_show_in_the_lanes_with_what_they_copy(page, tmp_path):
     # 1F1B offloading half of each activation over a PCIe-like link (a copy takes 1.5 of an F's 4 ms)
-    host_link = ppviz.Link(0.0, ACTIVATION / 2 / 1.5, unit="ms")
+    host_link = ppviz.Link(0.0, bandwidth=ACTIVATION / 2 / 1.5, unit="ms")
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, f=4.0, b=8.0, time_unit="ms",
-                                      activation_bytes=ACTIVATION, offload=0.5, host_link=host_link))
+                                      activation_bytes=ACTIVATION, offload=ppviz.Offload(0.5, link=host_link)))
     h = res.host_copies
     root = load(page, res, tmp_path, "offload")
     assert root.get_attribute("data-transfers") == "shown"
