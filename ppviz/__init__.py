@@ -37,6 +37,7 @@ wrong call (an argument a function does not take) also a ``TypeError``.
 
 from . import schedules  # noqa: F401  (importing the families registers them)
 from .analysis.calibrate import Calibration, calibrate
+from .analysis.comparison import Comparison, compare
 from .analysis.residuals import Residuals, residuals
 from .analysis.search import SearchResult, search
 from .core.budget import set_budget
@@ -70,6 +71,7 @@ __version__ = "0.1.0"
 __all__ = [
     "ArgumentError",
     "Calibration",
+    "Comparison",
     "Config",
     "ConfigError",
     "DeadlockError",
@@ -118,10 +120,6 @@ def __getattr__(name):
         from .widgets.viewer import show
 
         return show
-    if name == "compare":
-        from .widgets.comparison import compare
-
-        return compare
     # pandas, joblib, tqdm and Altair load with the sweep and the frontier, not with ppviz
     if name == "sweep":
         from .analysis.sweep import sweep

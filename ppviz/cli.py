@@ -135,11 +135,9 @@ def _candidates_table(found) -> str:
 
 
 def _aligned(rows) -> str:
-    """Rows of cells as table lines: the first column left-aligned, the others right-aligned."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
-             for row in rows)
-    return "\n".join(line.rstrip() for line in lines)
+    from .analysis.comparison import aligned
+
+    return "\n".join(aligned(rows))
 
 
 def _given(value, default):
@@ -276,14 +274,8 @@ def _wrapped(text: str, width: int) -> str:
     return "\n".join(out)
 
 
-#: ``ppviz compare --sort``: the column each key sorts by (ascending; ties keep the order given)
-_SORT_KEYS = {"makespan": lambda r: (r.makespan, float(r.peak_memory.max())),
-              "bubble": lambda r: (r.bubble_fraction, r.makespan),
-              "memory": lambda r: (float(r.peak_memory.max()), r.makespan), "given": lambda r: 0}
-
-
 def _compare(args) -> int:
-    from .core.engine import simulate
+    from .analysis.comparison import compare
     from .core.registry import list_schedules, lookup
 
     _check_outputs(args, _COMPARE_OUTPUTS)
@@ -323,17 +315,11 @@ def _compare(args) -> int:
     if segments is not None and segments > 1 and not split:
         raise _UsageError(f"--segments {segments}: none of {', '.join(c.schedule for c in configs)} splits "
                           "microbatches into sequence segments; add seq1f1b, or drop --segments")
-    results = [simulate(config) for config in configs]
-    results.sort(key=_SORT_KEYS[args.sort])
+    comparison = compare(configs)
     width = _terminal_width()
-    heading, table = _comparison_table(results)
+    heading, _, rest = comparison.summary(order=args.sort).partition("\n")
     print(_wrapped(_shown(heading), width))  # the heading only: a table's rows stay whole, however wide
-    print()
-    print(_shown_lines(table))
-    verdict = _fit_verdict(results)
-    if verdict:
-        print()
-        print(_wrapped(_shown(verdict), width))
+    print(_shown_lines(rest))
     if split:
         print()
         print(_wrapped(f"--segments {segments}: {', '.join(split)} split{'s' if len(split) == 1 else ''} each "
@@ -345,10 +331,10 @@ def _compare(args) -> int:
             print(_shown(f"  {name}: {why}"))
     written = []
     if args.png or args.svg:
-        from .charts import comparison_charts, to_png, to_svg
+        from .charts import to_png, to_svg
         from .io.files import write_file
 
-        chart = comparison_charts(results)
+        chart = comparison.chart()
         if args.png:
             written.append(write_file(args.png, to_png(chart)))
         if args.svg:
@@ -356,71 +342,10 @@ def _compare(args) -> int:
     return _report_written(written)
 
 
-def _comparison_table(results) -> tuple[str, str]:
-    """A heading, and a table with one line per run: makespan, bubble and peak activation,
-    simulated and (in brackets) the published closed form where one applies; with a memory
-    capacity, whether each run fits it. Memory is in GiB when every run gives its activation's
-    bytes (a model's configs do), else in activation units."""
-    unit = results[0].config.time_unit or ""
-    static = any(r.static_memory.any() for r in results)  # then the peaks include the static memory
-    in_gib = _in_gib(results)
+def _orders() -> dict:
+    from .analysis.comparison import ORDERS
 
-    def amount(r, x: float) -> str:
-        return _memory_text(r, x, in_gib)
-
-    first = results[0]
-    capacity = first.config.memory_capacity
-    header = ("schedule", "v", f"makespan{f' ({unit})' if unit else ''}", "bubble",
-              ("peak memory" if static else "peak activation") + (" (GiB)" if in_gib else "")) + \
-        ((f"fits {amount(first, capacity)}{' GiB' if in_gib else ''}",) if capacity is not None else ())
-    rows = [header]
-    for r in results:
-        cf = r.closed_form if r.closed_form is not None and r.closed_form.applies else None
-        peak = float(r.peak_memory.max())
-        closed_peak = max(cf.peak_activation) if cf is not None and cf.peak_activation and not static else None
-        fits = () if capacity is None else \
-            ("yes" if not r.out_of_memory else f"no (+{amount(r, float(r.excess.max()))})",)
-        rows.append((
-            r.config.display_name,
-            f"{r.program.stages_per_device:g}",
-            f"{r.makespan:.6g}" + (f" ({cf.makespan:.6g})" if cf is not None else ""),
-            f"{r.bubble_fraction:.1%}" + (f" ({cf.bubble_fraction:.1%})" if cf is not None else ""),
-            amount(r, peak) + (f" ({amount(r, closed_peak)})" if closed_peak is not None else ""),
-        ) + fits)
-    p, m = first.devices, first.program.whole_microbatches
-    return (f"{len(results)} schedules at p={p} m={m}; in brackets: the published closed form where it applies",
-            _aligned(rows))
-
-
-def _fit_verdict(results) -> str:
-    """With a memory capacity: how many runs fit and the fastest of them, or the one that comes
-    closest when none does (empty without a capacity)."""
-    from .core.result import unit_suffix
-
-    if any(r.fits is None for r in results):
-        return ""
-    fitting = [r for r in results if not r.out_of_memory]
-    unit = unit_suffix(results[0].config.time_unit)
-    if fitting:
-        best = min(fitting, key=lambda r: r.makespan)
-        return (f"{len(fitting)} of {len(results)} fit the capacity; the fastest of them: {best.config.display_name}, "
-                f"makespan {best.makespan:.6g}{unit}")
-    least = min(results, key=lambda r: float(r.excess.max()))
-    in_gib = _in_gib(results)
-    return (f"none fits the capacity; the closest: {least.config.display_name}, over by "
-            f"{_memory_text(least, float(least.excess.max()), in_gib)}{' GiB' if in_gib else ''}")
-
-
-def _in_gib(results) -> bool:
-    """Whether a comparison shows memory in GiB: when every run gives its activation's bytes."""
-    return all(r.config.activation_bytes is not None for r in results)
-
-
-def _memory_text(result, x: float, in_gib: bool) -> str:
-    """An amount of ``result``'s memory (in activation units), in GiB or as it is."""
-    from .core.result import number_text
-
-    return number_text(x * result.config.activation_bytes / 2**30 if in_gib else x)
+    return ORDERS
 
 
 def _shown(text: str) -> str:
@@ -635,7 +560,7 @@ def main(argv: list[str] | None = None) -> int:
                               "sizes are listed as skipped)")
     _add_config_arguments(compare, "segments per microbatch for the schedules that split microbatches "
                                    "(seq1f1b); the others run whole ones (default 1)")
-    compare.add_argument("--sort", choices=tuple(_SORT_KEYS), default="makespan",
+    compare.add_argument("--sort", choices=tuple(_orders()), default="makespan",
                          help="order of the rows (default makespan; given: as named)")
     compare.add_argument("--png", metavar="FILE", help="also write the comparison's charts as PNG (2x scale)")
     compare.add_argument("--svg", metavar="FILE", help="also write the comparison's charts as SVG")

@@ -21,17 +21,20 @@ def test_import_linter_contracts_hold():
     assert "2 kept, 0 broken" in out.stdout
 
 
-def test_schedule_modules_are_reachable_by_name():
+def test_schedule_modules_are_reachable_by_name_and_register_their_builders():
     import ppviz.schedules.dualpipe
+    from ppviz.core.registry import lookup
 
-    assert ppviz.schedules.dualpipe.build_dualpipe is not None
+    assert lookup("dualpipe").builder is ppviz.schedules.dualpipe.build_dualpipe
+    assert lookup("v-half").builder is ppviz.schedules.v_shape.build_v_half
     assert ppviz.schedules.v_shape.__name__ == "ppviz.schedules.v_shape"
 
 
-def test_the_core_loads_no_presentation_code():
-    code = ("import sys, ppviz.core.engine, ppviz.core.result; "
+@pytest.mark.parametrize("modules", ["ppviz.core.engine, ppviz.core.result", "ppviz, ppviz.analysis.comparison"])
+def test_the_core_and_the_comparison_load_no_presentation_code(modules):
+    code = (f"import sys, {modules}; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('altair', 'anywidget', 'ipywidgets') "
-            "or m.startswith(('ppviz.charts', 'ppviz.widgets'))))")
+            "or m.startswith(('ppviz.charts', 'ppviz.widgets', 'pandas'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
 

@@ -123,7 +123,7 @@ def test_messages_suggest_the_close_name_and_count_positions():
         ppviz.simulate(cfg).to_png()
     with pytest.raises(ArgumentError, match=r"^themes='dark': show\(\) has no such argument; did you mean 'theme'\?"):
         ppviz.show(cfg, themes="dark")
-    with pytest.raises(ArgumentError, match=r"^simulate\(\) needs x; simulate\(\) takes x, config, engine, keyword options$"):
+    with pytest.raises(ArgumentError, match=r"^simulate\(\) needs run; simulate\(\) takes run, config, engine, keyword options$"):
         ppviz.simulate()
 
 

@@ -400,19 +400,22 @@ def test_charts_stay_restylable(trio):
     chart = charts.bubble_chart(trio).properties(width=500).configure_axis(labelFontSize=14)
     spec = chart.to_dict()
     assert spec["width"] == 500 and spec["config"]["axis"]["labelFontSize"] == 14
-    assert isinstance(alt.hconcat(charts.bubble_chart(trio), charts.memory_chart(trio)), alt.HConcatChart)
+    # they compose as any Altair charts do, and the composition still renders with both inside
+    side_by_side = alt.hconcat(charts.bubble_chart(trio), charts.memory_chart(trio))
+    svg = charts.to_svg(side_by_side)
+    assert "bubble fraction" in svg and "peak activation" in svg
 
 
 # Bad input ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call, words", [
-    (lambda: charts.bubble_chart([]), ["results=[]", "empty", "non-empty list"]),
-    (lambda: charts.bubble_chart([cfg("1f1b"), "zb-h1"]), ["results[1]", "str", "Result", "Config"]),
-    (lambda: charts.memory_chart(42), ["int is not a list"]),
+    (lambda: charts.bubble_chart([]), ["runs=[]", "empty", "one or more runs"]),
+    (lambda: charts.bubble_chart([cfg("1f1b"), 3]), ["runs[1]=3", "an int is not a run", "Config, Program or Result"]),
+    (lambda: charts.memory_chart(42), ["runs=42", "an int is neither a run nor a list of runs"]),
     (lambda: charts.bubble_chart(cfg("1f1b"), metric="idle"), ["metric='idle'", "'fraction'", "'rate'"]),
     (lambda: charts.pareto_chart(cfg("1f1b"), metric="ratio"), ["metric='ratio'"]),
     (lambda: charts.comparison_charts([cfg("1f1b")], metric=None), ["metric=None"]),
-    (lambda: charts.memory_curve_chart([cfg("1f1b"), cfg("zb-h1")]), ["one ppviz.Result or ppviz.Config"]),
+    (lambda: charts.memory_curve_chart([cfg("1f1b"), cfg("zb-h1")]), ["run=[", "a list is not a run"]),
     (lambda: charts.sweep_chart("1f1b", []), ["microbatches=[]", "empty"]),
     (lambda: charts.sweep_chart("1f1b", [4, 0]), ["whole numbers >= 1"]),
     (lambda: charts.sweep_chart("1f1b", [4], metric="bubble"), ["'makespan'", "'fraction'"]),

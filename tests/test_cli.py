@@ -13,6 +13,7 @@ import ppviz
 import ppviz.io.text_gantt as text_gantt_module
 from ppviz import Config, Program, simulate
 from ppviz.cli import main
+from ppviz.core.numbers import number, share
 from ppviz.core.result import number_text
 from ppviz.io.text_gantt import text_gantt
 from ppviz.widgets import standalone_html
@@ -289,6 +290,11 @@ def test_hostile_arguments_get_one_line_and_exit_code_2(tmp_path, argv, fragment
 
 # compare ------------------------------------------------------------------------------------
 
+def pct(x: float) -> str:
+    """A share as a table row's cell reads: the formatter's "27.3 %" as one word."""
+    return share(x).replace(" %", "%")
+
+
 def table_rows(out: str) -> dict[str, list[str]]:
     """``ppviz compare``'s table as {schedule: cells}, in printed order."""
     lines = out.splitlines()
@@ -297,7 +303,8 @@ def table_rows(out: str) -> dict[str, list[str]]:
     for line in lines[start + 1:]:
         if not line.strip():
             break
-        name, v, *rest = line.split()
+        # a share is "27.3 %": one cell
+        name, v, *rest = line.replace(" %", "%").split()
         rows[name] = [v, *rest]
     return rows
 
@@ -314,12 +321,12 @@ def test_compare_prints_each_schedules_numbers_beside_its_closed_form(capsys):
         r, cf = results[name], results[name].closed_form
         simulated = [cell for cell in cells if not cell.startswith("(")]
         published = [cell.strip("()") for cell in cells if cell.startswith("(")]
-        assert simulated == [f"{r.program.stages_per_device:g}", f"{r.makespan:.6g}", f"{r.bubble_fraction:.1%}",
-                             number_text(r.peak_activation.max())]
+        assert simulated == [f"{r.program.stages_per_device:g}", number(r.makespan), pct(r.bubble_fraction),
+                             number(r.peak_activation.max())]
         # the published figures, in brackets, only where their assumptions hold
-        expected = [f"{cf.makespan:.6g}", f"{cf.bubble_fraction:.1%}"] if cf.applies else []
+        expected = [number(cf.makespan), pct(cf.bubble_fraction)] if cf.applies else []
         if cf.applies and cf.peak_activation:
-            expected.append(number_text(max(cf.peak_activation)))
+            expected.append(number(max(cf.peak_activation)))
         assert published == expected, name
     assert any(results[n].closed_form.applies for n in names) and "v-min" in rows
 
@@ -385,7 +392,7 @@ def test_compare_memory_capacity_says_which_schedules_fit_and_by_how_much_they_d
     for name in names:
         res = simulate(Config(schedule=name, devices=8, microbatches=16, memory_capacity=5, params=0.5))
         if res.out_of_memory:
-            assert cells[name] == ["no", f"(+{number_text(float(res.excess.max()))})"], name
+            assert cells[name] == ["no", f"(+{number(float(res.excess.max()))})"], name
         else:
             assert cells[name][-1] == "yes", name
     # both answers occur: v-min (peak 3 + 0.5) fits, 1f1b (8 + 0.5) is 3.5 over
@@ -401,8 +408,8 @@ def test_compare_segments_split_seq1f1b_and_leave_the_others_whole(capsys):
     rows = table_rows(out)
     for name, segments in (("seq1f1b", 4), ("1f1b", 1), ("zb-h1", 1)):
         res = simulate(Config(schedule=name, devices=4, microbatches=8, segments=segments))
-        assert rows[name][1] == f"{res.makespan:.6g}", name
-    assert rows["seq1f1b"][1] == "26.25" and rows["1f1b"][1] == "33"  # seq1f1b k = 4 against whole microbatches
+        assert rows[name][1] == number(res.makespan), name
+    assert rows["seq1f1b"][1] == "26.3" and rows["1f1b"][1] == "33"  # seq1f1b k = 4 (26.25) against whole microbatches
     assert out.splitlines()[-2:] == [
         "--segments 4: seq1f1b splits each microbatch into 4 sequence segments; the",
         "  others run whole microbatches"]
@@ -421,8 +428,7 @@ def test_compare_recompute_is_the_configs(capsys):
         res = simulate(Config(schedule=name, devices=4, microbatches=8, recompute="full"))
         plain = simulate(Config(schedule=name, devices=4, microbatches=8))
         # full recompute: the forwards run again, so no closed form applies and the peaks drop
-        assert rows[name] == ["1", f"{res.makespan:.6g}", f"{res.bubble_fraction:.1%}",
-                              number_text(res.peak_activation.max())]
+        assert rows[name] == ["1", number(res.makespan), pct(res.bubble_fraction), number(res.peak_activation.max())]
         assert res.peak_activation.max() < plain.peak_activation.max()
 
 
@@ -470,11 +476,11 @@ def test_compare_model_answers_which_schedules_fit_the_device_in_gib(capsys):
     for name in ("1f1b", "zb-h1", "v-half"):
         res = simulate(Config.from_model(model, gpu, schedule=name, devices=4, microbatches=16))
         gib = float(res.peak_memory_bytes.max()) / 2**30
-        fits = ["yes"] if res.fits.all() else ["no", f"(+{number_text(float(res.excess_bytes.max()) / 2**30)})"]
-        assert rows[name][1:] == [f"{res.makespan:.6g}", f"{res.bubble_fraction:.1%}", number_text(gib), *fits], name
+        fits = ["yes"] if res.fits.all() else ["no", f"(+{number(float(res.excess_bytes.max()) / 2**30)}", "GiB)"]
+        assert rows[name][1:] == [number(res.makespan), pct(res.bubble_fraction), number(gib), *fits], name
     # the answer a practitioner came for: v-half fits where zb-h1 does not, and is faster than 1f1b
-    assert rows["v-half"][-1] == "yes" and rows["zb-h1"][-2] == "no" and \
-        float(rows["v-half"][1]) < float(rows["1f1b"][1])
+    assert rows["v-half"][-1] == "yes" and rows["zb-h1"][-3] == "no" and \
+        float(rows["v-half"][1].replace(",", "")) < float(rows["1f1b"][1].replace(",", ""))
     assert out.splitlines()[-1] == f"2 of 3 fit the capacity; the fastest of them: v-half, makespan {rows['v-half'][1]} ms"
 
 
@@ -486,7 +492,7 @@ def test_compare_says_when_nothing_fits_which_run_comes_closest(capsys):
     closest = min(results, key=lambda n: (results[n].excess.max(), results[n].makespan))
     assert closest == "v-min" and code == 0
     assert out.splitlines()[-1] == (f"none fits the capacity; the closest: v-min, over by "
-                                    f"{number_text(results['v-min'].excess.max())}")
+                                    f"{number(results['v-min'].excess.max())} activation units")
     # without a capacity there is no verdict
     code, out, _ = run(capsys, "compare", "1f1b", "zb-h1")
     assert "fit the capacity" not in out and "none fits" not in out
@@ -678,7 +684,7 @@ def test_numbers_print_whole_or_with_their_whole_part(capsys):
     code, out, _ = run(capsys, "run", "gpipe", "-p", "2", "-m", "1234", "--f", "1.5")
     assert code == 0 and out.splitlines()[-2:] == ["  peak activation  1234 1234", "    closed form    1234 1234  [m]"]
     code, out, _ = run(capsys, "compare", "gpipe", "1f1b", "-p", "2", "-m", "1234", "--f", "1.5")
-    assert code == 0 and table_rows(out)["gpipe"][-2:] == ["1234", "(1234)"]
+    assert code == 0 and table_rows(out)["gpipe"][-2:] == ["1,234", "(1,234)"]
 
 
 def test_many_devices_summarise_their_peaks(capsys):
@@ -988,7 +994,7 @@ def test_offload_from_the_command_line_goes_over_the_accelerators_pcie_link(caps
         res = simulate(Config.from_model(model, machine, schedule=schedule, devices=4, microbatches=16,
                                          stages_per_device=v, topology="dgx-h100", offload=1.0))
         assert len(res.transfers) and len(res.host_copies)
-        assert f"{res.makespan:.6g}" in offloaded and f"{res.makespan:.6g}" not in kept
+        assert f" {number(res.makespan)} " in offloaded and f" {number(res.makespan)} " not in kept
     # offload lowers interleaved-1F1B's peak under the H100's 80 GiB
     assert "1 of 2 fit the capacity" in kept and "2 of 2 fit the capacity" in offloaded
     code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "8", "--model", "llama-3-8b", "--offload", "0.5")

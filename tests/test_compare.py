@@ -1,5 +1,6 @@
-"""ppviz.compare: which runs it makes, the shared time axis, the links between its views, the
-linked Altair spec (rendered with vl-convert), and its errors. The browser side is tested in
+"""ppviz.compare: which runs it makes (a Comparison: rows, ranking, the text summary), the shared
+time axis and the links between its view's widgets, the linked Altair spec (rendered with
+vl-convert), and its errors. The browser side is tested in
 js/test (vitest) and tests/browser/test_notebook_hosts.py (a real JupyterLab)."""
 
 import json
@@ -13,7 +14,8 @@ import vl_convert
 
 import ppviz
 from ppviz import charts
-from ppviz.widgets.comparison import SHARED, Comparison, CompareState
+from ppviz.analysis.comparison import Comparison
+from ppviz.widgets.comparison import SHARED, ComparisonView, CompareState
 from ppviz.core.errors import ConfigError, PpvizError, ScheduleConstraintError, UnknownScheduleError
 from ppviz.widgets import GanttWidget, describe
 
@@ -24,7 +26,7 @@ FIVE = ["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"]
 
 @pytest.fixture(scope="module")
 def five():
-    return ppviz.compare(ppviz.Config(devices=8, microbatches=32), schedules=FIVE)
+    return ppviz.compare(ppviz.Config(devices=8, microbatches=32), schedules=FIVE).view()
 
 
 def marks(spec: dict, **params) -> list[tuple[str, float]]:
@@ -67,13 +69,18 @@ def test_a_schedule_that_refuses_the_sizes_is_reported_in_its_place_as_text():
     assert cmp.names == ["1f1b", "zb-h1"]
     assert list(cmp.refused) == ["dualpipe"]
     assert "even number of devices" in cmp.refused["dualpipe"]
-    refused = cmp.gantts[1]
+    table = cmp.table
+    assert list(table.name) == ["1f1b", "dualpipe", "zb-h1"]
+    assert table.refused[1] == cmp.refused["dualpipe"] and table.refused.isna()[[0, 2]].all()
+    assert "refused by 1 (these sizes or options):\n  dualpipe: " in cmp.summary()
+    view = cmp.view()
+    refused = view.gantts[1]
     assert refused.result is None and refused.timeline == b""
     assert refused.meta == {"title": "dualpipe"} and refused.run_name == "dualpipe"
     assert refused.error == cmp.refused["dualpipe"]
-    assert [g.run_name for g in cmp.gantts] == ["1f1b", "dualpipe", "zb-h1"]
+    assert [g.run_name for g in view.gantts] == ["1f1b", "dualpipe", "zb-h1"]
     # the charts show the runs that ran
-    assert sorted(row["name"] for row in cmp.chart.spec["datasets"][_bubble_data(cmp)]) == ["1f1b", "zb-h1"]
+    assert sorted(row["name"] for row in view.chart.spec["datasets"][_bubble_data(view)]) == ["1f1b", "zb-h1"]
 
 
 def _bubble_data(cmp) -> str:
@@ -94,7 +101,7 @@ def test_items_may_be_configs_programs_and_results():
     assert cmp.results[2].program is program
     assert cmp.results[3].config.microbatches == 16
     # equal schedule names are told apart as in the charts' legend
-    assert cmp.names == ["1f1b (m=8)", "zb-h1", "custom", "1f1b (m=16)"]
+    assert cmp.names == ["1f1b (m=8)", "zb-h1", "dualpipe-like", "1f1b (m=16)"]  # a program keeps its name
     assert cmp.names == list(charts.schedule_colors(cmp.results))
     single = ppviz.compare(result)
     assert single.results == [result]
@@ -116,12 +123,13 @@ def test_options_replace_config_fields_in_every_run():
 # One time axis, linked views ----------------------------------------------------------------------
 
 def test_the_gantt_charts_share_one_time_axis_the_longest_makespan(five):
-    makespans = [r.makespan for r in five.results]
-    assert five.time_extent == max(makespans) == 117.0
-    colors = charts.schedule_colors(five.results)
-    for gantt, name, result in zip(five.gantts, five.names, five.results):
+    cmp = five.comparison
+    makespans = [r.makespan for r in cmp.results]
+    assert cmp.time_extent == max(makespans) == 117.0
+    colors = charts.schedule_colors(cmp.results)
+    for gantt, name, result in zip(five.gantts, cmp.names, cmp.results):
         assert isinstance(gantt, GanttWidget)
-        assert gantt.time_extent == five.time_extent
+        assert gantt.time_extent == cmp.time_extent
         assert gantt.compact and gantt.run_name == name and gantt.color == colors[name]
         assert gantt.meta == describe(result)
         assert gantt.meta["makespan"] == result.makespan
@@ -194,8 +202,8 @@ def test_the_linked_chart_dims_what_is_not_selected(five):
 
 
 def test_the_linked_chart_follows_the_theme_through_a_param():
-    light = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1"], theme="light")
-    dark = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1"], theme="dark")
+    light = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1"], theme="light").view()
+    dark = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1"]).view(theme="dark")
     assert dark.chart._params["ppviz_dark"] is True and light.chart._params["ppviz_dark"] is False
     assert dark.state.theme == "dark" and all(g.theme == "dark" for g in dark.gantts)
     text = json.dumps(light.chart.spec)
@@ -210,8 +218,9 @@ def test_the_linked_chart_follows_the_theme_through_a_param():
 def test_user_text_reaches_the_views_as_data_only():
     label = '<img src=x onerror="alert(1)">'
     cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8, label=label), ppviz.Config(devices=4, microbatches=8)])
-    assert cmp.names[0] == label and cmp.gantts[0].run_name == label
-    hint = cmp.children[0]
+    view = cmp.view()
+    assert cmp.names[0] == label and view.gantts[0].run_name == label
+    hint = view.children[0]
     assert isinstance(hint, ipywidgets.HTML) and "<img" not in hint.value
 
 
@@ -219,10 +228,9 @@ def test_user_text_reaches_the_views_as_data_only():
 
 @pytest.mark.parametrize("call, error, message", [
     (lambda: ppviz.compare([]), ConfigError, "the list is empty"),
-    (lambda: ppviz.compare("1f1b"), ConfigError, "schedules=\\[names\\]"),
-    (lambda: ppviz.compare(["1f1b", "zb-h1"]), ConfigError, r"items\[0\].*schedules=\[names\]"),
-    (lambda: ppviz.compare({"schedule": "1f1b"}), ConfigError, "not a list of runs"),
-    (lambda: ppviz.compare([ppviz.Config(), 3]), ConfigError, r"items\[1\]=3.*int is not a Config"),
+    (lambda: ppviz.compare({"schedule": "1f1b"}), ConfigError, "a dict is not a run"),
+    (lambda: ppviz.compare([ppviz.Config(), 3]), ConfigError, r"runs\[1\]=3: an int is not a run"),
+    (lambda: ppviz.compare(["1f1b", "zb-h3"]), UnknownScheduleError, "did you mean"),
     (lambda: ppviz.compare([ppviz.Config(), ppviz.Config()], schedules=["1f1b"]), ConfigError, "give one ppviz.Config"),
     (lambda: ppviz.compare(ppviz.Config(), schedules="1f1b"), ConfigError, "list of schedule names"),
     (lambda: ppviz.compare(ppviz.Config(), schedules=[]), ConfigError, "list of schedule names"),
@@ -230,7 +238,9 @@ def test_user_text_reaches_the_views_as_data_only():
     (lambda: ppviz.compare(ppviz.Config(), schedules=["1f1b", "zb-h3"]), UnknownScheduleError, "did you mean"),
     (lambda: ppviz.compare([ppviz.Config()], micro_batches=8), ConfigError, "Config fields.*microbatches"),
     (lambda: ppviz.compare([ppviz.Config()], schedule="zb-h1"), ConfigError, "schedules=\\[...\\]"),
-    (lambda: ppviz.compare([dualpipe_like(4, 8)], devices=8), ConfigError, "a program.*costs and memory"),
+    (lambda: ppviz.compare([dualpipe_like(4, 8)], devices=8), ConfigError, "devices=8 .*the program has 4 devices"),
+    (lambda: ppviz.compare([ppviz.simulate(dualpipe_like(4, 8))], devices=8), ConfigError,
+     "result of a program, which fixes .*costs and memory"),
     (lambda: ppviz.compare([ppviz.Config()], theme="blue"), ConfigError, "'auto', 'light' or 'dark'"),
     (lambda: ppviz.compare([ppviz.Config()], metric="percent"), ConfigError, "'fraction' or 'rate'"),
     (lambda: ppviz.compare([ppviz.Config()], devices=0), ConfigError, "devices=0"),
@@ -241,17 +251,55 @@ def test_bad_input_says_what_was_wrong_and_what_is_accepted(call, error, message
     assert isinstance(info.value, PpvizError) and isinstance(info.value, ValueError)
 
 
-def test_importing_ppviz_loads_no_widget_or_chart_library_and_compare_stays_the_function():
-    code = ("import sys, ppviz; print('anywidget' in sys.modules, 'altair' in sys.modules); "
-            "import ppviz.widgets.comparison; print(callable(ppviz.compare), ppviz.compare.__module__)")
+def test_a_comparison_loads_no_widget_chart_or_table_library_until_it_is_viewed():
+    code = ("import sys, ppviz; c = ppviz.compare(['1f1b', 'zb-h1']); s = c.summary(); "
+            "print(*(m in sys.modules for m in ('anywidget', 'altair', 'pandas'))); c.table; print('pandas' in "
+            "sys.modules, 'altair' in sys.modules); c.view(); print('anywidget' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["False", "False", "True", "ppviz.widgets.comparison"]
+    assert out == ["False", "False", "False", "True", "False", "True"]
 
 
-def test_show_of_a_list_is_compare():
-    shown = ppviz.show([ppviz.Config(devices=4, microbatches=8), ppviz.Config(schedule="zb-h1", devices=4,
-                                                                                microbatches=8)])
-    assert isinstance(shown, Comparison) and shown.names == ["1f1b", "zb-h1"]
+def test_show_takes_one_run_and_names_compare_for_a_list():
+    with pytest.raises(ConfigError, match=r"^run=\[.*a list is not a run; .*to compare runs, give the list to "
+                                          r"ppviz.compare$"):
+        ppviz.show([ppviz.Config(devices=4, microbatches=8), ppviz.Config(schedule="zb-h1")])
+
+
+def test_a_comparison_is_data_with_views():
+    cmp = ppviz.compare(["1f1b", "zb-h1", "dualpipe"], devices=4, microbatches=8)
+    assert isinstance(cmp, Comparison) and cmp.names == ["1f1b", "zb-h1", "dualpipe"]
+    assert cmp.ranking == ["dualpipe", "zb-h1", "1f1b"] and cmp.fits is None and cmp.out_of_memory == {}
+    table = cmp.table
+    assert list(table.columns[:3]) == ["name", "schedule", "devices"]
+    for row, result in zip(table.itertuples(), cmp.results):
+        assert (row.makespan, row.bubble_fraction, row.peak_activation) == (
+            result.makespan, result.bubble_fraction, float(result.peak_activation.max()))
+        assert row.closed_form_makespan == result.closed_form.makespan
+    assert list(table["rank"]) == [3, 2, 1]
+    assert cmp.result("zb-h1") is cmp.results[1]
+    lines = cmp.summary(order="makespan").splitlines()
+    assert lines[0] == "3 schedules at p=4 m=8; in brackets: the published closed form where it applies"
+    assert [line.split()[0] for line in lines[3:6]] == ["dualpipe", "zb-h1", "1f1b"]
+    assert lines[3].split()[2:4] == ["26", "(26)"]
+    assert repr(cmp).startswith("<Comparison of 3 runs>\n3 schedules at p=4 m=8")
+    assert isinstance(cmp.view(), ComparisonView) and cmp._display_().comparison is cmp
+    assert cmp.chart().to_dict()["vconcat"]
+    with pytest.raises(ConfigError, match="give one of: 1f1b, zb-h1, dualpipe"):
+        cmp.result("gpipe")
+
+
+def test_with_a_capacity_the_table_says_which_fit_and_the_summary_gives_the_verdict():
+    model, gpu = ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm")
+    cfg = ppviz.Config.from_model(model, gpu, schedule="1f1b", devices=4, microbatches=8)
+    cmp = ppviz.compare(cfg, schedules=["1f1b", "zb-h1", "chimera"])
+    table = cmp.table
+    assert list(table.fits) == [True, False, False] and cmp.ranking == ["1f1b"] and cmp.fits is False
+    chimera = cmp.result("chimera")
+    assert table.excess[2] == float(chimera.excess_bytes.max()) == cmp.out_of_memory["chimera"]
+    assert table.peak_memory_bytes[2] == pytest.approx(97.197 * 2**30, rel=1e-4)
+    assert cmp.verdict() == "1 of 3 fit the capacity; the fastest of them: 1f1b, makespan 2,911 ms"
+    summary = cmp.summary()
+    assert "peak memory (GiB)     fits 80 GiB" in summary and "97.2  no (+17.2 GiB)" in summary
 
 
 def test_a_bad_option_is_the_callers_mistake_not_a_refusal():

@@ -508,9 +508,10 @@ def test_bad_options_are_named(options, fragment):
 
 
 def test_bad_input_is_named_and_writes_nothing(tmp_path):
-    with pytest.raises(ConfigError, match="give one ppviz.Result, ppviz.Config or ppviz.Program"):
-        charts.gantt_chart("1f1b")
-    with pytest.raises(ConfigError, match="one run"):
+    with pytest.raises(ConfigError, match=r"^run=3.5: a float is not a run; give a ppviz.Config, Program or Result, "
+                                          r"or a schedule name"):
+        charts.gantt_chart(3.5)
+    with pytest.raises(ConfigError, match="a list is not a run"):
         charts.gantt_chart([simulate(cfg("1f1b")), simulate(cfg("zb-h1"))])
     res = simulate(cfg("1f1b"))
     with pytest.raises(ConfigError, match="'light', 'dark' or 'auto'"):

@@ -151,7 +151,8 @@ def test_compare_ranks_the_schedules_that_fit():
     assert comparison.ranking == [name for _, name in fitting]
     assert set(comparison.out_of_memory) == {c.schedule for c, r in zip(configs, results) if r.out_of_memory}
     assert comparison.out_of_memory and comparison.ranking  # the sizes above make both non-empty
-    assert f"{len(fitting)} of 4 fit" in comparison.children[0].value
+    assert comparison.verdict().startswith(f"{len(fitting)} of 4 fit the capacity")
+    assert f"{len(fitting)} of 4 fit" in comparison.view().children[0].value
 
 
 def test_compare_by_name_refuses_stage_costs_of_another_stage_count():

@@ -124,7 +124,7 @@ def test_a_config_of_another_size_or_schedule_is_refused(measured, change, named
 def test_against_needs_a_measured_run_and_one_chart(measured, cal):
     with pytest.raises(ppviz.PpvizError, match="measured run"):
         ppviz.show(cal.simulate(), against=cal)
-    with pytest.raises(ppviz.PpvizError, match="one measured run"):
+    with pytest.raises(ppviz.PpvizError, match="a list is not a run"):
         ppviz.show([measured, measured], against=cal)
     with pytest.raises(ppviz.PpvizError, match="Calibration, a Config or a Result"):
         ppviz.show(measured, against="1f1b")

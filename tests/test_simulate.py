@@ -225,9 +225,16 @@ def test_to_pandas_has_the_timeline_columns():
     assert len(df) == 8 and isinstance(df, pd.DataFrame)
 
 
-def test_simulate_rejects_other_types():
-    with pytest.raises(ppviz.ConfigError, match="simulate takes a ppviz.Config or a ppviz.Program"):
-        simulate("1f1b")
+def test_simulate_takes_every_kind_of_run_and_names_the_kinds_when_refusing():
+    assert simulate("1f1b").makespan == simulate(ppviz.Config(schedule="1f1b")).makespan
+    result = simulate("zb-h1", devices=8)
+    assert result.config.devices == 8 and simulate(result) is result
+    assert simulate(result, microbatches=16).config.microbatches == 16
+    with pytest.raises(ppviz.ConfigError, match=r"^run=42: an int is not a run; give a ppviz.Config, Program or "
+                                                r"Result, or a schedule name"):
+        simulate(42)
+    with pytest.raises(ppviz.ConfigError, match="give a config with a Program only"):
+        simulate(result, ppviz.Config())
 
 
 # The automatic engine choice ----------------------------------------------------------------------

@@ -202,14 +202,9 @@ def test_show_without_controls_is_just_the_chart():
     assert list(viewer.children) == [viewer.gantt]
 
 
-def test_show_compares_lists_and_rejects_other_things_clearly():
-    from ppviz.widgets.comparison import Comparison
-
-    shown = ppviz.show([ppviz.Config(), ppviz.Config(schedule="gpipe")], theme="dark")
-    assert isinstance(shown, Comparison)
-    assert shown.names == ["1f1b", "gpipe"] and shown.state.theme == "dark"
+def test_show_takes_one_run_and_rejects_other_things_clearly():
     assert ppviz.show("zb-h1", controls=False).result.makespan == 27  # a name runs at the default sizes
-    with pytest.raises(ppviz.ConfigError, match="give a schedule name, a ppviz.Config"):
+    with pytest.raises(ppviz.ConfigError, match="run=42: an int is not a run; give a ppviz.Config, Program or Result"):
         ppviz.show(42)
     with pytest.raises(ppviz.UnknownScheduleError):
         ppviz.show("zb-h3")

@@ -10,7 +10,8 @@ import altair as alt
 import numpy as np
 
 from ..core.config import Config
-from ..core.engine import simulate
+from ..core.engine import as_run, simulate
+from ..core.program import Program
 from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
 from ..core.registry import lookup
 from ..core.result import Result
@@ -141,7 +142,7 @@ def _bubble(runs: Runs, metric: str, legend: bool | str = False, height: int | N
 
 @shown_offline
 @checked_arguments
-def bubble_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
+def bubble_chart(runs, *, metric: str = "fraction") -> alt.LayerChart:
     """Simulated bubble per run as bars, with the published closed form as a black tick.
 
     ``metric="fraction"`` plots idle / (p × makespan); ``"rate"`` plots (makespan − ideal) / ideal
@@ -150,7 +151,7 @@ def bubble_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     best first; the axis and title name the definition plotted.
     """
     metric_of(metric, BUBBLE_METRICS)
-    return _bubble(Runs.of(items), metric)
+    return _bubble(Runs.of(runs), metric)
 
 
 def _memory(runs: Runs, width: int | None = None) -> alt.LayerChart:
@@ -259,14 +260,14 @@ def _memory_table(runs: Runs, rows: list[dict], tooltip, what: str, unit, static
 
 @shown_offline
 @checked_arguments
-def memory_chart(items) -> alt.LayerChart:
+def memory_chart(runs) -> alt.LayerChart:
     """Peak memory of every device, bars grouped by device, one colour per run; with more runs
     than colours, a table of runs × devices shaded by the peak.
 
     Activation units, or bytes when every config gives ``activation_bytes``; static memory is
     included when any config has ``params > 0``. The published closed-form peak is a black tick.
     """
-    return _memory(Runs.of(items))
+    return _memory(Runs.of(runs))
 
 
 def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend: bool = True) -> alt.LayerChart:
@@ -325,7 +326,7 @@ def _pareto(runs: Runs, metric: str, height: int = 260, width: int = 360, legend
 
 @shown_offline
 @checked_arguments
-def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
+def pareto_chart(runs, *, metric: str = "fraction") -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak memory (y) for each run.
 
     Runs on the Pareto front (no other run is at least as low on both and lower on one) are
@@ -333,18 +334,18 @@ def pareto_chart(items, *, metric: str = "fraction") -> alt.LayerChart:
     ``memory_capacity`` is hollow too, and the front is that of the runs that fit.
     """
     metric_of(metric, BUBBLE_METRICS)
-    return _pareto(Runs.of(items), metric)
+    return _pareto(Runs.of(runs), metric)
 
 
 @shown_offline
 @checked_arguments
-def comparison_charts(items, *, metric: str = "fraction") -> alt.VConcatChart:
+def comparison_charts(runs, *, metric: str = "fraction") -> alt.VConcatChart:
     """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below
     and, when some run models its links (``Config.topology``), its exposed communication and
     volume (:func:`communication_chart`) at the bottom; one shared colour per run. Every run is
     simulated once."""
     metric_of(metric, BUBBLE_METRICS)
-    runs = Runs.of(items)
+    runs = Runs.of(runs)
     height = max(260, 30 * len(runs.names))
     # about 830 px wide in all, so a notebook's output shows it at full size: the legend runs
     # across the bottom rather than taking a column, titles wrap rather than widen their charts
@@ -368,7 +369,7 @@ MAX_CURVE_DEVICES = 512
 
 @shown_offline
 @checked_arguments
-def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
+def memory_curve_chart(run, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     """Memory over time of one run: a row per device, step lines on a shared scale, each
     device's peak marked with a dot (at the first time it is reached) and given in its label.
 
@@ -377,20 +378,15 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     subtitle says when this happened. Runs of more than :data:`MAX_CURVE_DEVICES` devices are
     refused (a row each would exhaust the renderer's memory).
     """
-    if isinstance(item, (list, tuple)) and len(item) == 1:
-        item = item[0]
-    if not isinstance(item, (Result, Config)):
-        raise ConfigError("item", item, "give one ppviz.Result or ppviz.Config",
-                          reason=f"a {type(item).__name__} is not one run")
     if isinstance(max_rows, bool) or not isinstance(max_rows, (int, np.integer)) or max_rows < 8:
         raise ConfigError("max_rows", max_rows, "give a whole number >= 8")
-    if item.devices > MAX_CURVE_DEVICES:
+    if isinstance(run, (Config, Result, Program)) and run.devices > MAX_CURVE_DEVICES:
         # one facet per device: at p = 2000 the renderer (V8 in vl-convert, or the browser's)
         # runs out of memory and takes the process with it
-        raise ConfigError("devices", item.devices, "give a run of fewer devices; ppviz.show draws the memory of up to "
+        raise ConfigError("devices", run.devices, "give a run of fewer devices; ppviz.show draws the memory of up to "
                           "1024 devices as a heat strip", reason=f"memory_curve_chart draws a row per device, "
                           f"at most {MAX_CURVE_DEVICES}")
-    r = item if isinstance(item, Result) else simulate(item)
+    r = as_run(run)
     c = r.config
     p = r.devices
     unit = memory_unit([r])
@@ -453,19 +449,20 @@ def memory_curve_chart(item, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
 
 @shown_offline
 @checked_arguments
-def sweep_chart(items, microbatches, *, devices: int | None = None, metric: str = "makespan",
+def sweep_chart(runs, microbatches, *, devices: int | None = None, metric: str = "makespan",
                 **options) -> alt.LayerChart:
     """Makespan (or bubble, with ``metric="fraction"|"rate"``) against the number of microbatches.
 
-    ``items`` are schedule names, configs or results (or one of them); each is run at every m
+    ``runs`` are schedule names, configs or results of registry schedules (or one of them: a
+    Program fixes its microbatches, so it has no sweep); each is run at every m
     in ``microbatches``, with ``devices`` and any other Config field in ``options`` (f, b, w,
     comm, stages_per_device, ...) replacing its own. A schedule that refuses some m (a
     ScheduleConstraintError, e.g. m < p) is skipped there; the subtitle and tooltips say where
     and why. The published closed form is a dashed line of the same colour.
     """
     attr, label, definition = metric_of(metric, SWEEP_METRICS)
-    items = items_of(items, "items", "give schedule names, ppviz.Config or ppviz.Result, or a non-empty list of them",
-                   (str, Config, Result))
+    runs = items_of(runs, "runs", "give schedule names, ppviz.Config or ppviz.Result of registry schedules, or a "
+                    "list of them (a Program fixes its microbatches)", (str, Config, Result))
     ms = items_of(microbatches, "microbatches", "give a non-empty list of whole numbers >= 1", (int, np.integer))
     if any(isinstance(m, bool) or m < 1 for m in ms):
         raise ConfigError("microbatches", ms, "give a non-empty list of whole numbers >= 1")
@@ -475,12 +472,12 @@ def sweep_chart(items, microbatches, *, devices: int | None = None, metric: str 
         if key not in fields:
             raise ConfigError(key, options[key], f"options are Config fields: {', '.join(sorted(fields))}")
     changes = {**options, **({} if devices is None else {"devices": devices})}
-    for item in items:
+    for item in runs:
         if isinstance(item, str):
             lookup(item)  # an unknown name is a mistake to report, not a constraint to skip
 
     series = []  # (plain label, results, [(m, why refused)])
-    for item in items:
+    for item in runs:
         base = item.config if isinstance(item, Result) else item
         done, refused = [], []
         for m in ms:
@@ -620,7 +617,7 @@ def _communication(runs: Runs, legend: bool = True) -> alt.HConcatChart:
 
 
 @checked_arguments
-def communication_chart(items) -> alt.HConcatChart:
+def communication_chart(runs) -> alt.HConcatChart:
     """Exposed communication and communication volume per run, side by side.
 
     Left: each run's idle time as a share of device time (its bubble fraction), split into the
@@ -629,4 +626,4 @@ def communication_chart(items) -> alt.HConcatChart:
     the bytes sent between devices (``Result.transfers``), with the number of transfers. Runs
     with a bare ``comm`` have no transfers; their latency still shows as exposed communication.
     """
-    return _communication(Runs.of(items))
+    return _communication(Runs.of(runs))

@@ -8,11 +8,9 @@ import textwrap
 import altair as alt
 import numpy as np
 
-from ..core.config import Config
 from ..core.closed_form import caveat
-from ..core.engine import simulate
+from ..core.engine import as_run
 from ..core.errors import ConfigError, checked_arguments
-from ..core.program import Program
 from ..core.result import Result
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
@@ -314,20 +312,9 @@ def _lane_layers(lanes: list[dict], bands: int, devices: int, makespan: float, b
                          alt.Tooltip("end:Q", title="until", format=".4~g")])]
 
 
-def as_result(item) -> Result:
-    if isinstance(item, (list, tuple)) and len(item) == 1:
-        item = item[0]
-    if isinstance(item, Result):
-        return item
-    if isinstance(item, (Config, Program)):
-        return simulate(item)
-    raise ConfigError("item", item, "give one ppviz.Result, ppviz.Config or ppviz.Program",
-                      reason=f"a {type(item).__name__} is not one run")
-
-
 @shown_offline
 @checked_arguments
-def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 900,
+def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 900,
                 row_height: int | None = None, theme: str = "light",
                 merge_above: int = 3000) -> alt.LayerChart | alt.VConcatChart:
     """A static Gantt chart of one run in the widget's look, for SVG / PNG export and papers.
@@ -343,10 +330,10 @@ def gantt_chart(item, *, memory: bool = True, labels: bool = True, width: int = 
     pass Altair's row limit) each device's consecutive ops narrower than a pixel become runs
     whose stacked bands give each kind's share of the run's time; idle gaps stay exact (if even
     that is too many rows, gaps narrower than a pixel join their run as a grey band, then runs
-    widen). The subtitle says when this happened. ``item`` is a Result, or a Config or Program
-    to simulate.
+    widen). The subtitle says when this happened. ``run`` is one run: a Config, Program, Result
+    or schedule name.
     """
-    r = as_result(item)
+    r = as_run(run)
     if not isinstance(theme, str) or theme not in GANTT_THEMES:
         raise ConfigError("theme", theme, "give 'light' or 'dark'")
     for name, flag in (("memory", memory), ("labels", labels)):

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Sequence
 import altair as alt
 import numpy as np
 
+from ..analysis.comparison import display_names
 from ..analysis.frontier import pareto_front  # noqa: F401  (the charts' Pareto test, defined with the frontier)
 from ..core.config import Config
-from ..core.engine import simulate
+from ..core.engine import as_runs
 from ..core.errors import ConfigError, checked_arguments
 from ..core.registry import ORDER, all_specs
 from ..core.result import Result
@@ -36,10 +37,6 @@ CLOSED_MARK = CHART["closedForm"]
 SHAPES = ("circle", "square", "triangle-up", "diamond", "triangle-down", "cross", "triangle-right", "triangle-left")
 ACTIVATION_UNIT = "activation units"
 UNIT_NOTE = "1 activation unit = one microbatch's activations through 1/p of the model"
-_NAME_FIELDS = (("schedule", "schedule"), ("devices", "p"), ("microbatches", "m"), ("stages_per_device", "v"),
-                ("microbatch_group_size", "g"), ("f", "f"), ("b", "b"), ("w", "w"), ("comm", "comm"),
-                ("fb", "fb"), ("activation", "activation"), ("w_share", "w_share"), ("params", "params"),
-                ("activation_bytes", "bytes"))
 
 # Inputs ---------------------------------------------------------------------------------------
 
@@ -58,11 +55,9 @@ def items_of(items, field: str, accepted: str, allowed: tuple[type, ...]) -> lis
     return items
 
 
-RUNS_ACCEPTED = "give a ppviz.Result or ppviz.Config, or a non-empty list of them (configs are simulated)"
-
-
-def results_of(items, field: str = "results") -> list[Result]:
-    results = [x if isinstance(x, Result) else simulate(x) for x in items_of(items, field, RUNS_ACCEPTED, (Result, Config))]
+def results_of(items, field: str = "runs") -> list[Result]:
+    """The runs a chart draws (:func:`ppviz.core.engine.as_runs`), in one time unit."""
+    results = as_runs(items, name=field)
     return one_time_unit(results, [r.config.display_name for r in results])
 
 
@@ -75,39 +70,6 @@ def one_time_unit(results: Sequence[Result], names: Sequence[str]) -> Sequence[R
                           "units cannot be set against one in units of f, b, w)",
                           reason=f"the runs' times are in different units: {runs}")
     return results
-
-
-def display_names(configs: Sequence[Config], ignore: tuple[str, ...] = ()) -> list[str]:
-    """Display names, made unique by the config fields that tell equal names apart."""
-    names = [c.display_name for c in configs]
-    out = list(names)
-    for name in dict.fromkeys(names):
-        group = [i for i, n in enumerate(names) if n == name]
-        if len(group) == 1:
-            continue
-        differ = [(f, short) for f, short in _NAME_FIELDS
-                  if f not in ignore and len({getattr(configs[i], f) for i in group}) > 1]
-        for i in group:
-            parts = [f"{short}={short_number(getattr(configs[i], f))}" for f, short in differ]
-            out[i] = f"{name} ({', '.join(parts)})" if parts else name
-    # identical configs: number them in input order
-    repeats = {n for n in out if out.count(n) > 1}
-    seen: dict[str, int] = {}
-    taken = set(out)
-    for i, n in enumerate(out):
-        if n in repeats:
-            # skip numbers another run already carries (a user's label may be "x #1")
-            k = seen.get(n, 0) + 1
-            while f"{n} #{k}" in taken:
-                k += 1
-            seen[n] = k
-            out[i] = f"{n} #{k}"
-            taken.add(out[i])
-    return out
-
-
-def short_number(x) -> str:
-    return "none" if x is None else f"{x:g}" if isinstance(x, float) else str(x)
 
 
 def colors_for(names: Sequence[str], schedules: Sequence[str]) -> dict[str, str]:
@@ -128,9 +90,9 @@ def colors_for(names: Sequence[str], schedules: Sequence[str]) -> dict[str, str]
 
 
 @checked_arguments
-def schedule_colors(items) -> dict[str, str]:
+def schedule_colors(runs) -> dict[str, str]:
     """The colour each run gets in every chart of this module, keyed by its (unique) display name."""
-    configs = [x.config if isinstance(x, Result) else x for x in items_of(items, "items", RUNS_ACCEPTED, (Result, Config))]
+    configs = [r.config for r in as_runs(runs, name="runs")]
     names = display_names(configs)
     return colors_for(names, [c.schedule for c in configs])
 

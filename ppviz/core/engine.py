@@ -22,6 +22,7 @@ from .config import Config
 from .dependencies import deadlock_error, dependencies
 from .errors import ConfigError, checked_arguments
 from .program import KINDS, Program
+from .registry import ScheduleSpec
 from .result import Result
 
 
@@ -297,6 +298,8 @@ def program_config(program: Program, config: Config | None, options: dict) -> Co
     replacing fields, checked against the program's devices and microbatches."""
     if config is None:
         base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
+        if program.name not in (None, "custom"):  # a registry schedule's program keeps its name in charts
+            base["label"] = program.name
         base.update(options)
         cfg = Config(**base)
     else:
@@ -308,25 +311,86 @@ def program_config(program: Program, config: Config | None, options: dict) -> Co
     return cfg
 
 
-@checked_arguments
-def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **options):
-    """Simulate a config (its schedule is built first) or a program.
+#: what every entry point that takes a run accepts (ppviz.simulate, show, compare, the charts)
+RUN_KINDS = "a ppviz.Config, Program or Result, or a schedule name (at the default sizes)"
+#: a program fixes these: a Result of one is run again with other costs and memory only
+PROGRAM_FIXED = ("schedule", "devices", "microbatches", "stages_per_device", "microbatch_group_size", "segments")
 
-    ``simulate(cfg)``; ``simulate(cfg, comm=0.1)`` (options replace config fields);
-    ``simulate(program)`` with unit costs, or ``simulate(program, config)`` /
-    ``simulate(program, f=1, b=2, w=0.5)`` to give it costs and memory parameters.
-    Returns a :class:`ppviz.Result`.
-    """
+
+def _source(x, config: Config | None, options: dict, name: str) -> tuple[Program, Config] | Result:
+    """What a run is made from: the program and the config to simulate it with, or a Result that
+    is already the answer (a Result given without options)."""
+    if isinstance(x, (str, ScheduleSpec)):
+        x = Config(schedule=x)
+    if config is not None and not isinstance(x, Program):
+        raise ConfigError("config", config, "give a config with a Program only (it gives the program its costs); "
+                          "for a Config, a Result or a schedule name, give changed fields as keywords",
+                          reason=f"{name} is a {type(x).__name__}, which carries its own config")
+    if isinstance(x, Result):
+        if not options:
+            return x
+        if x.config.schedule != "custom":
+            return _source(x.config, None, options, name)
+        fixed = [key for key in PROGRAM_FIXED if key in options]
+        if fixed:
+            raise ConfigError(fixed[0], options[fixed[0]], f"{name} is the result of a program, which fixes its "
+                              "schedule, devices, microbatches and stages: give it costs and memory options only")
+        return x.program, x.config.replace(**options)
     if isinstance(x, Config):
-        if config is not None:
-            raise ConfigError("config", config, "pass either a Config or a Program with a Config, not two Configs")
         cfg = x.replace(**options) if options else x
-        program = cfg.build()
-    elif isinstance(x, Program):
-        program = x
-        cfg = program_config(program, config, options)
-    else:
-        raise ConfigError("x", type(x).__name__, "simulate takes a ppviz.Config or a ppviz.Program")
+        return cfg.build(), cfg
+    if isinstance(x, Program):
+        if config is not None and not isinstance(config, Config):
+            raise ConfigError("config", config, "give a ppviz.Config (the program's costs and memory), or None")
+        return x, program_config(x, config, options)
+    hint = "; to compare runs, give the list to ppviz.compare" if isinstance(x, (list, tuple)) else ""
+    raise ConfigError(name, x, f"give {RUN_KINDS}{hint}", reason=f"{_a(type(x).__name__)} is not a run")
+
+
+def _a(noun: str) -> str:
+    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+
+
+@checked_arguments
+def simulate(run, /, config: Config | None = None, *, engine: str = "auto", **options) -> Result:
+    """Simulate a run: a :class:`Config` (its schedule is built first), a :class:`Program`, a
+    :class:`Result` (returned as it is, or run again with ``options``) or a schedule name (a
+    Config of that schedule at the default sizes).
+
+    ``simulate(cfg)``; ``simulate("zb-h1", devices=8)``; ``simulate(cfg, comm=0.1)`` (options
+    replace config fields); ``simulate(program)`` with unit costs, or ``simulate(program, config)``
+    / ``simulate(program, f=1, b=2, w=0.5)`` to give it costs and memory parameters. A Result
+    of a program runs again with other costs and memory; one of a registry schedule is rebuilt
+    from its config with the options. Returns a :class:`ppviz.Result`.
+    """
+    return _simulated(run, config, options, engine, "run")
+
+
+def as_run(x, /, *, name: str = "run", **options) -> Result:
+    """The one coercion of a run, used by every entry point that takes one (``simulate``,
+    ``show``, ``compare``, every chart): :data:`RUN_KINDS`, simulated with ``options`` when
+    given; a refusal names ``name``."""
+    return _simulated(x, None, options, "auto", name)
+
+
+def as_runs(items, /, *, name: str = "runs", **options) -> list[Result]:
+    """A list of runs (or one run) as Results, each through :func:`as_run`; an empty list, or
+    something that is neither a run nor a list of them, is refused naming ``name``."""
+    if isinstance(items, (list, tuple)):
+        if not items:
+            raise ConfigError(name, items, f"give one or more runs: {RUN_KINDS}", reason="the list is empty")
+        return [as_run(x, name=f"{name}[{i}]", **options) for i, x in enumerate(items)]
+    if isinstance(items, (Config, Program, Result, str, ScheduleSpec)):
+        return [as_run(items, name=name, **options)]
+    raise ConfigError(name, items, f"give a run ({RUN_KINDS}) or a list of them",
+                      reason=f"{_a(type(items).__name__)} is neither a run nor a list of runs")
+
+
+def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
+    source = _source(x, config, options, name)
+    if isinstance(source, Result):
+        return source
+    program, cfg = source
     if engine not in ("auto", "events", "lockstep"):
         raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
     program.validate()
@@ -346,4 +410,4 @@ def simulate(x, /, config: Config | None = None, *, engine: str = "auto", **opti
     return Result(cfg, program, start, end, dep, cost)
 
 
-__all__ = ["simulate", "execute", "dependencies", "op_costs", "stage_table", "KINDS"]
+__all__ = ["simulate", "as_run", "as_runs", "RUN_KINDS", "execute", "dependencies", "op_costs", "stage_table", "KINDS"]

@@ -1,13 +1,14 @@
-"""The notebook widgets: the Gantt chart (:func:`show`), the comparison view (:func:`compare`), the
-Pareto frontier (:func:`frontier`), their wire format and the standalone page."""
+"""The notebook widgets: the Gantt chart (:func:`show`), the view of a comparison
+(:class:`ComparisonView`, ``ppviz.compare(...).view()``), the Pareto frontier (:func:`frontier`),
+their wire format and the standalone page."""
 
-from .comparison import Comparison, CompareState, compare
+from .comparison import CompareState, ComparisonView
 from .frontier import Frontier, FrontierView, frontier
 from .gantt import BUNDLE, GanttWidget
 from .page import standalone_html, write_html
 from .viewer import Viewer, show
 from .wire import BYTES_PER_OP, describe, encode_memory, encode_timeline
 
-__all__ = ["BUNDLE", "BYTES_PER_OP", "CompareState", "Comparison", "Frontier", "FrontierView", "GanttWidget", "Viewer",
-           "compare", "describe", "encode_memory", "encode_timeline", "frontier", "show", "standalone_html",
+__all__ = ["BUNDLE", "BYTES_PER_OP", "CompareState", "ComparisonView", "Frontier", "FrontierView", "GanttWidget",
+           "Viewer", "describe", "encode_memory", "encode_timeline", "frontier", "show", "standalone_html",
            "write_html"]

@@ -1,8 +1,9 @@
-"""``ppviz.compare``: several runs on one shared time axis above the Altair comparison charts,
-linked so that a selection made in one view shows in all of them.
+"""The view of a :class:`ppviz.Comparison` (what ``ppviz.compare`` returns): its runs on one
+shared time axis above the Altair comparison charts, linked so that a selection made in one
+view shows in all of them.
 
     ppviz.compare(ppviz.Config(devices=8, microbatches=32),
-                  schedules=["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"])
+                  schedules=["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"]).view()
 
 One compact Gantt chart per run, all drawn on the same time scale (0 to the longest
 makespan), then the bubble, Pareto and peak-memory charts of
@@ -26,12 +27,11 @@ Every link runs in the browser, so the views stay linked while the kernel is bus
   expressions.
 
 Each linked model still syncs to the kernel, so Python sees every change (observe the
-:class:`Comparison`'s ``selected_*`` traits) and can make one (set them).
+:class:`ComparisonView`'s ``selected_*`` traits) and can make one (set them).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 from html import escape
 
@@ -39,16 +39,13 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..charts import BUBBLE_METRICS, comparison_charts, schedule_colors
+from ..analysis.comparison import Comparison
+from ..charts import comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
-from ..charts.inputs import one_time_unit
 from ..charts.style import CHART, FONT_FAMILY
 from ..charts.style import THEMES as PALETTES
-from ..core.config import Config, positive_int
-from ..core.engine import simulate
-from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
-from ..core.program import Program
-from ..core.registry import lookup
+from ..core.errors import ConfigError, checked_arguments
+from ..core.numbers import number
 from ..core.result import Result
 from .gantt import BUNDLE, GanttWidget, valid_window
 
@@ -68,113 +65,6 @@ _INK = {role: (PALETTES["light"][key], PALETTES["dark"][key])
                           ("grid", "chartGrid"))}
 #: colours ppviz.charts gives text and closed-form marks, redrawn light on dark
 _DARK_LITERALS = {CHART["text"]: "fg", CHART["closedForm"]: "fg", CHART["subtitle"]: "muted"}
-
-_ACCEPTED = ("give a list of ppviz.Config, ppviz.Program or ppviz.Result (configs and programs are simulated), "
-             "or one ppviz.Config with schedules=[names]")
-#: a Program fixes these; options may change its costs and memory only
-_PROGRAM_FIXED = ("devices", "microbatches", "stages_per_device", "microbatch_group_size")
-
-
-@dataclasses.dataclass(frozen=True)
-class _Run:
-    name: str  # before names are made unique
-    result: Result | None
-    refusal: str = ""
-
-
-# Items -----------------------------------------------------------------------------------------
-
-def _checked_options(options: dict) -> dict:
-    fields = sorted(f.name for f in dataclasses.fields(Config) if f.name not in ("schedule", "label"))
-    for key, value in options.items():
-        if key not in fields:
-            hint = " (name schedules with schedules=[...])" if key == "schedule" else ""
-            raise ConfigError(key, value, f"options are Config fields applied to every run{hint}: {', '.join(fields)}")
-    return options
-
-
-def _refusal(name: str, exc: ScheduleConstraintError) -> _Run:
-    return _Run(name, None, str(exc))
-
-
-def _from_schedules(base, schedules, options: dict) -> list[_Run]:
-    if isinstance(base, (list, tuple)) and len(base) == 1:
-        base = base[0]
-    if not isinstance(base, Config):
-        raise ConfigError("items", base, "with schedules=[names], give one ppviz.Config: its sizes and costs go "
-                          "to every schedule", reason=f"a {type(base).__name__} is not one Config")
-    if isinstance(schedules, str) or not isinstance(schedules, (list, tuple)) or not schedules:
-        raise ConfigError("schedules", schedules, "give a non-empty list of schedule names, e.g. ['1f1b', 'zb-h1']")
-    specs = []
-    for i, name in enumerate(schedules):
-        if not isinstance(name, str):
-            raise ConfigError(f"schedules[{i}]", name, "give schedule names (strings); see ppviz.list_schedules()")
-        specs.append(lookup(name))  # an unknown name is a mistake to report, not a refusal to show
-    fields = {f.name: getattr(base, f.name) for f in dataclasses.fields(Config)}
-    fields.update(options, label=None)
-    # the sizes pick each schedule's v and stage count before its Config checks them
-    positive_int("devices", fields["devices"])
-    positive_int("stages_per_device", fields["stages_per_device"], allow_none=True)
-    runs = []
-    for spec in specs:
-        v = spec.v_or_default(fields["stages_per_device"])
-        stages = spec.stage_count(fields["devices"], v)
-        if fields["stage_costs"] and stages != base.stages:
-            # per-stage costs (from_model's layers per stage) describe the base schedule's stages
-            runs.append(_Run(spec.name, None, f"the config's stage_costs describe {base.stages} stages and "
-                             f"{spec.name} has {stages}: build its config with Config.from_model(..., "
-                             f"schedule={spec.name!r}) and compare the configs"))
-            continue
-        try:
-            config = Config(**{**fields, "schedule": spec.name, "stages_per_device": v})
-        except ScheduleConstraintError as exc:
-            runs.append(_refusal(spec.name, exc))
-            continue
-        runs.append(_Run(config.display_name, simulate(config)))
-    return runs
-
-
-def _from_items(items, options: dict) -> list[_Run]:
-    allowed = (Config, Program, Result)
-    if isinstance(items, allowed):
-        items = [items]
-    if isinstance(items, (str, bytes, dict)) or not isinstance(items, (list, tuple)):
-        hint = "; to compare schedules by name, give one Config and schedules=[names]" if isinstance(items, str) else ""
-        raise ConfigError("items", items, _ACCEPTED + hint, reason=f"a {type(items).__name__} is not a list of runs")
-    if not items:
-        raise ConfigError("items", items, _ACCEPTED, reason="the list is empty")
-    runs = []
-    for i, x in enumerate(items):
-        if not isinstance(x, allowed):
-            hint = " (to compare schedules by name, give one Config and schedules=[names])" if isinstance(x, str) else ""
-            raise ConfigError(f"items[{i}]", x, _ACCEPTED + hint,
-                              reason=f"a {type(x).__name__} is not a Config, Program or Result")
-        if isinstance(x, Result) and not options:
-            runs.append(_Run(x.config.display_name, x))
-            continue
-        # a Result is run again from what made it, with the options
-        program = x if isinstance(x, Program) else x.program if isinstance(x, Result) and x.config.schedule == "custom" \
-            else None
-        config = x.config if isinstance(x, Result) else x if isinstance(x, Config) else None
-        fixed = [k for k in _PROGRAM_FIXED if k in options] if program is not None else []
-        if fixed:
-            raise ConfigError(fixed[0], options[fixed[0]], f"items[{i}] is a program, which fixes devices, "
-                              "microbatches and stages; give it costs and memory options only")
-        try:
-            result = simulate(program, config, **options) if program is not None else simulate(config, **options)
-        except ScheduleConstraintError as exc:
-            runs.append(_refusal(config.display_name, exc))
-            continue
-        runs.append(_Run(result.config.display_name, result))
-    return runs
-
-
-def _unique(runs: list[_Run]) -> list[str]:
-    """The display names of ppviz.charts for the runs that ran, and plain names for refusals."""
-    ran = [r.result for r in runs if r.result is not None]
-    names = iter(schedule_colors(ran)) if ran else iter(())
-    return [next(names) if r.result is not None else r.name for r in runs]
-
 
 # The linked Altair charts ----------------------------------------------------------------------
 
@@ -328,20 +218,15 @@ class CompareState(anywidget.AnyWidget):
 
 
 @checked_arguments
-class Comparison(ipywidgets.VBox):
-    """What :func:`compare` returns: the Gantt charts above the Altair charts, linked.
+class ComparisonView(ipywidgets.VBox):
+    """The widget of a :class:`ppviz.Comparison` (``comparison.view()``; what a notebook
+    shows): the Gantt charts above the Altair charts, linked.
 
-    ``results`` and ``names`` are the runs that ran (names as in the charts' legend),
-    ``refused`` maps each run a schedule refused to the reason, shown in its place;
-    ``gantts`` holds one :class:`~ppviz.widgets.GanttWidget` per run, in order (refused runs
-    included), ``chart`` the Altair JupyterChart, ``state`` the shared :class:`CompareState`
+    ``comparison`` is the data it draws; ``gantts`` holds one
+    :class:`~ppviz.widgets.GanttWidget` per run, in order (refused runs included, each showing
+    its reason), ``chart`` the Altair JupyterChart, ``state`` the shared :class:`CompareState`
     and ``links`` the jslinks that tie them (kept here: ipywidgets closes a link Python no
-    longer holds). ``time_extent`` is the longest makespan: every Gantt chart's time axis
-    spans [0, time_extent].
-
-    ``ranking`` lists the runs that fit their device memory (``Config.memory_capacity``; every
-    run without one), fastest first; ``out_of_memory`` maps each run that does not fit to its
-    largest excess (bytes when its config gives ``activation_bytes``, else activation units).
+    longer holds). Every Gantt chart's time axis spans [0, ``comparison.time_extent``].
 
     ``selected_schedule`` ("" for none), ``selected_device`` (−1), ``selected_microbatch``
     (−1) and ``time_window`` ([] for all of time) follow clicks, zoom and pan in any view;
@@ -353,38 +238,34 @@ class Comparison(ipywidgets.VBox):
     selected_microbatch = traitlets.Int(-1)
     time_window = traitlets.List(traitlets.Float())
 
-    def __init__(self, runs: list[_Run], *, theme: str = "auto", metric: str = "fraction"):
-        names = _unique(runs)
-        ran = [(name, r.result) for name, r in zip(names, runs) if r.result is not None]
-        if not ran:
-            raise ScheduleConstraintError("schedules", [r.name for r in runs], "try other sizes or schedules",
-                                          reason="none of them runs: " + "; ".join(f"{r.name}: {r.refusal}" for r in runs))
-        self.results = list(one_time_unit([result for _, result in ran], [name for name, _ in ran]))
-        self.names = [name for name, _ in ran]
-        self.refused = {name: r.refusal for name, r in zip(names, runs) if r.result is None}
-        self.time_extent = max(result.makespan for result in self.results)
-        self.ranking, self.out_of_memory = _rank(self.names, self.results)
-        colors = schedule_colors(self.results)
+    def __init__(self, comparison: Comparison, *, theme: str = "auto"):
+        if not isinstance(comparison, Comparison):
+            raise ConfigError("comparison", comparison, "give what ppviz.compare returns")
+        self.comparison = comparison
+        results = comparison.results
+        colors = schedule_colors(results)
         self.state = CompareState(theme=theme)
-        self.chart = _chart(self.results, metric, dark=theme == "dark")
+        self.chart = _chart(results, comparison.metric, dark=theme == "dark")
         self.gantts = []
-        for name, r in zip(names, runs):
-            options = dict(compact=True, theme=theme, time_extent=self.time_extent, run_name=name)
-            if r.result is None:
-                gantt = GanttWidget(None, meta={"title": name}, error=r.refusal, **options)
+        for name, result, refusal in comparison.entries:
+            options = dict(compact=True, theme=theme, time_extent=comparison.time_extent, run_name=name)
+            if result is None:
+                gantt = GanttWidget(None, meta={"title": name}, error=refusal, **options)
             else:
-                gantt = GanttWidget(r.result, color=colors[name], **options)
+                gantt = GanttWidget(result, color=colors[name], **options)
             self.gantts.append(gantt)
         self.links = [ipywidgets.jslink((self.state, trait), (gantt, trait))
-                       for gantt in self.gantts for trait in SHARED]
+                      for gantt in self.gantts for trait in SHARED]
         self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "chart_selections")),
-                        ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
+                       ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
         fit = ""
-        if any(r.fits is not None for r in self.results):
-            fastest = f"; fastest that fits: <b>{escape(self.ranking[0])}</b>" if self.ranking else ""
-            fit = f"<b>{len(self.ranking)} of {len(self.results)} fit</b> in device memory{fastest} · "
+        if comparison.fits is not None:
+            ranking = comparison.ranking
+            fastest = f"; fastest that fits: <b>{escape(ranking[0])}</b>" if ranking else ""
+            fit = f"<b>{len(ranking)} of {len(results)} fit</b> in device memory{fastest} · "
+        extent = number(comparison.time_extent, comparison.time_unit)
         hint = ipywidgets.HTML(
-            f"{fit}<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
+            f"{fit}<b>One time axis</b>, 0 to {escape(extent)} (the longest makespan) · click a run's name, bar or "
             "point to emphasise it · a device's label or an op to highlight that device everywhere · Ctrl + scroll "
             "(or + / −) to zoom and drag to pan all the timelines · Esc clears")
         hint.add_class("ppviz-compare-hint")
@@ -398,14 +279,14 @@ class Comparison(ipywidgets.VBox):
     @traitlets.validate("selected_schedule")
     def _valid_schedule(self, proposal):
         name = proposal["value"]
-        if name and name not in self.names:
-            raise ConfigError("selected_schedule", name, f"give '' or one of: {', '.join(self.names)}")
+        if name and name not in self.comparison.names:
+            raise ConfigError("selected_schedule", name, f"give '' or one of: {', '.join(self.comparison.names)}")
         return name
 
     @traitlets.validate("selected_device")
     def _valid_device(self, proposal):
         d = proposal["value"]
-        p = max(r.devices for r in self.results)
+        p = max(r.devices for r in self.comparison.results)
         if not -1 <= d < p:
             raise ConfigError("selected_device", d, f"give -1 (none) or a device 0..{p - 1}")
         return d
@@ -415,41 +296,4 @@ class Comparison(ipywidgets.VBox):
         return valid_window(proposal["value"])
 
 
-def _rank(names: list[str], results: list[Result]) -> tuple[list[str], dict[str, float]]:
-    """The names of the runs that fit, fastest first, and each other run's largest excess."""
-    order = sorted(range(len(results)), key=lambda k: results[k].makespan)
-    ranking = [names[k] for k in order if not results[k].out_of_memory]
-    over = {}
-    for name, r in zip(names, results):
-        if r.out_of_memory:
-            excess = r.excess_bytes if r.excess_bytes is not None else r.excess
-            over[name] = float(excess.max())
-    return ranking, over
-
-
-@checked_arguments
-def compare(items, *, schedules=None, theme: str = "auto", metric: str = "fraction", **config_options) -> Comparison:
-    """Several runs side by side: Gantt charts on one time axis above the bubble, Pareto and
-    peak-memory charts, linked (see the module docstring for what a click does).
-
-    ``items`` is a list of Configs, Programs and Results (configs and programs are simulated),
-    or one Config with ``schedules=[names]``: each schedule then runs with that config's sizes
-    and costs, and with its own default v where the config's v breaks its rule. A schedule
-    that refuses the sizes is shown as a notice in its place rather than raising. With a
-    device memory (``Config.memory_capacity``, set by ``Config.from_model``) the comparison's
-    ``ranking`` lists the runs that fit, fastest first, and ``out_of_memory`` the others.
-    ``config_options`` (any Config field but ``schedule`` and ``label``) replace those fields
-    in every run, e.g. ``compare(configs, microbatches=32)``. ``theme`` is ``"auto"`` (follow
-    the host), ``"light"`` or ``"dark"``; ``metric`` is the bubble metric of the charts,
-    ``"fraction"`` or ``"rate"``.
-    """
-    if not isinstance(theme, str) or theme not in THEMES:
-        raise ConfigError("theme", theme, "give 'auto', 'light' or 'dark'")
-    if not isinstance(metric, str) or metric not in BUBBLE_METRICS:
-        raise ConfigError("metric", metric, "give " + " or ".join(repr(k) for k in BUBBLE_METRICS))
-    options = _checked_options(config_options)
-    runs = _from_items(items, options) if schedules is None else _from_schedules(items, schedules, options)
-    return Comparison(runs, theme=theme, metric=metric)
-
-
-__all__ = ["Comparison", "CompareState", "compare", "SHARED"]
+__all__ = ["ComparisonView", "CompareState", "SHARED"]

@@ -10,10 +10,7 @@ import anywidget
 import numpy as np
 import traitlets
 
-from ..core.config import Config
-from ..core.engine import simulate
 from ..core.errors import ConfigError
-from ..core.program import Program
 from ..core.result import Result
 from .overlay import against_label, describe_overlay, encode_overlay, overlay_of
 from .wire import describe, encode_memory, encode_timeline
@@ -110,14 +107,3 @@ def valid_window(window) -> list[float]:
         raise ConfigError("time_window", window, "give [t0, t1] with 0 <= t0 < t1, or [] for the whole time axis")
     return window
 
-
-def as_result(x) -> Result:
-    """A Result from what ``show`` accepts: a schedule name, a Config, a Program or a Result."""
-    if isinstance(x, Result):
-        return x
-    if isinstance(x, (Config, Program)):
-        return simulate(x)
-    if isinstance(x, str):  # a schedule name, at the default sizes
-        return simulate(Config(schedule=x))
-    raise ConfigError("x", type(x).__name__,
-                      "give a schedule name, a ppviz.Config, Program or Result, or a list of them to compare")

@@ -11,7 +11,8 @@ import re
 from ..charts.style import THEMES
 from ..core.errors import ConfigError
 from ..io.files import write_file
-from .gantt import BUNDLE, as_result
+from ..core.engine import as_runs
+from .gantt import BUNDLE
 from .overlay import against_label, describe_overlay, encode_overlay, overlay_of
 from .wire import describe, encode_memory, encode_timeline
 
@@ -67,9 +68,7 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px", against=N
         raise ConfigError("theme", theme, "use 'light', 'dark' or 'auto'")
     if not isinstance(width, str) or not _WIDTH.fullmatch(width):
         raise ConfigError("width", width, "give a CSS length such as '1200px', '100%' or '80em'")
-    results = [as_result(item) for item in (x if isinstance(x, (list, tuple)) else [x])]
-    if not results:
-        raise ConfigError("x", x, "give at least one schedule name, Config, Program or Result")
+    results = as_runs(x, name="x")
 
     def b64(data: bytes) -> str:
         return base64.b64encode(data).decode("ascii")

@@ -27,7 +27,8 @@ import vl_convert
 from ..charts import comparison_charts, gantt_chart, overlay_chart, to_png
 from ..charts.render import compact_png
 from ..core.errors import ConfigError
-from .comparison import Comparison
+from ..analysis.comparison import Comparison
+from .comparison import ComparisonView
 from .frontier import FrontierView
 from .gantt import GanttWidget
 from .viewer import Viewer
@@ -53,6 +54,8 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
         return overlay_chart(obj.residuals, width=_WIDTH)
     if isinstance(obj, GanttWidget):
         return None if obj.result is None else gantt_chart(obj.result, width=_WIDTH)
+    if isinstance(obj, ComparisonView):
+        obj = obj.comparison
     if isinstance(obj, Comparison):
         return _comparison_chart(obj)
     if isinstance(obj, alt.JupyterChart):
@@ -67,20 +70,20 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
     return None
 
 
-def _comparison_chart(view: Comparison) -> alt.VConcatChart:
+def _comparison_chart(comparison: Comparison) -> alt.VConcatChart:
     """The runs' Gantt charts on one time scale (each plot as wide as its makespan is long
     against the longest), above the bubble, Pareto and memory charts."""
     gantts = []
-    for r in view.results:
-        gantt = gantt_chart(r, memory=False, width=max(200, round(_WIDTH * r.makespan / view.time_extent)))
+    for r in comparison.results:
+        gantt = gantt_chart(r, memory=False, width=max(200, round(_WIDTH * r.makespan / comparison.time_extent)))
         background = gantt.background
         gantt.padding = gantt.background = alt.Undefined  # top-level properties: the stack's own
         gantts.append(gantt)
     # each Gantt chart keeps its legend of the kinds it draws
-    stack = alt.vconcat(*gantts, comparison_charts(view.results), spacing=28).resolve_scale(color="independent")
+    stack = alt.vconcat(*gantts, comparison_charts(comparison.results), spacing=28).resolve_scale(color="independent")
     stack = stack.properties(background=background, padding=16)
-    if view.refused:
-        refused = [f"{name}: {reason}" for name, reason in view.refused.items()]
+    if comparison.refused:
+        refused = [f"{name}: {reason}" for name, reason in comparison.refused.items()]
         stack = stack.properties(title=alt.TitleParams("Not run", subtitle=refused, anchor="start"))
     return stack
 

@@ -17,11 +17,11 @@ import traitlets
 
 from ..core.budget import estimate_ops
 from ..core.config import MAX_COST, Config
-from ..core.engine import simulate
+from ..core.engine import as_run, simulate
 from ..core.errors import ConfigError, PpvizError, checked_arguments
 from ..core.registry import all_specs, lookup
 from ..core.result import Result
-from .gantt import GanttWidget, as_result
+from .gantt import GanttWidget
 
 #: A change whose simulation and encoding are expected to take longer than this shows the
 #: chart's busy state first (the message reaches the browser while the kernel works; with the
@@ -52,10 +52,10 @@ class Viewer(ipywidgets.VBox):
     selected_op = traitlets.Int(-1)
     selected_device = traitlets.Int(-1)
 
-    def __init__(self, x, *, controls: bool = True, theme: str = "auto", against=None):
+    def __init__(self, run, *, controls: bool = True, theme: str = "auto", against=None):
         if not isinstance(theme, str) or theme not in ("auto", "light", "dark"):
             raise ConfigError("theme", theme, "give 'auto', 'light' or 'dark'")
-        result = as_result(x)
+        result = as_run(run)
         self.gantt = GanttWidget(result, theme=theme, against=against)
         # an overlay compares this measured run with its simulation: the controls, which
         # would replace the run by a simulation, are left out
@@ -216,14 +216,13 @@ class _Controls:
 
 
 @checked_arguments
-def show(x, controls: bool = True, *, theme: str = "auto", against=None):
-    """The interactive Gantt chart of a schedule name, Config, Program or Result.
+def show(run, controls: bool = True, *, theme: str = "auto", against=None):
+    """The interactive Gantt chart of one run: a Config, Program, Result or schedule name.
 
     With ``controls`` the chart sits under widgets for schedule, p, m, v, f, b, w and comm
     that re-simulate and redraw; a change that would take a while dims the chart with
     "simulating…" first, and a refused one (an invalid combination, a size over the budget)
     shows why in the chart while the controls go back to the config on display.
-    A list or tuple of them goes to :func:`ppviz.compare` (``controls`` does not apply there).
 
     ``against`` (a measured run only: what :func:`ppviz.load_trace` returns) draws the
     simulation of the measured program in the same chart: each op's simulated span on its row,
@@ -234,10 +233,4 @@ def show(x, controls: bool = True, *, theme: str = "auto", against=None):
     else of another size or program is refused, naming what differs. The chart then has no
     controls.
     """
-    if against is not None and isinstance(x, (list, tuple)):
-        raise ConfigError("against", type(against).__name__, "against= overlays one measured run; give one, not a list")
-    if isinstance(x, (list, tuple)):
-        from .comparison import compare
-
-        return compare(x, theme=theme)
-    return Viewer(x, controls=controls, theme=theme, against=against)
+    return Viewer(run, controls=controls, theme=theme, against=against)
