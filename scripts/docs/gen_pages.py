@@ -14,6 +14,7 @@ import re
 import tempfile
 import time
 
+import griffe
 import mkdocs_gen_files
 
 import ppviz
@@ -78,7 +79,7 @@ def _closed_form_rows(res) -> list[tuple[str, str]]:
 
 
 def _schedule_section(spec, out: list[str]) -> float:
-    """The gallery's section for one schedule; returns the seconds its picture took."""
+    """The gallery's section for one schedule; returns the CPU seconds its pictures took."""
     out.append(f"## `{spec.name}` {{#{spec.name}}}\n")
     out.append(html.escape(spec.summary) + "\n")
     rows = [("reference", _text(spec.reference)),
@@ -100,7 +101,7 @@ def _schedule_section(spec, out: list[str]) -> float:
                    "[`ppviz.Program`](reference/runs.md#ppviz.Program).\n")
         return 0.0
     cfg = _gallery_config(spec)
-    start = time.perf_counter()
+    start = time.process_time()
     res = ppviz.simulate(cfg)
     svg = ppviz.charts.to_svg(ppviz.charts.gantt_chart(res, width=GALLERY_WIDTH))
     with mkdocs_gen_files.open(f"gallery/{spec.name}.svg", "w") as fh:
@@ -110,7 +111,7 @@ def _schedule_section(spec, out: list[str]) -> float:
         res.to_html(page)
         with mkdocs_gen_files.open(f"gallery/{spec.name}.html", "w") as fh:
             fh.write(page.read_text(encoding="utf-8"))
-    seconds = time.perf_counter() - start
+    seconds = time.process_time() - start
     sizes = f"p = {cfg.devices}, m = {cfg.microbatches}, v = {cfg.stages_per_device}"
     if cfg.segments > 1:
         sizes += f", k = {cfg.segments} segments"
@@ -136,8 +137,10 @@ def gallery() -> None:
            "| schedule | v | what it is |", "|---|---|---|"]
     out += [f"| [`{s.name}`](#{s.name}) | {html.escape(s.v_rule)} | {html.escape(s.summary)} |" for s in specs]
     out.append("")
+    start = time.perf_counter()
     seconds = sum(_schedule_section(spec, out) for spec in specs)
-    log.info("gallery: %d schedules drawn in %.1f s", len(specs), seconds)
+    log.info("gallery: %d schedules drawn in %.1f s (%.1f s of CPU)", len(specs), time.perf_counter() - start,
+             seconds)
     with mkdocs_gen_files.open("gallery.md", "w") as fh:
         fh.write("\n".join(out))
 
@@ -178,15 +181,32 @@ def _page_of(path: str) -> str:
     return LAYER_PAGES[layer]
 
 
-def _summary(obj) -> str:
-    doc = (getattr(obj, "__doc__", None) or "").strip() if not isinstance(obj, (dict, tuple, int)) else ""
-    first = re.split(r"(?<=[.:;])\s", " ".join(doc.split("\n\n")[0].split()), maxsplit=1)[0] if doc else ""
-    return html.escape(re.sub(r":\w+:`~?([^`]+)`", r"\1", first).replace("``", ""))
+_PACKAGE: list = []
+
+
+def _docstring(path: str) -> str:
+    """The docstring griffe reads for ``path`` (as the API pages do: ``#:`` comments included)."""
+    if not _PACKAGE:
+        _PACKAGE.append(griffe.load("ppviz", extensions=griffe.load_extensions("griffe_sphinx")))
+    obj = _PACKAGE[0] if path == "ppviz" else _PACKAGE[0][path.removeprefix("ppviz.")]
+    return obj.docstring.value if obj.docstring else ""
+
+
+def _summary(path: str, most: int = 150) -> str:
+    """The first sentence of ``path``'s docstring, as plain text, cut at a word within ``most``."""
+    paragraph = " ".join(_docstring(path).strip().split("\n\n")[0].split())
+    sentence = re.split(r"(?<!e\.g\.)(?<!i\.e\.)(?<=\.)\s", paragraph, maxsplit=1)[0]
+    text = re.sub(r":\w+:`~?([^`]+)`", r"\1", sentence).replace("``", "")
+    if len(text) > most:
+        text = text[:most].rsplit(" ", 1)[0].rstrip(",;:(") + " …"
+    return html.escape(text).replace("|", "&#124;")  # a table's cell
 
 
 def _entry(public: str, path: str) -> str:
-    # the explicit anchor is the public name, so pages and tests link to ppviz.show wherever it lives
-    return f"[](){{#{public}}}\n\n::: {path}\n    options:\n      heading: \"{public}\"\n      toc_label: \"{public}\"\n"
+    # the explicit anchor is the public name, so pages and tests link to ppviz.show wherever it
+    # lives; the table of contents names it within its page (ppviz.charts.to_svg as to_svg)
+    label = public.rsplit(".", 1)[-1]
+    return f"[](){{#{public}}}\n\n::: {path}\n    options:\n      heading: \"{public}\"\n      toc_label: \"{label}\"\n"
 
 
 def reference() -> None:
@@ -211,11 +231,12 @@ def reference() -> None:
         nav.append(f"* [{title}]({page}.md)")
         text = [f"# {title}\n", intro + "\n"]
         if page == "charts":
-            text.append("::: ppviz.charts\n    options:\n      show_root_heading: false\n      members: false\n")
+            text.append("::: ppviz.charts\n    options:\n      show_root_heading: false\n      show_root_toc_entry: false\n"
+                        "      members: false\n")
         index.append(f"## [{title}]({page}.md)\n\n| name | what it is |\n|---|---|")
         for public, path, obj in entries[page]:
             text.append(_entry(public, path))
-            index.append(f"| [`{public}`]({page}.md#{public}) | {_summary(obj)} |")
+            index.append(f"| [`{public}`]({page}.md#{public}) | {_summary(path)} |")
         index.append("")
         with mkdocs_gen_files.open(f"reference/{page}.md", "w") as fh:
             fh.write("\n".join(text))
