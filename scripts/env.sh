@@ -47,3 +47,10 @@ scratch_notebooks() {
     if [ ! -e "$SCRATCH/$(basename "$notebook")" ]; then cp "$notebook" "$SCRATCH/"; fi
   done
 }
+
+# The documentation site (mkdocs.yml) into site/, built afresh; arguments go to `mkdocs build`.
+build_docs() {
+  echo "==> building the documentation site (MkDocs) into site/"
+  # Material prints a banner about a future MkDocs 2 on every build; it says nothing about this site
+  (cd "$ROOT" && NO_MKDOCS_2_WARNING=1 DISABLE_MKDOCS_2_WARNING=true "$VENV/bin/mkdocs" build --clean "$@")
+}

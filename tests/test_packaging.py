@@ -138,9 +138,10 @@ def test_the_wheel_runs_the_quickstart_in_a_fresh_venv_offline_without_node(dist
 
 # Install instructions ---------------------------------------------------------------------------
 
-#: every file a user reads install instructions in
-_READ = ["README.md", "ARCHITECTURE.md", "js/README.md", *sorted(str(p.relative_to(ROOT))
-                                                                 for p in (ROOT / "notebooks").glob("*.ipynb"))]
+#: every file a user reads install instructions in: the notebooks and the documentation site's pages too
+_READ = ["README.md", "ARCHITECTURE.md", "js/README.md",
+         *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("*.ipynb")),
+         *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md"))]
 
 
 def _prose(path: Path) -> str:
