@@ -14,13 +14,14 @@ from ..core.engine import simulate
 from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
 from ..core.registry import lookup
 from ..core.result import Result
+from ..core.style import INK_DARK, INK_LIGHT
 from .inputs import (
     BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
 from .labels import GLYPH as _GLYPH, label_marks, leader_marks, point_labels
 from .offline import shown_offline
-from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
+from .style import CHART, LABEL_SIZE, TEXT_SIZE
 
 # Charts ---------------------------------------------------------------------------------------
 
