@@ -24,3 +24,25 @@ def test_the_schedule_table_never_breaks_a_name_however_narrow_the_cell(page):
         if width == 320:
             cell = page.evaluate("() => document.querySelectorAll('tr')[3].children[3].getClientRects()[0].height")
             assert cell > 2 * height
+
+
+def test_a_closed_form_marked_with_a_star_says_why_under_the_cards(page, tmp_path):
+    # was "closed form 22*" on the cards, the reason only in their tooltips
+    from ppviz.core.closed_form import caveat
+
+    from .conftest import ARTIFACTS, open_chart
+
+    res = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, comm=0.5))
+    assert not res.closed_form.applies
+    root = open_chart(page, res, tmp_path)
+    closed = root.locator(".ppviz-metric-closed").all_inner_texts()
+    assert any(text.endswith("*") for text in closed), closed
+    footnote = root.locator(".ppviz-footnote")
+    assert footnote.count() == 1 and footnote.inner_text() == f"* {caveat(res.closed_form, res.config)}"
+    assert footnote.is_visible() and footnote.bounding_box()["height"] > 0
+    (ARTIFACTS / "reading").mkdir(parents=True, exist_ok=True)
+    root.locator(".ppviz-header").screenshot(path=str(ARTIFACTS / "reading" / "closed_form_footnote.png"))
+    # where the closed form holds there is no star, and no footnote
+    root = open_chart(page, ppviz.Config("1f1b", devices=4, microbatches=8), tmp_path, name="exact")
+    assert not any(text.endswith("*") for text in root.locator(".ppviz-metric-closed").all_inner_texts())
+    assert root.locator(".ppviz-footnote").count() == 0
