@@ -38,7 +38,7 @@ def test_run_prints_a_legible_80_column_gantt_and_metrics(capsys):
     for mb in range(8):
         assert f"F{mb}" in rows[0] and f"B{mb}" in rows[0]
     assert "makespan         33   closed form 33" in out
-    assert "bubble fraction  0.2727" in out
+    assert "bubble fraction  27.3 %   closed form 27.3 %" in out
 
 
 def test_exports_and_program_round_trip(tmp_path, capsys):
@@ -509,7 +509,7 @@ def test_run_model_simulates_the_configs_from_model(capsys):
     res = simulate(config)
     assert code == 0 and err == ""
     assert " ".join(" ".join(summary_lines(out)).split()) == " ".join(res.summary().split())
-    assert summary_lines(out)[0].startswith("zb-v: p=8 m=32 v=2 ") and " ms  (1536 ops)" in summary_lines(out)[0]
+    assert summary_lines(out)[0].startswith("zb-v: p=8 m=32 v=2 ") and " ms  (1,536 ops)" in summary_lines(out)[0]
     assert "memory capacity  80 GiB per device" in out
     # the default machine is an H100, and a topology carries the model's hidden states
     code, out, _ = run(capsys, "run", "1f1b", "--model", "llama-3-8b", "--topology", "dgx-h100")
@@ -827,9 +827,16 @@ def test_the_time_axis_starts_under_the_first_column(capsys):
 def test_numbers_print_whole_or_with_their_whole_part(capsys):
     assert [number_text(x) for x in (1234.0, 1234.5, 1234.56, 3.9375, 0.5, 0.0123, 2.0, -3.0, 1e20)] == \
         ["1234", "1234.5", "1234.6", "3.94", "0.5", "0.0123", "2", "-3", "1e+20"]
-    # was `peak activation  1.23e+03 1.23e+03` where compare printed 1234
+    # was `peak activation  1.23e+03 1.23e+03` where compare printed 1234; the summary's numbers
+    # are core.numbers': thousands grouped, three significant digits, shares in per cent
     code, out, _ = run(capsys, "run", "gpipe", "-p", "2", "-m", "1234", "--f", "1.5")
-    assert code == 0 and out.splitlines()[-2:] == ["  peak activation  1234 1234", "    closed form    1234 1234  [m]"]
+    assert code == 0 and out.splitlines()[-7:] == [
+        "gpipe: p=2 m=1234 v=1 f=1.5 b=1 w=1 comm=0  (4,936 ops)",
+        "  makespan         4,323   closed form 4,323",  # 4,322.5 (m + p − 1)(f + b + w), whole
+        "  bubble fraction  0.081 %   closed form 0.081 %  [idle per device:",
+        "                   (p−1)(f+b+w)]",
+        "  bubble rate      0.081 %   closed form 0.081 %",
+        "  peak activation  1,234 1,234", "    closed form    1,234 1,234  [m]"]
     code, out, _ = run(capsys, "compare", "gpipe", "1f1b", "-p", "2", "-m", "1234", "--f", "1.5")
     assert code == 0 and table_rows(out)["gpipe"][-2:] == ["1234", "(1234)"]
 
@@ -949,7 +956,7 @@ def test_run_segments_splits_seq1f1bs_microbatches(capsys):
     plain = simulate(Config(schedule="1f1b", devices=4, microbatches=8))
     assert code == 0 and err == "" and res.makespan != plain.makespan
     assert summary_lines(out)[:2] == ["seq1f1b: p=4 m=8 k=4 segments v=1 f=1 b=1 w=1 comm=0  (256 ops)",
-                                      f"  makespan         {res.makespan:.6g}   closed form {res.makespan:.6g}"]
+                                      "  makespan         26.3   closed form 26.3"]
     assert res.makespan == 26.25
 
 
@@ -973,7 +980,9 @@ def test_run_activation_bytes_reports_the_memory_in_gib(capsys):
                          "--activation-bytes", str(2**31))
     res = simulate(Config(schedule="1f1b", devices=4, microbatches=8, memory_capacity=3, activation_bytes=2**31))
     lines = summary_lines(out)
-    assert code == 0 and err == "" and "  peak memory GiB  8 6 4 2" in lines
+    # one unit system: with the bytes of an activation unit every amount of memory is in GiB
+    assert code == 0 and err == "" and lines[4:6] == ["  peak activation  8 6 4 2 GiB",
+                                                      "    closed form    8 6 4 2 GiB  [min(p−r, m) on rank r]"]
     assert " ".join(" ".join(lines).split()) == " ".join(res.summary().split())
     assert "memory capacity  6 GiB per device: OUT OF MEMORY on device 0" in out
     code, out, err = run(capsys, "run", "1f1b", "--activation-bytes", "0")
@@ -1020,9 +1029,8 @@ def test_run_help_names_the_new_options_in_one_line_each(capsys):
 
 # the summary wrapped to the terminal -------------------------------------------------------------
 
-ZB_V_BUBBLE = ["  bubble fraction  0.0588   closed form 0.0588  [idle per device: (p−1)·f/2:",
-               "                   only the fill, p−1 half-stage forwards before device p−1",
-               "                   starts]"]
+ZB_V_BUBBLE = ["  bubble fraction  5.9 %   closed form 5.9 %  [idle per device: (p−1)·f/2: only",
+               "                   the fill, p−1 half-stage forwards before device p−1 starts]"]
 
 
 def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeypatch):
@@ -1031,7 +1039,7 @@ def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeyp
     code, out, err = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
     assert code == 0 and err == "" and max(len(line) for line in out.splitlines()) <= 80
     summary = summary_lines(out)
-    assert summary[2:5] == ZB_V_BUBBLE
+    assert summary[2:4] == ZB_V_BUBBLE
     # nothing is lost: the wrapped lines read back as the library's summary
     whole = simulate(Config(schedule="zb-v", devices=4, microbatches=8)).summary()
     assert " ".join(" ".join(summary).split()) == " ".join(whole.split())
@@ -1140,7 +1148,7 @@ def test_run_wraps_its_summary_to_the_terminals_width(capsys, monkeypatch):
     code, out, _ = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
     summary = summary_lines(out)
     assert code == 0 and max(len(line) for line in summary) <= 60 and summary[2:4] == [
-        "  bubble fraction  0.0588   closed form 0.0588  [idle per",
+        "  bubble fraction  5.9 %   closed form 5.9 %  [idle per",
         "                   device: (p−1)·f/2: only the fill, p−1"]
 
 
