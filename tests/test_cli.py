@@ -812,6 +812,20 @@ def test_a_window_cuts_the_ops_at_its_edges_and_names_its_neighbours():
             text_gantt(res, 27, window=bad)
 
 
+def test_ops_too_short_for_any_readable_window_draw_the_whole_run_within_the_width():
+    # f = 1e-12 beside b = 1e12: a window showing every forward would be 1e-23 of the run
+    res = simulate(Config(schedule="1f1b", devices=4, microbatches=8, f=1e-12, b=1e12, w=0))
+    assert text_gantt(res, 80) == text_gantt(res, 80, window=(0, None))
+    for width in (20, 21, 33, 80):
+        chart = text_gantt(res, width)
+        assert ": several ops in a column" in " ".join(chart.split()) and max(map(len, chart.splitlines())) <= width
+    # tiny but even ops do get windows; at 20 columns their options break rather than overflow
+    tiny = simulate(Config(schedule="1f1b", devices=4, microbatches=8, f=1e-300, b=1e-300, w=1e-300))
+    for width in (20, 21, 33):
+        chart = text_gantt(tiny, width)
+        assert "time 0 to " in chart and max(map(len, chart.splitlines())) <= width, chart
+
+
 def test_the_time_axis_starts_under_the_first_column(capsys):
     # the axis began one column right of the rows: the labels already hold their trailing space
     code, out, _ = run(capsys, "run", "gpipe", "-p", "2", "-m", "2", "--width", "30")

@@ -384,11 +384,13 @@ class Result:
         lines.append("  exposed comm     " + per_device_text(self.exposed_comm, time))
         return lines
 
-    def to_text(self, width: int = 80) -> str:
-        """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
+    def to_text(self, width: int = 80, *, window=None) -> str:
+        """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch.
+        Where the whole run does not fit, a readable window from 0, and a note naming the
+        ``window=(start, end)`` of the next; ``window=(0, None)`` draws the whole run."""
         from ..io.text_gantt import text_gantt
 
-        return text_gantt(self, width)
+        return text_gantt(self, width, window=window)
 
     def to_torch_csv(self, path, *, comms: bool = False) -> str | None:
         """Write the program in torch's ``compute_only`` CSV format (one row per device), or with

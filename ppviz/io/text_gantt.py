@@ -23,6 +23,9 @@ _MERGED = ":"
 _EDGE = 1e-6
 #: the note's suggested width is checked by drawing it only up to this many cells (p × columns)
 _CHECKED_CELLS = 10_000_000
+#: a run whose ops are so short beside it that a readable window would be under this share of it
+#: (f = 1e-12 beside b = 1) is drawn whole, columns merged: a thousand windows show nothing whole
+_LEAST_WINDOW = 1e-3
 #: the letter of each kind drawn, and its colour slot; a cell's paint is 1 + slot · shades + shade
 _LETTERS = {"F": "F", "B": "B", "I": "I", "W": "W", "F&B": _PAIR}
 _SLOT_INDEX = {letter: SLOTS.index(SLOT_OF[kind]) for kind, letter in _LETTERS.items()}
@@ -71,8 +74,10 @@ def text_gantt(result, width: int = 80, *, window=None, color: str | None = None
     cols = drawn.grid.shape[1]
     left, right = number(start), number(end)
     gap = cols - len(left) - len(right)
-    # the labels hold their trailing space, so the axis starts right under the rows' first column
-    axis = " " * lw + (f"{left}{'':{gap}}{right}" if gap >= 1 else right.rjust(cols))
+    # the labels hold their trailing space, so the axis starts right under the rows' first column;
+    # an end wider than the rows (11,000,000,000,000 over 13 columns) reaches left under the labels
+    axis = " " * lw + f"{left}{'':{gap}}{right}" if gap >= 1 else \
+        (" " * lw + right.rjust(cols) if len(right) <= cols else right.rjust(width - 1))
     paint = _palette(color)
     lines = [label[d].ljust(lw) + _painted(drawn.grid[d].tobytes().decode("utf-32-le"), drawn.paint[d], paint)
              for d in range(p)]
@@ -96,7 +101,10 @@ def chart(result, width: int, window=None) -> tuple[float, float, dict, _Drawn]:
         drawn = _fit(ops, span, p, room)
         if not drawn.merged:
             return 0.0, span, ops, drawn
-        start, end, drawn = _readable_window(ops, span, p, room)
+        readable = _readable_window(ops, span, p, room)
+        if readable is None:
+            return 0.0, span, ops, drawn
+        start, end, drawn = readable
     else:
         start, end = checked_window(window, span)
         drawn = _fit(_clipped(ops, start, end), end - start, p, room)
@@ -175,18 +183,23 @@ def _fit(ops: dict, span: float, p: int, room: int) -> _Drawn:
     return best
 
 
-def _readable_window(ops: dict, span: float, p: int, room: int) -> tuple[float, float, _Drawn]:
+def _readable_window(ops: dict, span: float, p: int, room: int) -> tuple[float, float, _Drawn] | None:
     """(start, end, drawn) of the window from 0 to draw when the whole run does not fit: of the
     windows with the fewest columns merged (none, but for rounding), the longest in which at least
     half the ops drawn carry their microbatch (a letter alone says less: which op is it?), else the
     one that labels the most. The lengths tried are what the width holds with the shortest op k
     columns wide, for each k up to the widest label, rounded down to two significant digits (so
-    that their multiples, the next windows, are short to type)."""
+    that their multiples, the next windows, are short to type). None when each would be under
+    :data:`_LEAST_WINDOW` of the run."""
     shortest = float(np.min(ops["end"] - ops["start"]))
     tried = []
     for k in range(1, int(ops["label_width"].max()) + 1):
-        length = min(span, _two_digits_below(room * shortest / k))
-        tried.append((length, _fit(_clipped(ops, 0.0, length), length, p, room)))
+        fits = room * shortest / k
+        if fits >= _LEAST_WINDOW * span * 1.1:  # (rounded down to two digits, still over the least)
+            length = min(span, _two_digits_below(fits))
+            tried.append((length, _fit(_clipped(ops, 0.0, length), length, p, room)))
+    if not tried:
+        return None
     fewest = min(drawn.merged for _, drawn in tried)
     tried = [(length, drawn) for length, drawn in tried if drawn.merged == fewest]
     readable = [(length, drawn) for length, drawn in tried if 2 * drawn.labelled >= drawn.shown]
@@ -280,7 +293,9 @@ def _typed(x: float) -> str:
 
 
 def _one_line(text: str, width: int) -> list[str]:
-    """``text`` wrapped to ``width``, an option and its value (joined by NULs) kept on one line."""
+    """``text`` wrapped to ``width``, an option and its value (joined by NULs) kept on one line
+    where that line fits."""
+    text = " ".join(word.replace("\0", " ") if len(word) > width else word for word in text.split(" "))
     lines = textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
     return [line.replace("\0", " ") for line in lines]
 
@@ -312,6 +327,8 @@ def _width_showing_every_op(ops: dict, span: float, p: int, lw: int) -> int | No
     """The narrowest chart with every op at least a column wide (checked by drawing it, for
     rounding, where that is cheap); None beyond ``MAX_WIDTH``."""
     shortest = float(np.min(ops["end"] - ops["start"]))
+    if not span / shortest < MAX_WIDTH:  # (infinite for an op of 5e-324 beside one of 1)
+        return None
     least = lw + 1 + math.ceil(span / shortest - _EDGE)
     for width in (least, least + 1, least + 2):
         if width > MAX_WIDTH:
