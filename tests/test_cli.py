@@ -192,6 +192,7 @@ def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
         out = capsys.readouterr().out
         examples = [line.strip() for line in out[out.index("examples:"):].splitlines()[1:]]
         assert len(examples) >= 4
+        assert max(map(len, out.splitlines())) <= 100, argv  # was 267: descriptions unwrapped
     # each example is a command, then (after two spaces or more) what it shows; each one runs
     monkeypatch.chdir(tmp_path)
     Program.from_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1").to_torch_csv("my_schedule.csv")
@@ -200,6 +201,8 @@ def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
         assert command[0] == "ppviz"
         code, out, err = run(capsys, *command[1:])
         assert code == 0 and err == "" and out, example
+        # no line of what an example prints is wider than 100 columns (search's were 140)
+        assert max(map(len, out.splitlines())) <= 100, example
 
 
 def test_search_prints_what_ppviz_search_finds_with_the_candidates_it_ranked(capsys, tmp_path):
