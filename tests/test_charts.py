@@ -918,11 +918,11 @@ def test_runs_over_the_capacity_are_left_off_the_pareto_front():
 
 def test_a_light_runs_hollow_marker_is_edged_to_show_on_white():
     # zb-h1's yellow ring alone was faint: 1.3:1 against white, under WCAG's 3:1 for graphics
-    from ppviz.charts.gantt import _luminance, _rgb
     from ppviz.charts.style import SERIES
+    from ppviz.core.style import luminance, rgb
 
     def contrast(a, b):
-        hi, lo = sorted((_luminance(_rgb(a)), _luminance(_rgb(b))), reverse=True)
+        hi, lo = sorted((luminance(rgb(a)), luminance(rgb(b))), reverse=True)
         return (hi + 0.05) / (lo + 0.05)
 
     assert min(contrast(c, "#ffffff") for c in SERIES) < 1.4
