@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
 import sys
 import textwrap
 
-from .core.errors import ConfigError, DeadlockError, PpvizError
+from .core.errors import ConfigError, DeadlockError, PpvizError, did_you_mean
 from .core.paths import unwritable
 
 #: ``-p`` and ``-m`` when not given (None in the parsed arguments, so that a given one can be told apart)
@@ -21,7 +22,6 @@ def _run(args) -> int:
     from .core.program import Program
     from .core.engine import simulate
     from .core.registry import lookup
-    from .io.text_gantt import text_gantt
 
     _check_outputs(args, _RUN_OUTPUTS)
     options = _config_options(args)
@@ -48,12 +48,42 @@ def _run(args) -> int:
             raise _UsageError(f"{args.schedule} is a program of your own: give it with --program FILE "
                               "(a torch CSV, or text with one line of ops per device)")
         result = simulate(_config(args, args.schedule, options))
-    # the label is the --program file's name: a name holding an escape sequence is shown, not run
     columns = _terminal_width()
-    print(_shown_lines(text_gantt(result, columns if args.width is None else args.width, widen="--width {}")))
+    print(_chart(result, args, columns))
     print()
+    # the label is the --program file's name: a name holding an escape sequence is shown, not run
     print(_wrapped(_shown_lines(result.summary()), columns))  # escaped first: its length is printed
     return _report_written(_exports(result, args))
+
+
+def _chart(result, args, columns: int) -> str:
+    """The text Gantt chart ``run`` and ``search`` print: as wide as the terminal (or --width), the
+    window --window asks for, in colour where the output is a terminal that takes it."""
+    from .core.numbers import number
+    from .io.text_gantt import Hints, text_gantt
+
+    window = args.window
+    if window is not None and window[0] is not None and window[0] >= result.makespan:
+        raise _UsageError(f"--window {args.window_text} starts where the run has ended (at "
+                          f"{number(result.makespan, result.config.time_unit)}); give a start before that")
+    color = _color_depth(args.color)
+    text = text_gantt(result, columns if args.width is None else args.width, window=window, color=color,
+                      hints=Hints("--width {}", "--window {}:{}", "--window 0:"))
+    # the chart holds no text of the user's (the time unit is letters, checked by Config), so its
+    # colours' escapes are the only ones in it; without colour it is escaped like every output
+    return text if color is not None else _shown_lines(text)
+
+
+def _color_depth(asked: bool | None) -> str | None:
+    """The text chart's colours: None (plain text) with --no-color, or by default when the output
+    is not a terminal, TERM is dumb or NO_COLOR is set (https://no-color.org); else 24-bit where
+    COLORTERM says the terminal takes it, 256 colours otherwise. --color asks for them anyway
+    (into ``less -R``, say)."""
+    if asked is False:
+        return None
+    if asked is None and (os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb" or not _is_terminal()):
+        return None
+    return "truecolor" if os.environ.get("COLORTERM", "").lower() in ("truecolor", "24bit") else "256"
 
 
 def _exports(result, args) -> list[str]:
@@ -75,7 +105,6 @@ def _exports(result, args) -> list[str]:
 
 def _search(args) -> int:
     from .analysis.search import DEFAULT_EFFORT, search
-    from .io.text_gantt import text_gantt
 
     _check_outputs(args, _RUN_OUTPUTS)
     options = _config_options(args)
@@ -90,7 +119,7 @@ def _search(args) -> int:
     found = search(config, _memory_limit(args.max_memory), stages_per_device=v,
                    effort=_given(args.effort, DEFAULT_EFFORT))
     columns = _terminal_width()
-    print(_shown_lines(text_gantt(found, columns if args.width is None else args.width, widen="--width {}")))
+    print(_chart(found, args, columns))
     print()
     print(_wrapped(_shown_lines(found.summary()), columns))
     print()
@@ -114,24 +143,32 @@ _SHOWN_CANDIDATES = 5
 
 def _candidates_table(found) -> str:
     """The fastest candidates the search ranked that fit and that do not, one line each and the
-    fastest of each family (the automatic scheduler's variants, the capped warm-ups): makespan,
-    the busiest device's peak activation and, with a capacity, its peak memory (in GiB with bytes)."""
-    in_gib = found.config.activation_bytes is not None
-    scale = found.config.activation_bytes / 2**30 if in_gib else 1.0
-    capacity = found.config.memory_capacity is not None
+    fastest of each kind (the automatic scheduler's variants, the capped warm-ups: what comes
+    before a name's brackets): makespan, the busiest device's peak activation and, with a
+    capacity, its peak memory. One unit system: ms and GiB with a model's bytes, else the run's
+    time unit and activation units; every column says its unit under its name."""
+    from .core.numbers import number
+
+    c = found.config
+    unit_bytes = c.activation_bytes
+    memory = (lambda x: number(x * unit_bytes / 2**30)) if unit_bytes else number
+    memory_unit = "(GiB)" if unit_bytes else "(activations)"
+    capacity = c.memory_capacity is not None
     first = {}
-    for c in found.candidates:  # fitting first, then fastest first
-        first.setdefault((c.fits, c.name.split(" (")[0].split(",")[0]), c)
-    fit = [c for (fits, _), c in first.items() if fits]
-    over = [c for (fits, _), c in first.items() if not fits]
-    header = ("candidate", "makespan", "peak activation" + (" (GiB)" if in_gib else ""),
-              *(("peak memory" + (" (GiB)" if in_gib else ""),) if capacity else ()), "fits")
-    rows = [header] + [(c.name, f"{c.makespan:.6g}", f"{c.peak_activation * scale:.4g}",
-                        *((f"{c.peak_memory * scale:.4g}",) if capacity else ()), "yes" if c.fits else "no")
-                       for c in fit[:_SHOWN_CANDIDATES] + over[:_SHOWN_CANDIDATES]]
-    fitting = sum(c.fits for c in found.candidates)
-    return _shown_lines(f"{len(found.candidates)} candidates, {fitting} fit; the fastest of each kind, up to "
-                        f"{_SHOWN_CANDIDATES} that fit and {_SHOWN_CANDIDATES} that do not:\n" + _aligned(rows))
+    for cand in found.candidates:  # fitting first, then fastest first
+        first.setdefault((cand.fits, cand.name.split(" (")[0]), cand)
+    fit = [cand for (fits, _), cand in first.items() if fits]
+    over = [cand for (fits, _), cand in first.items() if not fits]
+    header = [("candidate", ""), ("makespan", f"({c.time_unit or 'time units'})"), ("peak activation", memory_unit),
+              *((("peak memory", memory_unit),) if capacity else ()), ("fits", "")]
+    rows = [tuple(name for name, _ in header), tuple(unit for _, unit in header)]
+    rows += [(cand.name, number(cand.makespan), memory(cand.peak_activation),
+              *((memory(cand.peak_memory),) if capacity else ()), "yes" if cand.fits else "no")
+             for cand in fit[:_SHOWN_CANDIDATES] + over[:_SHOWN_CANDIDATES]]
+    fitting = sum(cand.fits for cand in found.candidates)
+    return _shown_lines(f"{number(len(found.candidates))} candidates, {number(fitting)} fit; the fastest of each "
+                        f"kind, up to {_SHOWN_CANDIDATES} that fit and {_SHOWN_CANDIDATES} that do not:\n"
+                        + _aligned(rows))
 
 
 def _aligned(rows) -> str:
@@ -244,13 +281,17 @@ DEFAULT_COLUMNS = 80
 _LEAST_COLUMNS = 40
 
 
+def _is_terminal() -> bool:
+    """Whether the output goes to a terminal (not a pipe or a file)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):  # no stdout, or a closed one
+        return False
+
+
 def _terminal_width() -> int:
     """The columns of the terminal the output goes to; :data:`DEFAULT_COLUMNS` when it goes elsewhere."""
-    try:
-        terminal = sys.stdout.isatty()
-    except (AttributeError, ValueError):  # no stdout, or a closed one
-        terminal = False
-    if not terminal:
+    if not _is_terminal():
         return DEFAULT_COLUMNS
     return max(_LEAST_COLUMNS, shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns)
 
@@ -429,26 +470,57 @@ LIST_WIDTH = 100
 
 
 _EXAMPLES = """examples:
-  ppviz list                                    the schedules, their aliases and constraints
-  ppviz run 1f1b -p 4 -m 8                      a text Gantt chart and the metrics
-  ppviz run zb-h1 -p 8 -m 32 --b 2 --w 1        unequal backward halves
-  ppviz run interleaved-1f1b -p 8 -m 32 -v 2 --trace run.json --html run.html
-  ppviz run --program my_schedule.csv --comm 0.1    your own program (torch CSV or text)
-  ppviz compare 1f1b zb-h1 v-half -p 8 -m 32    a table of makespan, bubble and memory
-  ppviz compare --all -p 8 -m 32 --sort memory --png all.png    the whole registry, and its charts
+  ppviz list                                     the schedules, their aliases and constraints
+  ppviz run 1f1b -p 4 -m 8                       a text Gantt chart and the metrics
+  ppviz run zb-h1 -p 8 -m 32 --b 2 --w 1         unequal backward halves
+  ppviz run interleaved-1f1b -p 8 -m 32 -v 2 --window 18:36 --trace run.json --html run.html
+  ppviz run --program my_schedule.csv --comm 0.1   your own program (torch CSV or text)
+  ppviz compare 1f1b zb-h1 v-half -p 8 -m 32     a table of makespan, bubble and memory
+  ppviz compare --all -p 8 -m 32 --sort memory --png all.png   the whole registry, and its charts
   ppviz compare 1f1b zb-h1 v-half -p 4 -m 16 --model llama-3-8b   ms and GiB: which fits an H100?
-  ppviz compare 1f1b interleaved-1f1b -p 4 -m 16 --model llama-3-8b --topology dgx-h100 --offload 1   PCIe offload
-  ppviz search -p 8 -m 32 --b 1.2 --w 0.8 --max-memory 6    the fastest order found within 6 activations
-  ppviz search -p 4 -m 16 --model llama-3-8b                 the fastest order that fits an H100's 80 GiB
+  ppviz compare 1f1b zb-h1 --model llama-3-8b --topology dgx-h100 --offload 1   PCIe offload
+  ppviz search -p 8 -m 32 --b 1.2 --w 0.8 --max-memory 6   the fastest order within 6 activations
+  ppviz search -p 4 -m 16 --model llama-3-8b     the fastest order that fits an H100 (80 GiB)
   ppviz search -p 4 -m 16 --model llama-3-8b --max-memory 30GiB --html found.html
 """
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """Descriptions wrapped to the terminal, the examples as written (each is one command line,
+    none wider than 100 columns)."""
+
+    def _fill_text(self, text, width, indent):
+        if text.startswith("examples:"):
+            return "".join(indent + line for line in text.splitlines(keepends=True))
+        return super()._fill_text(text, width, indent)
+
+
 class _Parser(argparse.ArgumentParser):
-    """Usage mistakes as one line (``ppviz: error: ...``) and exit code 2, like every other error."""
+    """Usage mistakes as one line (``ppviz: error: ...``) and exit code 2, like every other error;
+    an option no command takes with the nearest one it does (``--microbatches`` → ``-m``), by name
+    or by the Config field it sets (argparse suggests only from Python 3.12, and not options)."""
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {_shown(message)} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            # a command's unknown options reach the top parser: the command's parser knows its options
+            parser = next((action.choices[parsed.command] for action in self._actions
+                           if isinstance(action, argparse._SubParsersAction)
+                           and getattr(parsed, "command", None) in action.choices), self)
+            option = next((word for word in unknown if word.startswith("-")), None)
+            hint = "" if option is None else parser.nearest_option(option)
+            parser.error(f"unrecognized arguments: {' '.join(unknown)}" + (f"; {hint.strip()}" if hint else ""))
+        return parsed
+
+    def nearest_option(self, word: str) -> str:
+        """"did you mean '-m'? " for the option nearest ``word`` (``--microbatches=8``), else ""."""
+        options = [flag for action in self._actions for flag in action.option_strings if flag not in ("-h", "--help")]
+        names = {flag.lstrip("-").replace("-", "_"): flag for flag in options}
+        names.update({field: flag for field, flag in _FLAGS.items() if flag in options})
+        return did_you_mean(word.split("=")[0].lstrip("-").replace("-", "_").lower(), names)
 
 
 def _model_presets() -> list[str]:
@@ -470,6 +542,43 @@ def _whole(what: str):
         except ValueError:
             raise argparse.ArgumentTypeError(f"give a whole number of {what}, e.g. 8; got {text!r}") from None
     return parse
+
+
+class _Window(argparse.Action):
+    """``--window START:END``: the span of the run the text chart draws, in its time unit."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, "window", _window(values))
+        setattr(namespace, "window_text", values)
+
+
+def _window(text: str) -> tuple[float | None, float | None]:
+    start, colon, end = text.partition(":")
+    try:
+        if not colon:
+            raise ValueError
+        window = tuple(None if not x.strip() else float(x) for x in (start, end))
+        if any(x is not None and not (math.isfinite(x) and x >= 0) for x in window):
+            raise ValueError
+    except ValueError:
+        raise argparse.ArgumentError(None, f"--window {text!r}: give START:END, times in the run's unit from 0, "
+                                           "e.g. 0:20 (either may be left out: 40: is from 40 to the end)") from None
+    if None not in window and window[0] >= window[1]:
+        raise argparse.ArgumentError(None, f"--window {text}: the start must come before the end")
+    return window
+
+
+def _add_chart_arguments(parser) -> None:
+    """How ``run`` and ``search`` draw the text chart."""
+    parser.add_argument("--width", type=_whole("columns"), default=None,
+                        help="width of the text chart (default: the terminal's, 80 when the output is not a terminal)")
+    parser.add_argument("--window", metavar="START:END", action=_Window, default=None,
+                        help="the span of the run the chart draws, in its time unit (default: the whole run where "
+                             "its ops fit the width, else a readable window from 0; 0: is the whole run)")
+    parser.set_defaults(window_text=None)
+    parser.add_argument("--color", action=argparse.BooleanOptionalAction, default=None,
+                        help="the chart's ops in the widget's colours (default: on a terminal, unless NO_COLOR "
+                             "is set; --color also into a pipe)")
 
 
 def _add_config_arguments(parser, segments_help: str) -> None:
@@ -527,20 +636,19 @@ def _add_config_arguments(parser, segments_help: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = _Parser(prog="ppviz", description="Simulate pipeline-parallel training schedules.", epilog=_EXAMPLES,
-                     formatter_class=argparse.RawDescriptionHelpFormatter)
+                     formatter_class=_HelpFormatter)
     parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     run = sub.add_parser("run", help="simulate one schedule and print a text Gantt chart and its metrics",
                          description="Simulate one schedule (or your program) and print a text Gantt chart and "
                                      "its metrics; optionally write exports.",
-                         epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                         epilog=_EXAMPLES, formatter_class=_HelpFormatter)
     run.add_argument("schedule", nargs="?", help="registry name or alias, e.g. 1f1b, zb-h1, Interleaved1F1B")
     run.add_argument("--program", metavar="FILE",
                      help="simulate your own program: a torch CSV (.csv) or text, one device per line; it sets "
                           "the sizes, so -p, -m, -v, --group-size and --segments are refused with it")
     _add_config_arguments(run, "segments per microbatch, > 1 for seq1f1b (default 1)")
-    run.add_argument("--width", type=_whole("columns"), default=None,
-                     help="width of the text chart (default: the terminal's, 80 when the output is not a terminal)")
+    _add_chart_arguments(run)
     run.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
     run.add_argument("--csv", metavar="FILE", help="also write the program as a torch compute_only CSV "
                      "(with --topology, the compute_comms CSV with its sends and receives)")
@@ -552,7 +660,7 @@ def main(argv: list[str] | None = None) -> int:
                              description="Simulate several schedules at the same sizes and costs and print their "
                                          "makespan, bubble and peak activation (with the published closed forms); "
                                          "optionally write the comparison's charts.",
-                             epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                             epilog=_EXAMPLES, formatter_class=_HelpFormatter)
     compare.add_argument("schedules", nargs="*",
                          help="two or more registry names or aliases, e.g. 1f1b zb-h1 v-half (none with --all)")
     compare.add_argument("--all", action="store_true",
@@ -570,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
                                       "limit (ppviz.search): the library's schedules, the zero-bubble authors' "
                                       "automatic scheduler and a local search; print it as run does, with the "
                                       "candidates it ranked, and optionally write exports.",
-                          epilog=_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+                          epilog=_EXAMPLES, formatter_class=_HelpFormatter)
     find.add_argument("--max-memory", metavar="LIMIT", default=None,
                       help="each device's peak activation limit: activation units, or with --model a size such "
                            "as 40GiB; with a memory capacity (--model has the device's) the answer also fits it, "
@@ -578,8 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     find.add_argument("--effort", type=_whole("ops"), default=None,
                       help="ops the local search may evaluate (default 400,000; about 0.7 µs each)")
     _add_config_arguments(find, "segments per microbatch (the search takes whole microbatches: 1)")
-    find.add_argument("--width", type=_whole("columns"), default=None,
-                      help="width of the text chart (default: the terminal's, 80 when the output is not a terminal)")
+    _add_chart_arguments(find)
     find.add_argument("--trace", metavar="FILE", help="also write a Chrome trace (open in Perfetto)")
     find.add_argument("--csv", metavar="FILE", help="also write the program found as a torch compute_only CSV")
     find.add_argument("--html", metavar="FILE", help="also write the interactive chart as a standalone offline page")

@@ -482,6 +482,63 @@ def test_sweep_runs_whatever_the_registry_holds():
     assert all(n in drawn or n in noted for n in names)
 
 
+@pytest.fixture(scope="module")
+def swept():
+    return ppviz.sweep({"schedule": ["1f1b", "dualpipe"], "devices": [2, 3, 4], "microbatches": [4, 8]},
+                       n_jobs=1, progress=False)
+
+
+def test_the_sweep_heatmap_marks_refused_cells_with_their_reason(swept):
+    # was blank: the notebook's heatmap drew only the rows that ran, a refused cell read as missing
+    from ppviz.core.numbers import number, share
+
+    chart = charts.sweep_heatmap(swept)
+    spec = chart.to_dict()
+    rows = rows_of(spec)
+    assert len(rows) == len(swept) == 12
+    for row, (_, want) in zip(rows, swept.iterrows()):
+        assert (row["facet"], row["x"], row["y"]) == (want.schedule, want.microbatches, want.devices)
+        if isinstance(want.refusal, str):
+            assert row["refused"] and row["label"] == "×" and row["why"] == want.refusal and row["value"] is None
+        else:
+            assert not row["refused"] and row["value"] == want.bubble_fraction and row["label"] == share(want.bubble_fraction)
+    refused = [row for row in rows if row["refused"]]
+    assert {(row["x"], row["y"]) for row in refused} == {(4, 3), (8, 3), (4, 4)}  # odd p; m < 2p
+    assert "dualpipe needs an even number of devices" in refused[0]["why"]
+    # drawn: a cell for every row, the refused ones grey under a cross, the reason in the tooltip
+    layers = spec["spec"]["layer"]
+    assert [layer["transform"][0]["filter"] for layer in layers[:2]] == ["!datum.refused", "datum.refused"]
+    assert layers[1]["mark"]["fill"] == CHART["reference"]
+    assert {t["field"] for t in layers[1]["encoding"]["tooltip"]} >= {"why", "x", "y", "facet"}
+    assert "× on grey: refused by the schedule (hover for why)" in " ".join(" ".join(spec["title"]["subtitle"]).split())
+    root = ET.fromstring(charts.to_svg(chart))
+    texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+    assert texts.count("×") == 3  # a cross in each refused cell (the subtitle names it in a line of its own)
+    assert sum(text == share(v) for text in texts for v in swept.bubble_fraction.dropna().unique()) >= 9
+    # makespan too, in the run's numbers
+    spec = charts.sweep_heatmap(swept, metric="makespan", x="devices", y="microbatches").to_dict()
+    assert [r["label"] for r in rows_of(spec) if not r["refused"]] == [number(x) for x in swept.makespan.dropna()]
+    assert [r["label"] for r in rows_of(spec)][:2] == ["15", "27"]  # m(f+b+w) + (p−1)(f+b+w) at p = 2
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda f: charts.sweep_heatmap(f.drop(columns="refusal")), ["DataFrame ppviz.sweep returns"]),
+    (lambda f: charts.sweep_heatmap([1, 2]), ["frame='list'"]),
+    (lambda f: charts.sweep_heatmap(f, x="m"), ["x='m'", "schedule, devices, microbatches"]),
+    (lambda f: charts.sweep_heatmap(f, y="makespan", metric="makespan"), ["y='makespan'"]),
+    (lambda f: charts.sweep_heatmap(f, x="devices"), ["three different columns"]),
+    (lambda f: charts.sweep_heatmap(f, metric="bubble"), ["metric='bubble'", "'fraction'"]),
+    (lambda f: charts.sweep_heatmap(f.iloc[:0]), ["empty"]),
+    (lambda f: charts.sweep_heatmap(f.assign(comm=[0.0] * 6 + [0.1] * 6).assign(devices=2)),
+     ["several rows share a cell", "differ in comm", "frame[frame.comm == ...]"]),
+])
+def test_the_sweep_heatmap_refuses_a_frame_it_cannot_draw(swept, call, words):
+    with pytest.raises(PpvizError) as info:
+        call(swept)
+    for w in words:
+        assert w in str(info.value)
+
+
 # Summarising memory curves ------------------------------------------------------------------
 
 @st.composite
@@ -864,11 +921,11 @@ def test_runs_over_the_capacity_are_left_off_the_pareto_front():
 
 def test_a_light_runs_hollow_marker_is_edged_to_show_on_white():
     # zb-h1's yellow ring alone was faint: 1.3:1 against white, under WCAG's 3:1 for graphics
-    from ppviz.charts.gantt import _luminance, _rgb
     from ppviz.charts.style import SERIES
+    from ppviz.core.style import luminance, rgb
 
     def contrast(a, b):
-        hi, lo = sorted((_luminance(_rgb(a)), _luminance(_rgb(b))), reverse=True)
+        hi, lo = sorted((luminance(rgb(a)), luminance(rgb(b))), reverse=True)
         return (hi + 0.05) / (lo + 0.05)
 
     assert min(contrast(c, "#ffffff") for c in SERIES) < 1.4

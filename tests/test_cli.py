@@ -1,5 +1,6 @@
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -38,7 +39,7 @@ def test_run_prints_a_legible_80_column_gantt_and_metrics(capsys):
     for mb in range(8):
         assert f"F{mb}" in rows[0] and f"B{mb}" in rows[0]
     assert "makespan         33   closed form 33" in out
-    assert "bubble fraction  0.2727" in out
+    assert "bubble fraction  27.3 %   closed form 27.3 %" in out
 
 
 def test_exports_and_program_round_trip(tmp_path, capsys):
@@ -192,6 +193,7 @@ def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
         out = capsys.readouterr().out
         examples = [line.strip() for line in out[out.index("examples:"):].splitlines()[1:]]
         assert len(examples) >= 4
+        assert max(map(len, out.splitlines())) <= 100, argv  # was 267: descriptions unwrapped
     # each example is a command, then (after two spaces or more) what it shows; each one runs
     monkeypatch.chdir(tmp_path)
     Program.from_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1").to_torch_csv("my_schedule.csv")
@@ -200,6 +202,8 @@ def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
         assert command[0] == "ppviz"
         code, out, err = run(capsys, *command[1:])
         assert code == 0 and err == "" and out, example
+        # no line of what an example prints is wider than 100 columns (search's were 140)
+        assert max(map(len, out.splitlines())) <= 100, example
 
 
 def test_search_prints_what_ppviz_search_finds_with_the_candidates_it_ranked(capsys, tmp_path):
@@ -213,7 +217,10 @@ def test_search_prints_what_ppviz_search_finds_with_the_candidates_it_ranked(cap
     table = out[out.index(f"{len(found.candidates)} candidates, "):].splitlines()
     assert table[0] == (f"{len(found.candidates)} candidates, {sum(c.fits for c in found.candidates)} fit; the "
                         "fastest of each kind, up to 5 that fit and 5 that do not:")
-    rows = [line.split() for line in table[2:] if line.strip() and not line.startswith("wrote")]
+    # each column says its unit under its name: the run's time unit, activation units without bytes
+    assert table[1].split() == ["candidate", "makespan", "peak", "activation", "fits"]
+    assert table[2].split() == ["(time", "units)", "(activations)"]
+    rows = [line.split() for line in table[3:] if line.strip() and not line.startswith("wrote")]
     # fitting first, fastest first; every one that fits is within the limit
     fits = [row[-1] for row in rows]
     assert fits == sorted(fits, key=lambda x: x != "yes") and "yes" in fits and "no" in fits
@@ -232,6 +239,37 @@ def test_search_with_a_model_fits_the_device_and_takes_sizes_in_bytes(capsys):
     assert code == 0 and "search ≤ 30 GiB: p=4 m=8 v=2" in out
 
 
+def test_search_with_a_model_speaks_ms_and_gib_in_100_columns_without_internal_names(capsys):
+    # was 140 columns: "zb-auto (allow_bubble_before_first_b+prioritize_b+no_bubble_greedy; limit 3.95564)",
+    # a makespan without its unit and peaks headed (GiB) beside a summary in activation units
+    code, out, err = run(capsys, "search", "--model", "llama-3-8b", "-p", "4", "-m", "16")
+    assert code == 0 and err == "" and max(map(len, out.splitlines())) <= 100
+    for internal in ("zb-auto", "allow_bubble", "prioritize_b", "no_bubble_greedy", "limit ", "warm-up ≤", "flags"):
+        assert internal not in out
+    table = out.splitlines()[out.splitlines().index(next(line for line in out.splitlines()
+                                                          if line.startswith("candidate "))):]
+    assert table[0].split() == ["candidate", "makespan", "peak", "activation", "peak", "memory", "fits"]
+    assert table[1].split() == ["(ms)", "(GiB)", "(GiB)"]
+    found = ppviz.search(Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"),
+                                           devices=4, microbatches=16), progress=False)
+    gib = found.config.activation_bytes / 2**30
+    by_name = {c.name: c for c in found.candidates}
+    for line in table[2:]:
+        if not line.strip():
+            break
+        name, makespan, activation, memory, fits = re.fullmatch(r"(.+?)\s{2,}(\S+)\s+(\S+)\s+(\S+)\s+(yes|no)", line).groups()
+        c = by_name[name]
+        assert (makespan, activation, memory, fits) == (
+            ppviz.core.numbers.number(c.makespan), ppviz.core.numbers.number(c.peak_activation * gib),
+            ppviz.core.numbers.number(c.peak_memory * gib), "yes" if c.fits else "no")
+    # the candidates are named for what they are, in the config's units
+    names = [c.name for c in found.candidates]
+    assert any(re.fullmatch(r"zero-bubble heuristic \(≤ [\d.]+ GiB, variant [1-8]\)", n) for n in names)
+    assert any(re.fullmatch(r"capped ZB-H1 \(≤ \d+ in flight(, W's held back ≤ \d+)?\)", n) for n in names)
+    assert "GPipe in waves of 2" in names and "one microbatch at a time" in names
+    assert f"(best candidate {found.best_candidate.name}: " in repr(found)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--max-memory", "30GiB"], "--max-memory '30GiB': a size in bytes needs the bytes of one activation unit, and "
                                 "this config has none; give a number of activation units, or set the config's "
@@ -239,7 +277,7 @@ def test_search_with_a_model_fits_the_device_and_takes_sizes_in_bytes(capsys):
     ([], "--max-memory not given: nothing to search under: no limit and no memory capacity"),
     (["--max-memory", "lots"], "--max-memory 'lots' is not accepted; give a number of activation units, or a size"),
     (["--max-memory", "0.5"], "--max-memory 0.5: no schedule fits: every one needs more on some device; give at "
-                              "least 1, the least peak activation of any schedule here (one at a time)"),
+                              "least 1, the least peak activation of any schedule here (one microbatch at a time)"),
     (["--max-memory", "3", "--group-size", "2"], "--group-size sets an interleaved schedule's microbatch groups; "
                                                  "the search builds its own orders: drop it"),
     (["--max-memory", "3", "--effort", "-1"], "--effort -1 is not accepted; give a whole number from 0 to"),
@@ -286,6 +324,31 @@ def test_hostile_arguments_get_one_line_and_exit_code_2(tmp_path, argv, fragment
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 2 and out == b""
     assert err.count(b"\n") == 1 and b"error: " in err and fragment.encode() in err, err
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (("run", "1f1b", "--microbatches", "8"), "unrecognized arguments: --microbatches 8; did you mean '-m'?"),
+    (("run", "1f1b", "--devices=4"), "unrecognized arguments: --devices=4; did you mean '-p'?"),
+    (("run", "interleaved-1f1b", "--stages-per-device", "2"), "did you mean '-v'?"),
+    (("search", "--max-memory", "3", "--widht", "50"), "unrecognized arguments: --widht 50; did you mean '--width'?"),
+    (("compare", "1f1b", "zb-h1", "--sortt", "memory"), "did you mean '--sort'?"),
+    (("compare", "1f1b", "zb-h1", "--microbatch-group-size", "4"), "did you mean '--group-size'?"),
+    (("run", "1f1b", "--tensor-paralel", "2"), "did you mean '--tensor-parallel'?"),
+])
+def test_an_unknown_option_gets_the_nearest_one_its_command_takes(capsys, argv, suggestion):
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and suggestion in err and err.count("\n") == 1
+    assert err.endswith(f"(see ppviz {argv[0]} --help)\n")
+
+
+def test_an_option_like_no_other_gets_no_suggestion(capsys):
+    for argv in (("run", "1f1b", "--bogus"), ("list", "--width", "80"), ("compare", "1f1b", "zb-h1", "--window", "0:")):
+        with pytest.raises(SystemExit) as info:
+            main(list(argv))
+        err = capsys.readouterr().err
+        assert info.value.code == 2 and "unrecognized arguments" in err and "did you mean" not in err, err
 
 
 # compare ------------------------------------------------------------------------------------
@@ -455,7 +518,7 @@ def test_run_model_simulates_the_configs_from_model(capsys):
     res = simulate(config)
     assert code == 0 and err == ""
     assert " ".join(" ".join(summary_lines(out)).split()) == " ".join(res.summary().split())
-    assert summary_lines(out)[0].startswith("zb-v: p=8 m=32 v=2 ") and " ms  (1536 ops)" in summary_lines(out)[0]
+    assert summary_lines(out)[0].startswith("zb-v: p=8 m=32 v=2 ") and " ms  (1,536 ops)" in summary_lines(out)[0]
     assert "memory capacity  80 GiB per device" in out
     # the default machine is an H100, and a topology carries the model's hidden states
     code, out, _ = run(capsys, "run", "1f1b", "--model", "llama-3-8b", "--topology", "dgx-h100")
@@ -541,7 +604,7 @@ def test_a_column_several_ops_share_is_marked_and_the_width_that_shows_them_name
     # one device: three forwards of 0.5 then three backwards of 3; at 20 columns a column is one
     # time unit, so F0 and F1 share the first column (marked ':'), F2 fills the middle of the next
     res = simulate(Program.from_text("0F0 0F1 0F2 0B0 0B1 0B2"), f=0.5, b=3, w=0)
-    assert text_gantt(res, 20) == "\n".join([
+    assert text_gantt(res, 20, window=(0, None)) == "\n".join([
         "dev 0 :FB0B1BBB2·",
         "      0      10.5",
         ": several ops in a",
@@ -563,7 +626,8 @@ def test_a_column_several_ops_share_is_marked_and_the_width_that_shows_them_name
         "# F&B pair  · idle"])
     # the command line names its option and the unit of the times
     timed = simulate(Program.from_text("0F0 0F1 0F2 0B0 0B1 0B2"), f=0.5, b=3, w=0, time_unit="ms")
-    assert text_gantt(timed, 24, widen="--width {}").splitlines()[:5] == [
+    cli = text_gantt_module.Hints("--width {}", "--window {}:{}", "--window 0:")
+    assert text_gantt(timed, 24, window=(0, None), hints=cli).splitlines()[:5] == [
         "dev 0 :FB0B1BBB2·",
         "      0      10.5",
         ": several ops in a",
@@ -574,7 +638,7 @@ def test_a_column_several_ops_share_is_marked_and_the_width_that_shows_them_name
 def test_run_marks_merged_columns_instead_of_dropping_ops(capsys):
     # was `dev 7 ····FBFBFBFBB4B5BFBFBF...`: device 7 alternates F and B, but most forwards are
     # narrower than a column and were dropped, and two backwards looked labelled side by side
-    code, out, _ = run(capsys, "run", "1f1b", "-p", "8", "-m", "32")
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "8", "-m", "32", "--window", "0:")
     lines = out.splitlines()
     assert code == 0 and lines[7:10] == [
         "dev 7 ····FBFBFBF::::::FBFBFBFBF::::::FBFBFBFBF::::::FBFBFBFBF::::::FB·········",
@@ -588,7 +652,7 @@ def test_run_marks_merged_columns_instead_of_dropping_ops(capsys):
 
 def test_run_at_60_columns_shows_every_forward(capsys):
     # was: F1 and F5 of device 11 lost (`dev 11 ········FB0B1FBFBFB4B5...`)
-    code, out, _ = run(capsys, "run", "1f1b", "-p", "12", "-m", "12", "--width", "60")
+    code, out, _ = run(capsys, "run", "1f1b", "-p", "12", "-m", "12", "--width", "60", "--window", "0:")
     assert code == 0 and out.splitlines()[:15] == [
         "dev 0  F::F::F::·················B·B·B2B3·B·B·B6B7·B·B·BBBB",
         "dev 1  ·::F::F::···············B::B·B·B·B4B5·B·B·B8B9·B·B··",
@@ -621,14 +685,20 @@ def test_touching_ops_of_one_kind_are_labelled_all_or_none(capsys):
         "F forward  B backward  I input-grad  W weight-grad  # F&B pair  · idle"]
 
 
-def check_every_op_drawn_honestly(res, width: int) -> None:
-    """Every op that takes time shows, in a column it reaches, its letter or ':'; a column shows
-    a letter only where one op of that kind is alone in it or covers its middle, and ':' where
-    an op narrower than a column shares it."""
-    ops = text_gantt_module._drawn_ops(res)
+def check_every_op_drawn_honestly(res, width: int, window=None) -> None:
+    """Every op that takes time in the span drawn shows, in a column it reaches, its letter or ':';
+    a column shows a letter only where one op of that kind is alone in it or covers its middle,
+    and ':' where an op narrower than a column shares it."""
+    start, end, ops, drawn = text_gantt_module.chart(res, width, window)
     lw = len(f"dev {res.devices - 1} ")
-    scale = text_gantt_module._fit(ops, res.makespan, res.devices, width - lw - 1).scale
-    rows = [line[lw:] for line in res.to_text(width).splitlines()[:res.devices]]
+    rows = [line[lw:] for line in text_gantt(res, width, window=window).splitlines()[:res.devices]]
+    assert [len(row) for row in rows] == [drawn.grid.shape[1]] * res.devices
+    assert 0 <= start < end <= res.makespan
+    # the ops in the span are those of the run that reach into it, cut at its edges
+    inside = (res.ops.end > start) & (res.ops.start < end) & (res.ops.end > res.ops.start) & ~res.program.pair
+    assert len(ops["start"]) == inside.sum() - np.sum(inside & (np.minimum(res.ops.end, end) -
+                                                                 np.maximum(res.ops.start, start) <= 1e-9 * end))
+    scale = drawn.scale
     eps = 1e-6
     reach = {}
     for d, s, e, k in zip(ops["device"], ops["start"] * scale, ops["end"] * scale, ops["kind"]):
@@ -653,16 +723,116 @@ def check_every_op_drawn_honestly(res, width: int) -> None:
                     any(k == char and s <= c + 0.5 < e for s, e, k, _ in there), (d, c, char)
 
 
+@pytest.mark.parametrize("window", [(0, None), None, (7.25, 19.5)], ids=["whole run", "chosen", "asked for"])
 @pytest.mark.parametrize("config, width", [
     (dict(schedule="1f1b", devices=12, microbatches=12), 60),
     (dict(schedule="1f1b", devices=8, microbatches=32), 80),
     (dict(schedule="zb-v", devices=4, microbatches=8), 80),
     (dict(schedule="interleaved-1f1b", devices=4, microbatches=8, stages_per_device=2, comm=0.3), 45),
+    (dict(schedule="interleaved-1f1b", devices=8, microbatches=32, stages_per_device=2), 80),
     (dict(schedule="zb-h1", devices=12, microbatches=3, f=1234567.5), 33),
     (dict(schedule="1f1b-overlap", devices=4, microbatches=16, b=1.7), 50),
 ])
-def test_no_op_is_dropped_or_merged_into_another_letter(config, width):
-    check_every_op_drawn_honestly(simulate(Config(**config)), width)
+def test_no_op_is_dropped_or_merged_into_another_letter(config, width, window):
+    res = simulate(Config(**config))
+    if window is not None and window[0] >= res.makespan:
+        window = (res.makespan / 3, res.makespan / 2)
+    check_every_op_drawn_honestly(res, width, window)
+
+
+def filler(chart: str) -> float:
+    """The share of a chart's row cells (after ``dev N ``) that are ``:``, several ops in one column."""
+    cells = "".join(line.split(" ", 2)[2] for line in chart.splitlines() if line.startswith("dev "))
+    return cells.count(":") / len(cells)
+
+
+def test_the_chart_at_80_columns_draws_ops_not_filler_and_says_how_to_see_the_rest(capsys):
+    # was 86 % ':' at 80 columns (and "--width 220 shows each op"): 1,024 ops in 73 columns
+    res = simulate(Config(schedule="interleaved-1f1b", devices=8, microbatches=32, stages_per_device=2))
+    assert filler(text_gantt(res, 80, window=(0, None))) > 0.8
+    code, out, err = run(capsys, "run", "interleaved-1f1b", "-p", "8", "-m", "32", "-v", "2")
+    assert code == 0 and err == "" and max(map(len, out.splitlines())) <= 80
+    rows = chart_rows(out)
+    assert len(rows) == 8 and filler(out) == 0
+    # half the ops drawn carry their microbatch: F0, B3 ...
+    start, end, ops, drawn = text_gantt_module.chart(res, 80)
+    assert (start, end) == (0, 18) and 2 * drawn.labelled >= drawn.shown > 150
+    assert out.splitlines()[8:11] == [
+        "      0                                                                     18",
+        "time 0 to 18 of 107 time units shown; --window 18:36 the next, --window 0: the",
+        "whole run"]
+    # the windows the notes name tile the run, each as readable, the last ending with the run
+    seen, window = [], "18:36"
+    while window is not None:
+        code, out, _ = run(capsys, "run", "interleaved-1f1b", "-p", "8", "-m", "32", "-v", "2", "--window", window)
+        note = " ".join(line for line in out.splitlines() if line.startswith(("time ", "--window", "whole")))
+        assert code == 0 and filler(out) == 0 and note.startswith(f"time {window.replace(':', ' to ').replace('108', '107')} of 107 time units shown"), note
+        seen.append(window)
+        following = re.search(r"--window (\S+) the next", note)
+        window = following and following[1]
+    assert seen == ["18:36", "36:54", "54:72", "72:90", "90:108"]
+    assert "--window 72:90 the one before" in note
+    # the whole run is still there for those who ask, merged where it must be
+    code, out, _ = run(capsys, "run", "interleaved-1f1b", "-p", "8", "-m", "32", "-v", "2", "--window", "0:")
+    assert code == 0 and filler(out) > 0.8 and "--width 220 shows each op" in out and "the next" not in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--window", "20"], "--window '20': give START:END, times in the run's unit from 0, e.g. 0:20"),
+    (["--window", "5:3"], "--window 5:3: the start must come before the end"),
+    (["--window=-1:3"], "--window '-1:3': give START:END"),
+    (["--window", "nan:"], "--window 'nan:': give START:END"),
+    (["--window", "40:"], "--window 40: starts where the run has ended (at 33); give a start before that"),
+])
+def test_a_window_the_run_cannot_show_is_one_line(capsys, argv, message):
+    if argv[-1][0] == "4":  # known to be past the end only once the run is simulated
+        code, out, err = run(capsys, "run", "1f1b", *argv)
+    else:  # refused as the options are read
+        with pytest.raises(SystemExit) as info:
+            main(["run", "1f1b", *argv])
+        code, (out, err) = info.value.code, capsys.readouterr()
+    assert code == 2 and out == "" and message in err and err.count("\n") == 1
+
+
+def test_a_window_cuts_the_ops_at_its_edges_and_names_its_neighbours():
+    res = simulate(Config(schedule="1f1b", devices=2, microbatches=4))
+    # F = 1 and B = 2 at 4 columns per time unit: the window 3.5 to 8.5 starts half a unit before
+    # device 0's B0 and cuts device 1's B0 and B2 at its edges
+    assert text_gantt(res, 27, window=(3.5, 8.5)).splitlines()[:13] == [
+        "dev 0 ··B0BBBBBBF2FFB1BBBB",
+        "dev 1 B0F1FFB1BBBBBBF2FFB2",
+        "      3.5              8.5",
+        "time 3.5 to 8.5 of 15 time",
+        "units shown;",
+        "window=(8.5, 13.5) the",  # an option and its value stay on one line
+        "next, window=(0, 3.5) the",
+        "one before,",
+        "window=(0, None) the whole",
+        "run",
+        "F forward  B backward",
+        "I input-grad  W weight-grad",
+        "# F&B pair  · idle"]
+    # an end past the run's stops there; the whole run has no note
+    assert text_gantt(res, 80, window=(0, 100)) == text_gantt(res, 80, window=(None, None)) == text_gantt(res, 80)
+    with pytest.raises(ppviz.ConfigError, match=r"window=\(3, 2\) is not accepted; give \(start, end\)"):
+        text_gantt(res, 27, window=(3, 2))
+    for bad in ((15, None), (-1, 2), (0, float("nan")), (True, 3), "0:3", (1, 2, 3)):
+        with pytest.raises(ppviz.ConfigError, match="window="):
+            text_gantt(res, 27, window=bad)
+
+
+def test_ops_too_short_for_any_readable_window_draw_the_whole_run_within_the_width():
+    # f = 1e-12 beside b = 1e12: a window showing every forward would be 1e-23 of the run
+    res = simulate(Config(schedule="1f1b", devices=4, microbatches=8, f=1e-12, b=1e12, w=0))
+    assert text_gantt(res, 80) == text_gantt(res, 80, window=(0, None))
+    for width in (20, 21, 33, 80):
+        chart = text_gantt(res, width)
+        assert ": several ops in a column" in " ".join(chart.split()) and max(map(len, chart.splitlines())) <= width
+    # tiny but even ops do get windows; at 20 columns their options break rather than overflow
+    tiny = simulate(Config(schedule="1f1b", devices=4, microbatches=8, f=1e-300, b=1e-300, w=1e-300))
+    for width in (20, 21, 33):
+        chart = text_gantt(tiny, width)
+        assert "time 0 to " in chart and max(map(len, chart.splitlines())) <= width, chart
 
 
 def test_the_time_axis_starts_under_the_first_column(capsys):
@@ -680,9 +850,16 @@ def test_the_time_axis_starts_under_the_first_column(capsys):
 def test_numbers_print_whole_or_with_their_whole_part(capsys):
     assert [number_text(x) for x in (1234.0, 1234.5, 1234.56, 3.9375, 0.5, 0.0123, 2.0, -3.0, 1e20)] == \
         ["1234", "1234.5", "1234.6", "3.94", "0.5", "0.0123", "2", "-3", "1e+20"]
-    # was `peak activation  1.23e+03 1.23e+03` where compare printed 1234
+    # was `peak activation  1.23e+03 1.23e+03` where compare printed 1234; the summary's numbers
+    # are core.numbers': thousands grouped, three significant digits, shares in per cent
     code, out, _ = run(capsys, "run", "gpipe", "-p", "2", "-m", "1234", "--f", "1.5")
-    assert code == 0 and out.splitlines()[-2:] == ["  peak activation  1234 1234", "    closed form    1234 1234  [m]"]
+    assert code == 0 and out.splitlines()[-7:] == [
+        "gpipe: p=2 m=1234 v=1 f=1.5 b=1 w=1 comm=0  (4,936 ops)",
+        "  makespan         4,323   closed form 4,323",  # 4,322.5 (m + p − 1)(f + b + w), whole
+        "  bubble fraction  0.081 %   closed form 0.081 %  [idle per device:",
+        "                   (p−1)(f+b+w)]",
+        "  bubble rate      0.081 %   closed form 0.081 %",
+        "  peak activation  1,234 1,234", "    closed form    1,234 1,234  [m]"]
     code, out, _ = run(capsys, "compare", "gpipe", "1f1b", "-p", "2", "-m", "1234", "--f", "1.5")
     assert code == 0 and table_rows(out)["gpipe"][-2:] == ["1,234", "(1,234)"]
 
@@ -802,7 +979,7 @@ def test_run_segments_splits_seq1f1bs_microbatches(capsys):
     plain = simulate(Config(schedule="1f1b", devices=4, microbatches=8))
     assert code == 0 and err == "" and res.makespan != plain.makespan
     assert summary_lines(out)[:2] == ["seq1f1b: p=4 m=8 k=4 segments v=1 f=1 b=1 w=1 comm=0  (256 ops)",
-                                      f"  makespan         {res.makespan:.6g}   closed form {res.makespan:.6g}"]
+                                      "  makespan         26.3   closed form 26.3"]
     assert res.makespan == 26.25
 
 
@@ -826,7 +1003,9 @@ def test_run_activation_bytes_reports_the_memory_in_gib(capsys):
                          "--activation-bytes", str(2**31))
     res = simulate(Config(schedule="1f1b", devices=4, microbatches=8, memory_capacity=3, activation_bytes=2**31))
     lines = summary_lines(out)
-    assert code == 0 and err == "" and "  peak memory GiB  8 6 4 2" in lines
+    # one unit system: with the bytes of an activation unit every amount of memory is in GiB
+    assert code == 0 and err == "" and lines[4:6] == ["  peak activation  8 6 4 2 GiB",
+                                                      "    closed form    8 6 4 2 GiB  [min(p−r, m) on rank r]"]
     assert " ".join(" ".join(lines).split()) == " ".join(res.summary().split())
     assert "memory capacity  6 GiB per device: OUT OF MEMORY on device 0" in out
     code, out, err = run(capsys, "run", "1f1b", "--activation-bytes", "0")
@@ -873,9 +1052,8 @@ def test_run_help_names_the_new_options_in_one_line_each(capsys):
 
 # the summary wrapped to the terminal -------------------------------------------------------------
 
-ZB_V_BUBBLE = ["  bubble fraction  0.0588   closed form 0.0588  [idle per device: (p−1)·f/2:",
-               "                   only the fill, p−1 half-stage forwards before device p−1",
-               "                   starts]"]
+ZB_V_BUBBLE = ["  bubble fraction  5.9 %   closed form 5.9 %  [idle per device: (p−1)·f/2: only",
+               "                   the fill, p−1 half-stage forwards before device p−1 starts]"]
 
 
 def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeypatch):
@@ -884,7 +1062,7 @@ def test_run_wraps_its_summary_to_80_columns_when_not_a_terminal(capsys, monkeyp
     code, out, err = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
     assert code == 0 and err == "" and max(len(line) for line in out.splitlines()) <= 80
     summary = summary_lines(out)
-    assert summary[2:5] == ZB_V_BUBBLE
+    assert summary[2:4] == ZB_V_BUBBLE
     # nothing is lost: the wrapped lines read back as the library's summary
     whole = simulate(Config(schedule="zb-v", devices=4, microbatches=8)).summary()
     assert " ".join(" ".join(summary).split()) == " ".join(whole.split())
@@ -899,6 +1077,7 @@ def test_run_draws_its_chart_as_wide_as_the_terminal_unless_told(capsys, monkeyp
     # was 80 columns whatever the terminal: at m = 32 the labels only showed with --width
     import ppviz.cli as cli
 
+    monkeypatch.setenv("NO_COLOR", "1")  # the width alone: a terminal would be in colour
     code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "32")
     narrow = chart_rows(out)
     assert code == 0 and max(len(row) for row in narrow) <= 80
@@ -910,6 +1089,74 @@ def test_run_draws_its_chart_as_wide_as_the_terminal_unless_told(capsys, monkeyp
     assert code == 0 and wide == chart_rows(text_gantt(result, 200)) and 160 < max(len(row) for row in wide) <= 200
     code, out, _ = run(capsys, "run", "1f1b", "-p", "4", "-m", "32", "--width", "80")
     assert chart_rows(out) == narrow
+
+
+SGR = re.compile(r"\x1b\[([0-9;]*)m")
+
+
+def cells(line: str) -> list[tuple[str, str]]:
+    """A coloured line as (character, the escape's parameters in force, "" for none) per column."""
+    out, current, at = [], "", 0
+    for found in SGR.finditer(line):
+        out += [(c, current) for c in line[at:found.start()]]
+        current = "" if found[1] in ("", "0") else found[1]
+        at = found.end()
+    return out + [(c, current) for c in line[at:]]
+
+
+def test_the_chart_is_in_the_widgets_colours_on_a_terminal_only(capsys, monkeypatch):
+    from ppviz.core.style import STYLE, kind_paints
+
+    for name in ("NO_COLOR", "COLORTERM"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    argv = ("run", "zb-v", "-p", "4", "-m", "8")
+    code, plain, _ = run(capsys, *argv)
+    assert code == 0 and "\x1b" not in plain  # a pipe (captured here) is never coloured
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and "\x1b[" in out and SGR.sub("", out) == plain  # the same chart, painted
+    for name, value in (("NO_COLOR", "1"), ("TERM", "dumb")):
+        with monkeypatch.context() as m:
+            m.setenv(name, value)
+            assert run(capsys, *argv)[1] == plain
+    assert run(capsys, *argv, "--no-color")[1] == plain
+    monkeypatch.setenv("NO_COLOR", "")  # no-color.org: set and not empty
+    assert run(capsys, *argv)[1] == out
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: False)
+    assert run(capsys, *argv, "--color")[1] == out  # asked for, into a pipe (less -R)
+
+    # 24-bit where the terminal says so: each op in its kind's colour and microbatch shade, with
+    # the widget's ink on it; idle plain
+    monkeypatch.setenv("COLORTERM", "truecolor")
+    code, out, _ = run(capsys, *argv, "--color")
+    theme = STYLE["themes"]["light"]
+    paints = kind_paints(theme["kinds"], theme["shadeSteps"])
+
+    def sgr(fill: str, ink: str) -> str:
+        r, g, b, ir, ig, ib = (int(c[k:k + 2], 16) for c in (fill, ink) for k in (1, 3, 5))
+        return f"38;2;{ir};{ig};{ib};48;2;{r};{g};{b}"
+
+    slot_of = {"F": "F", "B": "B", "I": "B", "W": "W"}
+    res = simulate(Config(schedule="zb-v", devices=4, microbatches=8))
+    rows = [cells(line)[6:] for line in out.splitlines()[:4]]
+    scale = len(rows[0]) / res.makespan
+    o = res.ops
+    for d, row in enumerate(rows):
+        for col, (char, painted) in enumerate(row):
+            middle = (col + 0.5) / scale
+            op = np.flatnonzero((o.device == d) & (o.start <= middle) & (o.end > middle))
+            if char == "·":
+                assert painted == "" and len(op) == 0
+                continue
+            k = op[0]
+            assert char in (o.kind[k], *"0123456789"), (d, col)
+            shade = STYLE["shadeOrder"][int(o.microbatch[k]) % len(STYLE["shadeOrder"])]
+            assert painted == sgr(*paints[slot_of[o.kind[k]], shade]), (d, col, char)
+    legend = out.splitlines()[5]
+    assert SGR.sub("", legend) == "F forward  B backward  I input-grad  W weight-grad  # F&B pair  · idle"
+    assert [painted for char, painted in cells(legend) if char in "FBIW#"][:5] == [
+        sgr(*paints[slot, 0]) for slot in ("F", "B", "B", "W", "F&B")]
 
 
 def test_run_wraps_its_summary_to_the_terminals_width(capsys, monkeypatch):
@@ -924,7 +1171,7 @@ def test_run_wraps_its_summary_to_the_terminals_width(capsys, monkeypatch):
     code, out, _ = run(capsys, "run", "zb-v", "-p", "4", "-m", "8")
     summary = summary_lines(out)
     assert code == 0 and max(len(line) for line in summary) <= 60 and summary[2:4] == [
-        "  bubble fraction  0.0588   closed form 0.0588  [idle per",
+        "  bubble fraction  5.9 %   closed form 5.9 %  [idle per",
         "                   device: (p−1)·f/2: only the fill, p−1"]
 
 

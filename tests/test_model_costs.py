@@ -9,6 +9,7 @@ import pytest
 
 import ppviz
 from ppviz import Config, ConfigError, Hardware, LayoutError, Transformer, simulate
+from ppviz.core.numbers import number
 from ppviz.model import activations, flops
 from ppviz.model.activations import Parallel
 from ppviz.model.static_memory import bytes_per_param
@@ -52,8 +53,10 @@ def test_memory_in_bytes_and_the_device_capacity():
     assert cfg.memory_capacity * cfg.activation_bytes == 80 * GIB
     assert res.fits.all() and not res.out_of_memory and res.excess.max() == 0
     text = res.summary()
-    assert "makespan" in text and " ms" in text and "peak memory GiB" in text
-    assert f"memory capacity  80 GiB per device: fits (highest peak {res.peak_memory_bytes.max() / GIB:.3g} GiB" in text
+    # one unit system: ms, and every amount of memory in GiB
+    gib = " ".join(number(x / GIB) for x in res.peak_memory_bytes)
+    assert f"  makespan         {number(res.makespan, 'ms')}" in text and f"  peak memory      {gib} GiB" in text
+    assert f"memory capacity  80 GiB per device: fits (highest peak {number(res.peak_memory_bytes.max() / GIB)} GiB" in text
 
 
 def test_out_of_memory_names_the_devices_and_the_excess():

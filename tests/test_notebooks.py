@@ -39,7 +39,7 @@ def _line(output: str, start: str) -> str:
 # Each notebook's checks of what its prose claims, on its printed output. The expected figures
 # come from the papers' formulas, not from ppviz.
 def _quickstart(out):
-    assert "makespan         33   closed form 33" in out and "bubble fraction  0.2727" in out
+    assert "makespan         33   closed form 33" in out and "bubble fraction  27.3 %   closed form 27.3 %" in out
     ideal, fill = M * STEP, (P - 1) * STEP  # m(f+b+w) and (p−1)(f+b+w)
     assert f"makespan {ideal + fill:g}; closed form m·(f+b+w) + (p−1)·(f+b+w) = {ideal + fill:g}" in out
     assert f"idle per device {fill:g} = (p−1)·(f+b+w) = {fill:g}, a bubble of {Fraction(P - 1, M + P - 1)} of the run" in out

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, DeadlockError, Program, simulate
-from ppviz.core.result import number_text
+from ppviz.core.numbers import number
 
 
 def run(schedule, p=4, m=8, **kw):
@@ -321,20 +321,18 @@ def test_the_settings_name_stages_alike_together():
     costs = config.stage_costs
     middle = costs[1]
     assert all(costs[s] == middle for s in range(1, 15)) and costs[0] != middle != costs[15]
-    assert line == ("  settings         w_share=1; "
-                    f"stage 0 f={number_text(costs[0]['f'])} b={number_text(costs[0]['b'])} "
-                    f"w={number_text(costs[0]['w'])} activation={number_text(costs[0]['activation'])} "
-                    f"params={number_text(costs[0]['params'])}; "
-                    f"stages 1–14 f={number_text(middle['f'])} b={number_text(middle['b'])} "
-                    f"w={number_text(middle['w'])} activation={number_text(middle['activation'])} "
-                    f"params={number_text(middle['params'])}; "
-                    f"stage 15 f={number_text(costs[15]['f'])} b={number_text(costs[15]['b'])} "
-                    f"w={number_text(costs[15]['w'])} activation={number_text(costs[15]['activation'])} "
-                    f"params={number_text(costs[15]['params'])}")
+    gib = config.activation_bytes / 2**30
+
+    def stage(c):  # times in the run's unit (ms), memory in GiB: the summary's one unit system
+        return (f"f={number(c['f'])} b={number(c['b'])} w={number(c['w'])} "
+                f"activation={number(c['activation'] * gib)} GiB params={number(c['params'] * gib)} GiB")
+
+    assert line == f"  settings         w_share=1; stage 0 {stage(costs[0])}; stages 1–14 {stage(middle)}; " \
+                   f"stage 15 {stage(costs[15])}"
     # under recompute each stage's recompute time matters, and is named
     recomputed = simulate(config.replace(recompute="full")).summary().splitlines()[1]
-    assert f"stages 1–14 f={number_text(middle['f'])} b={number_text(middle['b'])} w={number_text(middle['w'])} " \
-           f"recompute={number_text(middle['recompute'])} activation=" in recomputed
+    assert f"stages 1–14 f={number(middle['f'])} b={number(middle['b'])} w={number(middle['w'])} " \
+           f"recompute={number(middle['recompute'])} activation=" in recomputed
     # stages alike but not next to each other stay apart
     apart = simulate(run("1f1b", stage_costs={0: {"f": 2.0}, 2: {"f": 2.0}}).config).summary().splitlines()[1]
     assert apart == "  settings         stage 0 f=2; stage 2 f=2"

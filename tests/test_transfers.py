@@ -411,10 +411,10 @@ def test_a_links_description_reads_the_same_whatever_unit_it_was_written_in():
 
 
 def test_summaries_say_sizes_in_binary_units():
-    from ppviz.core.result import size_text
+    from ppviz.core.numbers import size
 
-    assert [size_text(x) for x in (0, 512, 1024, 1536, 64 * 2**20, 1.5 * 2**30, 3 * 2**40)] == [
-        "0 bytes", "512 bytes", "1 KiB", "1.5 KiB", "64 MiB", "1.5 GiB", "3 TiB"]
+    assert [size(x) for x in (0, 512, 1024, 1536, 64 * 2**20, 1.5 * 2**30, 3 * 2**40)] == [
+        "0 B", "512 B", "1 KiB", "1.5 KiB", "64 MiB", "1.5 GiB", "3 TiB"]
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, time_unit="ms",
                                       topology="dgx-h100", comm_bytes=64 * 2**20))
     # 2 · (p − 1) · m = 48 transfers of 64 MiB: 3 GiB

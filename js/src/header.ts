@@ -92,8 +92,9 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
   title.append(el("span", "ppviz-sizes", sizesText(meta, o.compact)));
   const badge = badgeOf(meta, o.compact);
   if (badge) title.append(badge);
-  const caveat = cf && !cf.applies
-    ? ` (${cf.caveat ?? `the closed form assumes ${cf.assumptions}; this config does not meet all of it`})` : "";
+  const why = cf && !cf.applies
+    ? (cf.caveat ?? `the closed form assumes ${cf.assumptions}; this config does not meet all of it`) : "";
+  const caveat = why ? ` (${why})` : "";
   const closed = (x: string | null) => (cf ? (x === null ? "closed form: none" : `closed form ${x}${cf.applies ? "" : "*"}`) : null);
   const peak = max(meta.peak_memory) ?? 0;
   const cfPeak = cf?.peak_activation ? max(cf.peak_activation) : null;
@@ -146,7 +147,10 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
   if (comm) cards.push(comm);
   cards.push(memoryCard);
   metrics.append(...cards);
-  header.replaceChildren(title, metrics);
+  // a closed form marked * is one whose assumptions this config breaks: say so where it shows,
+  // not only in the cards' tooltips
+  const footnote = why ? [el("div", "ppviz-footnote", `* ${why}`)] : [];
+  header.replaceChildren(title, metrics, ...footnote);
 }
 
 /** Exposed communication beside the bubble, for a run with transfers: the most idle time any

@@ -28,6 +28,7 @@ export const CSS = `
 .ppviz-metric-label { font-size: ${px.caption}px; text-transform: uppercase; letter-spacing: 0.06em; color: var(--ppviz-muted); }
 .ppviz-metric-value { font-size: ${px.metric}px; font-weight: 650; line-height: 1.25; }
 .ppviz-metric-closed { font-size: ${px.label}px; color: var(--ppviz-muted); }
+.ppviz-footnote { flex-basis: 100%; font-size: ${px.caption}px; color: var(--ppviz-muted); }
 .ppviz-metric-over { border-color: var(--ppviz-oom); }
 .ppviz-metric-over .ppviz-metric-value { color: var(--ppviz-oom); }
 .ppviz-fit {

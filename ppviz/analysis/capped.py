@@ -56,8 +56,9 @@ def capped_orders(problem: Problem, limit: float):
             if tuple(delays) in built:
                 continue
             built.add(tuple(delays))
-            yield f"zb-h1, warm-up ≤ {cap}, W's held {'≤ ' + str(max(delays)) if any(delays) else 'none'}", \
-                _orders(p, m, warmups, delays)
+            # named by what it holds: a warm-up of c forwards keeps c + 1 microbatches in flight
+            held_back = f", W's held back ≤ {max(delays)}" if any(delays) else ""
+            yield f"capped ZB-H1 (≤ {cap + 1} in flight{held_back})", _orders(p, m, warmups, delays)
 
 
 def wave_orders(problem: Problem, limit: float):
@@ -78,7 +79,7 @@ def wave_orders(problem: Problem, limit: float):
                 orders[r] += [(F, r, mb) for mb in wave]
                 for mb in wave:
                     orders[r] += [(I, r, mb), (W, r, mb)]
-        yield f"waves of {k}", orders
+        yield f"GPipe in waves of {k}", orders
 
 
 def _orders(p: int, m: int, warmups: list[int], delays: list[int]) -> Orders:

@@ -36,6 +36,7 @@ its stage's activation, an I removes (1 − w_share) of it and a W the rest.
 from __future__ import annotations
 
 import itertools
+from typing import NamedTuple
 
 from ..core.program import F, I, W
 from .orders import Orders, Problem
@@ -198,17 +199,24 @@ def auto_schedule(problem: Problem, limit: float, allow_bubble_before_first_b: b
         return None
 
 
+class Variant(NamedTuple):
+    """One of the eight: its number (1–8, in the authors' order) and its switches (:data:`FLAGS`)."""
+
+    number: int
+    flags: dict[str, bool]
+
+
 def variants(problem: Problem, limit: float):
-    """(flags, orders, timing) of each of the eight variants, in the authors' order, that fits
+    """(variant, orders, timing) of each of the eight variants, in the authors' order, that fits
     ``limit`` and runs: a complete program that does not deadlock (with uneven stages a
     variant can produce neither; the authors' runtime skips this check)."""
-    for flags in itertools.product((True, False), repeat=3):
+    for number, flags in enumerate(itertools.product((True, False), repeat=3), 1):
         orders = auto_schedule(problem, limit, *flags)
         if orders is None or not problem.complete(orders):
             continue
         timing = problem.evaluate(orders)
         if timing is not None:
-            yield dict(zip(FLAGS, flags)), orders, timing
+            yield Variant(number, dict(zip(FLAGS, flags))), orders, timing
 
 
-__all__ = ["FLAGS", "auto_schedule", "variants"]
+__all__ = ["FLAGS", "Variant", "auto_schedule", "variants"]

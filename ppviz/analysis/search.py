@@ -50,7 +50,8 @@ from ..core.metrics import metrics
 from ..core.placement import Placement
 from ..core.program import F, I, W
 from ..core.registry import all_specs
-from ..core.result import Result, size_text
+from ..core.numbers import number, size
+from ..core.result import Result
 from . import heuristic
 from .capped import capped_orders, wave_orders
 from .improve import improve
@@ -140,18 +141,28 @@ class SearchResult(Result):
         return pd.DataFrame([dataclasses.asdict(c) for c in self.candidates])
 
     def __repr__(self) -> str:
-        return (f"<SearchResult {self.config.display_name}: makespan {self.makespan:.6g} "
-                f"(best candidate {self.best_candidate.name} {self.best_candidate.makespan:.6g}), "
+        unit = self.config.time_unit
+        return (f"<SearchResult {self.config.display_name}: makespan {number(self.makespan, unit)} "
+                f"(best candidate {self.best_candidate.name}: {number(self.best_candidate.makespan, unit)}), "
                 f"peak activation {_amount(self.peak_activation.max(), self.config)} <= "
                 f"{_amount(self.max_memory, self.config)}"
                 + (f", peak memory {_amount(self.peak_memory.max(), self.config)} of {_amount(capacity, self.config)}"
                    if (capacity := self.config.memory_capacity) is not None else "") + ">")
 
 
-def _amount(units: float, config: Config, spec: str = ".4g") -> str:
-    """Activation units, and their bytes where the config gives them: '3.956 (37.62 GiB)'."""
+def _amount(units: float, config: Config, digits: int = 3) -> str:
+    """Activation units, and their bytes where the config gives them: '3.96 (37.6 GiB)'."""
     unit_bytes = config.activation_bytes
-    return f"{units:{spec}}" + (f" ({size_text(units * unit_bytes)})" if unit_bytes else "")
+    return number(units, digits=digits) + (f" ({size(units * unit_bytes)})" if unit_bytes else "")
+
+
+def _memory_words(units: float, config: Config) -> str:
+    """An amount of activation memory as a candidate's name says it: a size where the config gives
+    the bytes of an activation unit ('37.6 GiB'), else in activations ('3.96 activations')."""
+    if config.activation_bytes:
+        return size(units * config.activation_bytes)
+    amount = number(units)
+    return f"{amount} activation{'' if amount == '1' else 's'}"
 
 
 def _slack(limit: float) -> float:
@@ -198,19 +209,19 @@ def checked_limit(max_memory, name: str = "max_memory", config: Config | None = 
     if isinstance(max_memory, bool) or not isinstance(max_memory, (int, float)) or not 0 < max_memory <= MAX_COST:
         sizes = " or a size in bytes such as '40GiB'" if unit_bytes else ""
         raise ConfigError(name, max_memory,
-                          f"give a number > 0 and at most {MAX_COST:g}{sizes}: each device's peak activation limit, "
+                          f"give a number > 0 and at most {number(MAX_COST)}{sizes}: each device's peak activation limit, "
                           "in activation units (one microbatch through 1/p of the model), as Result.peak_activation "
                           "counts it")
     capacity = None if config is None else config.memory_capacity
     if capacity is not None and max_memory > capacity:
         if unit_bytes:
-            hint = (f"an activation unit is {size_text(unit_bytes)} here, so {size_text(max_memory)} would be "
-                    f"{max_memory / unit_bytes:.4g}: give a size in bytes as text ('{_size_hint(max_memory)}') "
+            hint = (f"an activation unit is {size(unit_bytes)} here, so {size(max_memory)} would be "
+                    f"{number(max_memory / unit_bytes)}: give a size in bytes as text ('{_size_hint(max_memory)}') "
                     "or a number of activation units")
         else:
             hint = "give a limit in activation units, as Result.peak_activation counts them"
-        raise ConfigError(name, max_memory, f"{hint}, at most the capacity {capacity:.4g}",
-                          reason=f"more than a device's whole memory (memory_capacity={capacity:.4g} activation "
+        raise ConfigError(name, max_memory, f"{hint}, at most the capacity {number(capacity)}",
+                          reason=f"more than a device's whole memory (memory_capacity={number(capacity)} activation "
                                  "units, static memory included)")
     return float(max_memory)
 
@@ -228,13 +239,13 @@ def _limit_from_text(text: str, name: str, unit_bytes: float | None) -> float:
     nbytes = float(matched[1]) * _SIZE_UNITS[matched[2].lower()]
     units = nbytes / unit_bytes
     if not 0 < units <= MAX_COST:
-        raise ConfigError(name, text, f"give a size above 0 bytes and at most {MAX_COST * unit_bytes:.3g} bytes")
+        raise ConfigError(name, text, f"give a size above 0 bytes and at most {size(MAX_COST * unit_bytes)}")
     return units
 
 
 def _size_hint(nbytes: float) -> str:
     """``nbytes`` as a size to type: '40GiB'."""
-    return size_text(nbytes).replace(" ", "")
+    return size(nbytes).replace(" ", "")
 
 
 def checked_effort(effort) -> int:
@@ -491,13 +502,13 @@ def _search(config, limit, max_memory, effort, library, placements, bar) -> Sear
             program = start_problem.program(new_orders)
             run_config, v, makespan = start_problem.config, cand.stages_per_device, found_makespan
     # in bytes where the config gives them: the limit as the user thinks of it
-    shown = size_text(limit * config.activation_bytes) if config.activation_bytes else f"{limit:g}"
+    shown = size(limit * config.activation_bytes) if config.activation_bytes else number(limit)
     label = f"search ≤ {shown}" if max_memory is not None else f"search, fits {shown}"
     run_config = run_config.replace(schedule="custom", microbatch_group_size=None, label=label, stages_per_device=v)
     result = simulate(program, run_config)
     in_bytes = f", {shown}" if config.activation_bytes else ""
-    program.name = (f"search: makespan {result.makespan:.6g}, peak activation "
-                    f"{result.peak_activation.max():.4g} (limit {limit:g}{in_bytes})")
+    program.name = (f"search: makespan {number(result.makespan, config.time_unit)}, peak activation "
+                    f"{number(result.peak_activation.max())} (limit {number(limit)}{in_bytes})")
     one_stage = program.placement.reverse_device is None and \
         tuple(program.placement.stage_device) == tuple(range(program.devices))
     ordered = tuple(sorted(candidates, key=lambda c: (not c.fits, c.makespan, c.peak_activation, c.name)))
@@ -513,7 +524,7 @@ def _nothing_fits(config: Config, max_memory, candidates) -> ConfigError:
     if room:
         least = min(room, key=lambda c: (c.peak_activation, c.makespan))
         return ConfigError("max_memory", max_memory,
-                           f"give at least {_amount(least.peak_activation, config, 'g')}"
+                           f"give at least {_amount(least.peak_activation, config, 6)}"
                            f", the least peak activation of any schedule here ({least.name})"
                            + (" that fits the device's memory" if capacity is not None else ""),
                            reason="no schedule fits: every one needs more on some device")
@@ -544,7 +555,7 @@ def _candidates(config: Config, limit: float, library, placements, bar):
         cfg = config.replace(schedule="custom", stages_per_device=v, microbatch_group_size=None, label=None)
         problem = Problem(cfg, placement)
         serial = problem.serial()
-        built = [(f"one at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
+        built = [(f"one microbatch at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
         static = placement_static_memory(placement, cfg)
         room = _room(cfg, static, limit)
         # the orders below are built for one limit on every device: the tightest
@@ -559,12 +570,12 @@ def _candidates(config: Config, limit: float, library, placements, bar):
                     built.append((name, orders, timing))
             seen = set()
             for level in _heuristic_limits(tightest, max(problem.activation), placement.devices):
-                for flags, orders, timing in heuristic.variants(problem, level):
+                for variant, orders, timing in heuristic.variants(problem, level):
                     key = tuple(map(tuple, orders))
                     if key not in seen:
                         seen.add(key)
-                        on = "+".join(k for k, on in flags.items() if on) or "no flags"
-                        built.append((f"zb-auto ({on}; limit {level:g})", orders, timing))
+                        built.append((f"zero-bubble heuristic (≤ {_memory_words(level, config)}, variant "
+                                      f"{variant.number})", orders, timing))
         for name, orders, timing in built:
             cand = _candidate(name, timing.makespan, timing.peaks, static, room, v)
             candidates.append(cand)

@@ -10,6 +10,7 @@ Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat``
     charts.pareto_chart(runs)             # bubble vs peak memory, Pareto front highlighted
     charts.memory_curve_chart(runs[0])    # memory over time per device
     charts.sweep_chart(["1f1b", "zb-h1"], microbatches=[8, 16, 32], devices=8)
+    charts.sweep_heatmap(ppviz.sweep({...}))  # a sweep's bubble over m and p, refused cells marked
     charts.comparison_charts(runs)        # bubble, Pareto and memory laid out together
     charts.communication_chart(runs)      # exposed communication and volume (with Config.topology)
     charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
@@ -38,6 +39,7 @@ from .comparison import (
     memory_curve_chart,
     pareto_chart,
     sweep_chart,
+    sweep_heatmap,
 )
 from .frontier import frontier_chart
 from .gantt import GANTT_THEMES, gantt_chart
@@ -50,5 +52,5 @@ __all__ = [
     "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",
     "communication_chart", "comparison_charts", "display", "frontier_chart", "gantt_chart", "memory_chart",
     "memory_curve_chart", "overlay_chart", "pareto_chart",
-    "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "to_png", "to_svg", "widget",
+    "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "sweep_heatmap", "to_png", "to_svg", "widget",
 ]

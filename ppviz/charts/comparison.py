@@ -9,19 +9,22 @@ import textwrap
 import altair as alt
 import numpy as np
 
+from ..analysis.sweep import OUTPUTS
 from ..core.config import Config
 from ..core.engine import as_run, simulate
 from ..core.program import Program
 from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
+from ..core.numbers import number, share
 from ..core.registry import lookup
 from ..core.result import Result
+from ..core.style import INK_DARK, INK_LIGHT
 from .inputs import (
     BUBBLE_METRICS, CLOSED_MARK, MAX_ROWS, SHAPES, SWEEP_METRICS, Runs, colors_for, display_names, format_number,
     items_of, memory_unit, memory_words, metric_of, pareto_front, summarize_steps, time_title,
 )
 from .labels import GLYPH as _GLYPH, label_marks, leader_marks, point_labels
 from .offline import shown_offline
-from .style import CHART, INK_DARK, INK_LIGHT, LABEL_SIZE, TEXT_SIZE
+from .style import CHART, LABEL_SIZE, TEXT_SIZE
 
 # Charts ---------------------------------------------------------------------------------------
 
@@ -543,6 +546,77 @@ def sweep_chart(runs, microbatches, *, devices: int | None = None, metric: str =
         width=420, height=280,
         title=_title(f"{label.capitalize()} vs microbatches", f"{p_text}; dashed: published closed form", *notes))
 
+
+
+#: a refused combination's cell in a sweep's heatmap: grey under a cross, never blank
+_REFUSED_FILL, _REFUSED_MARK = CHART["reference"], "×"
+
+
+@shown_offline
+@checked_arguments
+def sweep_heatmap(frame, *, x: str = "microbatches", y: str = "devices", metric: str = "fraction",
+                  facet: str = "schedule") -> alt.FacetChart:
+    """A :func:`ppviz.sweep` frame as heatmaps: ``metric`` (``"fraction"``, ``"rate"`` or
+    ``"makespan"``) over the columns ``x`` and ``y``, one panel per value of ``facet``, each cell
+    labelled with its value. A combination the schedule refused is a grey cell marked ×, its
+    reason in the tooltip (not a blank that reads as missing data). Each (facet, x, y) has one
+    row: filter a sweep over more fields first."""
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("sweep_heatmap needs pandas: pip install pandas") from exc
+    attr, label, definition = metric_of(metric, SWEEP_METRICS)
+    if not isinstance(frame, pd.DataFrame) or "refusal" not in frame.columns:
+        raise ConfigError("frame", type(frame).__name__, "give the DataFrame ppviz.sweep returns (its rows, with "
+                          "their refusal column)")
+    for field, column in (("x", x), ("y", y), ("facet", facet)):
+        if not isinstance(column, str) or column not in frame.columns or column in (attr, "refusal"):
+            inputs = [c for c in frame.columns if c not in OUTPUTS]
+            raise ConfigError(field, column, f"give one of the frame's inputs: {', '.join(inputs)}")
+    if len({x, y, facet}) < 3:
+        raise ConfigError("facet", facet, f"give three different columns for x, y and facet; got {x}, {y}, {facet}")
+    if frame.empty:
+        raise ConfigError("frame", "an empty frame", "give a sweep with at least one row")
+    if frame.duplicated([facet, x, y]).any():
+        varying = [c for c in frame.columns if c not in (facet, x, y, *OUTPUTS) and frame[c].nunique(dropna=False) > 1]
+        raise ConfigError("frame", f"{len(frame)} rows", f"filter it to one row per ({facet}, {x}, {y}) first, e.g. "
+                          f"frame[frame.{varying[0]} == ...]" if varying else "drop the repeated rows first",
+                          reason=f"several rows share a cell: they differ in {', '.join(varying) or 'nothing'}")
+    text = share if attr != "makespan" else number
+    rows = []
+    for row in frame.to_dict("records"):
+        refused = isinstance(row["refusal"], str)
+        value = None if refused else float(row[attr])
+        rows.append({"facet": str(row[facet]), "x": row[x].item() if hasattr(row[x], "item") else row[x],
+                     "y": row[y].item() if hasattr(row[y], "item") else row[y], "value": value,
+                     "label": _REFUSED_MARK if refused else text(value), "refused": refused,
+                     "why": row["refusal"] if refused else "ran"})
+    values = [row["value"] for row in rows if row["value"] is not None]
+    low, high = (min(values), max(values)) if values else (0.0, 1.0)
+    facets = list(dict.fromkeys(row["facet"] for row in rows))
+    tooltip = [alt.Tooltip("facet:N", title=facet), alt.Tooltip("x:O", title=x), alt.Tooltip("y:O", title=y),
+               alt.Tooltip("label:N", title=label), alt.Tooltip("why:N", title="refused")]
+    base = alt.Chart().encode(x=alt.X("x:O", title=x, axis=alt.Axis(labelAngle=0)),
+                              y=alt.Y("y:O", title=y, sort="descending"), tooltip=tooltip)
+    ran = base.transform_filter("!datum.refused").mark_rect(stroke="white", strokeWidth=1).encode(
+        color=alt.Color("value:Q", title=label, scale=alt.Scale(scheme="viridis", reverse=True, domain=[low, high]),
+                        legend=alt.Legend(format="%" if attr != "makespan" else "~s")))
+    refused = base.transform_filter("datum.refused").mark_rect(
+        fill=_REFUSED_FILL, opacity=0.25, stroke="white", strokeWidth=1)
+    middle = (low + high) / 2
+    labels = base.mark_text(fontSize=LABEL_SIZE).encode(
+        text="label:N",
+        # viridis reversed runs from light (low) to dark (high): white text on the darker half
+        color=alt.condition(f"datum.value !== null && datum.value > {middle!r}", alt.value(INK_LIGHT),
+                            alt.value(INK_DARK)))
+    cells = max(len({row["x"] for row in rows}), 1)
+    return alt.layer(ran, refused, labels, data={"values": rows}).properties(
+        width=alt.Step(46), height=alt.Step(26)).facet(
+        column=alt.Column("facet:N", title=None, sort=facets, header=alt.Header(labelFontSize=TEXT_SIZE)),
+        spacing=12,
+        title=_title(f"{label.capitalize()} by {x} and {y}", f"{definition}; one panel per {facet}",
+                     f"{_REFUSED_MARK} on grey: refused by the schedule (hover for why)",
+                     width=cells * 46 * len(facets)))
 
 
 

@@ -12,9 +12,10 @@ from ..core.closed_form import caveat
 from ..core.engine import as_run
 from ..core.errors import ConfigError, checked_arguments
 from ..core.result import Result
+from ..core.style import SHADE_ORDER, SLOT_OF, kind_paints
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
-from .style import INK_DARK, INK_LIGHT, LABEL_SIZE, SHADE_ORDER, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
+from .style import LABEL_SIZE, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
 
 # Gantt chart ----------------------------------------------------------------------------------
 #
@@ -54,39 +55,16 @@ def _gantt_theme(t) -> _GanttTheme:
 GANTT_THEMES = {name: _gantt_theme(t) for name, t in THEMES.items()}
 
 _KINDS = ("F", "B", "I", "W", "F&B")
-#: Colour of each kind: I and B share one, both being the backward the previous stage waits for.
-_SLOT_OF = {"F": "F", "B": "B", "I": "B", "W": "W", "F&B": "F&B"}
-#: Adjacent microbatches get shades far apart.
-_SHADE_ORDER = SHADE_ORDER
 _BAR_INSET_PX = 3
 _GAP_MIN_PX = 4  # bars at least this wide keep a one-pixel gap to the next, as in the widget
 _HATCH_PX = 4.5
 _DIGIT_PX, _LABEL_PAD_PX = 6.6, 6  # an 11 px bold digit, and the room a label needs around it
 
 
-def _rgb(c: str) -> tuple[int, int, int]:
-    return int(c[1:3], 16), int(c[3:5], 16), int(c[5:7], 16)
-
-
-def _luminance(rgb) -> float:
-    lin = [v / 255 / 12.92 if v / 255 <= 0.03928 else ((v / 255 + 0.055) / 1.055) ** 2.4 for v in rgb]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
-def _ink(rgb) -> str:
-    """Near-black or white, whichever contrasts more with ``rgb`` (the widget's rule)."""
-    lum, dark = _luminance(rgb), _luminance(_rgb(INK_DARK))
-    return INK_DARK if (lum + 0.05) / (dark + 0.05) >= 1.05 / (lum + 0.05) else INK_LIGHT
-
-
 def _paints(theme: _GanttTheme, lanes: bool = False) -> dict[str, tuple[str, str]]:
     """Paint key (``"F0"``..``"F&B3"``: colour slot and microbatch shade, and ``"idle"``; with
     ``lanes``, the lane's paints) → (fill, ink of a label on it)."""
-    out = {}
-    for slot, base in zip(("F", "B", "W", "F&B"), theme.kinds):
-        for shade, t in enumerate(theme.steps):
-            rgb = tuple(round(v + (255 - v) * t) for v in _rgb(base))
-            out[f"{slot}{shade}"] = ("#%02x%02x%02x" % rgb, _ink(rgb))
+    out = {f"{slot}{shade}": paint for (slot, shade), paint in kind_paints(theme.kinds, theme.steps).items()}
     out["idle"] = (theme.idle, theme.foreground)
     for key, colour in zip(_LANE_PAINTS, theme.transfers if lanes else ()):
         out[key] = (colour, theme.foreground)
@@ -219,7 +197,7 @@ def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
         mb = int(o.microbatch[k])
         row = {"device": int(dev[i]), "stage": int(o.stage[k]), "microbatch": mb, "kind": kind[i],
                "start": float(s[i]), "end": float(e[i]), "op": program.action_at(k),
-               "paint": f"{_SLOT_OF[kind[i]]}{_SHADE_ORDER[mb // program.segments % 4]}"}
+               "paint": f"{SLOT_OF[kind[i]]}{SHADE_ORDER[mb // program.segments % 4]}"}
         if kind[i] == "F&B":
             row["op"] = f"{o.stage[k]}F{mb} & {program.action_at(k + 1)}"
             row["backward_microbatch"] = int(o.microbatch[k + 1])
@@ -243,7 +221,7 @@ def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
         for k, t, count in shares:
             bands.append({"device": int(dev[a]), "start": start, "end": end, "kind": k, "time": t, "ops": count,
                           "run_ops": b - a, "top": top, "bottom": top + t / total,
-                          "paint": "idle" if k == "idle" else f"{_SLOT_OF[k]}0"})
+                          "paint": "idle" if k == "idle" else f"{SLOT_OF[k]}0"})
             top += t / total
 
     between = np.flatnonzero(same & ~joined & (gap > eps))
@@ -380,7 +358,7 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     if lanes is not None:
         names.update({"activation": "activation transfer", "gradient": "gradient transfer", "host copy": "host copy"})
     in_lanes = {piece["paint"] for piece in lanes or ()}
-    shown = [key for key in names if key == "idle" or key in in_lanes or any(_SLOT_OF[k] + "0" == key for k in present)]
+    shown = [key for key in names if key == "idle" or key in in_lanes or any(SLOT_OF[k] + "0" == key for k in present)]
     label_expr = "{" + ", ".join(f"'{k}': '{v}'" for k, v in names.items()) + "}[datum.label]"
     color = alt.Color("paint:N", scale=alt.Scale(domain=list(paints), range=[f for f, _ in paints.values()]),
                       legend=alt.Legend(values=shown, labelExpr=label_expr, title=None, orient="top",

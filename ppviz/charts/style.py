@@ -1,14 +1,12 @@
-"""ppviz's look, read from ``ppviz/style.json``: the one file that both the Python charts and
-the widget's TypeScript (bundled at build time) take their palette, op-kind colours and fonts
-from."""
+"""The charts' part of ppviz's look (``ppviz/style.json``, read by :mod:`ppviz.core.style`): the
+one file that both the Python charts and the widget's TypeScript (bundled at build time) take
+their palette, op-kind colours and fonts from."""
 
 from __future__ import annotations
 
-import json
-from importlib import resources
 from types import MappingProxyType
 
-STYLE = json.loads(resources.files("ppviz").joinpath("style.json").read_text(encoding="utf-8"))
+from ..core.style import STYLE
 
 #: light and dark palettes of the Gantt chart and the comparison view's chrome
 THEMES = MappingProxyType(STYLE["themes"])
@@ -21,7 +19,3 @@ FONT_FAMILY = STYLE["font"]["family"]
 #: ticks (secondary labels); small (labels squeezed into thin bars and lanes)
 TITLE_SIZE, TEXT_SIZE, LABEL_SIZE, TICK_SIZE, SMALL_SIZE = (
     STYLE["font"][role] for role in ("titleSize", "textSize", "labelSize", "tickSize", "smallSize"))
-#: label colours on fills: near-black on light fills, white on dark ones
-INK_DARK, INK_LIGHT = STYLE["ink"]["dark"], STYLE["ink"]["light"]
-#: adjacent microbatches get shades far apart
-SHADE_ORDER = tuple(STYLE["shadeOrder"])

@@ -93,9 +93,13 @@ class DeadlockError(ProgramError):
 
 def did_you_mean(name: str, choices) -> str:
     """"did you mean 'x'? " for the one choice close to a misspelt name, else "": the start of the
-    messages that refuse an unknown argument, field or option."""
+    messages that refuse an unknown argument, field or option. ``choices`` may map the names
+    matched to what is suggested for each (a command-line option by the field it sets:
+    ``{"microbatches": "-m"}``)."""
     close = difflib.get_close_matches(name, list(choices), n=1)
-    return f"did you mean {close[0]!r}? " if close else ""
+    if not close:
+        return ""
+    return f"did you mean {(choices[close[0]] if isinstance(choices, dict) else close[0])!r}? "
 
 
 class ArgumentError(PpvizError, TypeError):

@@ -176,7 +176,9 @@ class ScheduleTable(tuple):
         """The table as text: name, accepted stages per device, every alias and what the schedule
         is, with its constraints under the description. With ``width``, aliases and descriptions
         wrap within their columns so that no line is longer (``ppviz list`` prints it 100 columns
-        wide); aliases wrap between names, and a comparison (``m >= 2p``) stays on one line."""
+        wide); aliases wrap between names and descriptions between words, never inside one (a
+        name is never broken: the aliases' column is as wide as the longest), and a comparison
+        (``m >= 2p``) stays on one line."""
         header = ("name", "v", "aliases", "what it is")
         v_cells = [s.v_rule.split(", ") for s in self]
         widths = [max(len(header[0]), *(len(s.name) for s in self)),
@@ -186,24 +188,25 @@ class ScheduleTable(tuple):
             widths.append(max(len(header[2]), *(len(", ".join(s.aliases)) for s in self)))
             widths.append(max(len(line) for lines in descriptions for line in lines))
         else:
-            # names and v are never wrapped; aliases and descriptions need 12 columns each at least
-            least = widths[0] + widths[1] + 6 + 24  # three gaps of two spaces
+            # names, v and each alias are never broken: the aliases' column holds the longest (with
+            # its comma), and the descriptions need the longest word they hold
+            longest_alias = max([len(header[2]), *(len(a) + 1 for s in self for a in s.aliases)])
+            longest_word = max(len(word) for lines in descriptions for line in lines for word in line.split())
+            least = widths[0] + widths[1] + longest_alias + 6 + max(24, longest_word + 2)  # three gaps of two spaces
             if isinstance(width, bool) or not isinstance(width, int) or width < least:
                 raise ConfigError("width", width, f"give a whole number of columns, at least {least}",
-                                  reason=f"the names and v columns alone take {widths[0] + widths[1] + 4}")
+                                  reason=f"the names, v and the longest alias alone take "
+                                         f"{widths[0] + widths[1] + longest_alias + 4}")
             room = width - widths[0] - widths[1] - 6
-            longest_alias = max([len(header[2]), *(len(a) + 1 for s in self for a in s.aliases)])  # with its comma
-            # an alias longer than its column is broken across lines rather than squeezing the
-            # descriptions below 24 columns
-            widths.append(max(12, min(longest_alias, room - 24)))
+            widths.append(longest_alias)
             widths.append(room - widths[2])
 
         def wrap(text: str, w: int, indent: str = "") -> list[str]:
             if width is None:
                 return [text]
             glued = re.sub(r" (>=|<=|=|<|>) ", "\u00a0\\1\u00a0", text)  # no break around a comparison
-            return [line.replace("\u00a0", " ")
-                    for line in textwrap.wrap(glued, w, subsequent_indent=indent, break_on_hyphens=False)]
+            return [line.replace("\u00a0", " ") for line in
+                    textwrap.wrap(glued, w, subsequent_indent=indent, break_on_hyphens=False, break_long_words=False)]
 
         rows = [[[header[0]], [header[1]], [header[2]], [header[3]]]]
         for s, v, lines in zip(self, v_cells, descriptions):
@@ -217,11 +220,17 @@ class ScheduleTable(tuple):
         return "\n".join(out)
 
     def _repr_html_(self) -> str:
+        """The table in a notebook: a narrow cell wraps the prose, never a name (a browser breaks
+        ``interleaved-1f1b`` at its hyphen): each name, alias and v rule is kept on one line."""
         from html import escape
+
+        def whole(text: str) -> str:
+            return f'<code style="white-space: nowrap">{escape(text)}</code>'
 
         head = "<tr><th>name</th><th>v</th><th>aliases</th><th>what it is</th><th>reference</th><th>constraints</th></tr>"
         body = "".join(
-            f"<tr><td><code>{escape(s.name)}</code></td><td>{escape(s.v_rule)}</td><td>{escape(', '.join(s.aliases))}</td>"
+            f"<tr><td>{whole(s.name)}</td><td style=\"white-space: nowrap\">{escape(s.v_rule)}</td>"
+            f"<td>{', '.join(whole(a) for a in s.aliases)}</td>"
             f"<td>{escape(s.summary)}</td><td>{escape(s.reference)}</td><td>{escape(s.constraints)}</td></tr>"
             for s in self
         )

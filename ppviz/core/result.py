@@ -13,6 +13,7 @@ from .columns import Columns
 from .errors import ConfigError, checked_arguments
 from .closed_form import caveat
 from .memory import MemoryCurves, activation_curves, static_memory
+from .numbers import number, share, size
 from .offload import HostCopies
 from .offload import curves as offload_curves
 from .program import KINDS
@@ -42,6 +43,20 @@ class Ops(Columns):
 _STAGE_KEYS = ("f", "b", "w", "recompute", "activation", "params")
 
 
+#: the settings that are amounts of memory: in GiB where the config gives an activation's bytes
+_MEMORY_KEYS = ("activation", "recompute_activation", "params")
+
+
+def _setting(config, key: str, value) -> str:
+    """``key=value`` as a summary names a setting: a number as people read it, an amount of memory
+    in GiB where the config gives an activation's bytes (``params=33.5 GiB``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"{key}={value}"
+    if key in _MEMORY_KEYS and config.activation_bytes is not None:
+        return f"{key}={number(value * config.activation_bytes / 2**30, 'GiB')}"
+    return f"{key}={number(value)}"
+
+
 def _settings_text(config) -> str:
     """The cost and memory settings a summary's first line leaves out, where they are not the
     defaults: ``fb=2.5 w_share=0.5 recompute=full; stage 3 f=2`` (empty when all are). Stages
@@ -49,13 +64,12 @@ def _settings_text(config) -> str:
     and a stage's recompute time only under recompute (a model's config gives every stage all
     of its costs)."""
     defaults = {f.name: f.default for f in dataclasses.fields(config)}
-    words = [f"{name}={getattr(config, name):g}" if isinstance(getattr(config, name), float) else
-             f"{name}={getattr(config, name)}"
+    words = [_setting(config, name, getattr(config, name))
              for name in ("fb", "activation", "w_share", "recompute", "recompute_cost", "recompute_activation")
              if getattr(config, name) != defaults[name]]
     groups: list[list] = []  # [first stage, last stage, their settings]
     for stage, over in sorted(config.stage_costs.items()):
-        text = " ".join(f"{key}={number_text(over[key])}" for key in _STAGE_KEYS
+        text = " ".join(_setting(config, key, over[key]) for key in _STAGE_KEYS
                         if key in over and (key != "recompute" or config.recompute is not None))
         if groups and groups[-1][1] == stage - 1 and groups[-1][2] == text:
             groups[-1][1] = stage
@@ -85,25 +99,17 @@ def number_text(x: float) -> str:
 LISTED_DEVICES = 16
 
 
-def per_device_text(values) -> str:
-    """Values per device: all of them for a few devices, else where the largest and smallest are
-    (a list of hundreds is unreadable in a terminal)."""
+def per_device_text(values, unit: str | None = None) -> str:
+    """Values per device (in ``unit``, said once after a list): all of them for a few devices, else
+    where the largest and smallest are (a list of hundreds is unreadable in a terminal)."""
     values = [float(x) for x in values]
     if len(values) <= LISTED_DEVICES:
-        return " ".join(number_text(x) for x in values)
+        return " ".join(number(x) for x in values) + (f" {unit}" if unit else "")
     hi, lo = int(np.argmax(values)), int(np.argmin(values))
     if values[hi] == values[lo]:
-        return f"{number_text(values[hi])} on each of {len(values)} devices"
-    return (f"max {number_text(values[hi])} (device {hi}), min {number_text(values[lo])} (device {lo}) "
+        return f"{number(values[hi], unit)} on each of {len(values)} devices"
+    return (f"max {number(values[hi], unit)} (device {hi}), min {number(values[lo], unit)} (device {lo}) "
             f"of {len(values)} devices")
-
-
-def size_text(nbytes: float) -> str:
-    """Bytes as one says them: "64 MiB", "1.5 GiB", "512 bytes"."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(nbytes) >= scale:
-            return f"{nbytes / scale:.4g} {unit}"
-    return f"{nbytes:.4g} bytes"
 
 
 @checked_arguments
@@ -264,31 +270,42 @@ class Result:
             else f"{v:g} (2 replicas)"
         k_text = f" k={self.program.segments} segments" if self.program.segments > 1 else ""
         unit = unit_suffix(c.time_unit)
+
+        def time(x: float) -> str:
+            return number(x, c.time_unit)
+
+        # one unit system: memory in GiB where the config gives an activation's bytes (a model's
+        # does), else in activation units, the run's own as its times are
+        gib = None if c.activation_bytes is None else c.activation_bytes / 2**30
+
+        def memory(values) -> str:
+            return per_device_text(values, None) if gib is None else \
+                per_device_text([float(x) * gib for x in values], "GiB")
+
         lines = [f"{name}: p={self.devices} m={self.program.whole_microbatches}{k_text} v={v_text} "
-                 f"f={c.f:g} b={c.b:g} w={c.w:g} comm={c.comm:g}{unit}  ({len(self.ops)} ops)"]
+                 f"f={number(c.f)} b={number(c.b)} w={number(c.w)} comm={number(c.comm)}{unit}  "
+                 f"({number(len(self.ops))} ops)"]
         settings = _settings_text(c)
         if settings:
             lines.append(f"  settings         {settings}")
-        lines.append(f"  makespan         {self.makespan:.6g}{unit}" +
-                     (f"   closed form {cf.makespan:.6g}{unit}" if cf else ""))
-        lines.append(f"  bubble fraction  {self.bubble_fraction:.4f}" +
-                     (f"   closed form {cf.bubble_fraction:.4f}  [idle per device: {cf.bubble_formula}]" if cf else ""))
-        lines.append(f"  bubble rate      {self.bubble_rate:.4f}" + (f"   closed form {cf.bubble_rate:.4f}" if cf else ""))
-        lines.append(f"  peak activation  {per_device_text(self.peak_activation)}")
+        lines.append(f"  makespan         {time(self.makespan)}" + (f"   closed form {time(cf.makespan)}" if cf else ""))
+        lines.append(f"  bubble fraction  {share(self.bubble_fraction)}" +
+                     (f"   closed form {share(cf.bubble_fraction)}  [idle per device: {cf.bubble_formula}]" if cf else ""))
+        lines.append(f"  bubble rate      {share(self.bubble_rate)}" +
+                     (f"   closed form {share(cf.bubble_rate)}" if cf else ""))
+        lines.append(f"  peak activation  {memory(self.peak_activation)}")
         if cf and cf.peak_activation:
-            lines.append(f"    closed form    {per_device_text(cf.peak_activation)}  [{cf.memory_formula}]")
+            lines.append(f"    closed form    {memory(cf.peak_activation)}  [{cf.memory_formula}]")
         if self.static_memory.any():
-            lines.append(f"  peak memory      {per_device_text(self.peak_memory)}")
+            lines.append(f"  peak memory      {memory(self.peak_memory)}")
         if self.time_to_first_output is not None:
-            lines.append(f"  first output     {self.time_to_first_output:.6g}{unit}" +
-                         (f"   closed form {cf.first_output:.6g}{unit}" if cf and cf.first_output is not None else ""))
+            lines.append(f"  first output     {time(self.time_to_first_output)}" +
+                         (f"   closed form {time(cf.first_output)}" if cf and cf.first_output is not None else ""))
         if self.throughput is not None:
-            noun = "microbatch" if f"{self.throughput:.6g}" == "1" else "microbatches"
+            noun = "microbatch" if number(self.throughput) == "1" else "microbatches"
             per = f" {noun} per{unit}" if unit else f" {noun} per unit of time"
-            lines.append(f"  throughput       {self.throughput:.6g}{per}" +
-                         (f"   closed form {cf.throughput:.6g}" if cf and cf.throughput is not None else ""))
-        if c.activation_bytes is not None:
-            lines.append(f"  peak memory GiB  {per_device_text(self.peak_memory_bytes / 2**30)}")
+            lines.append(f"  throughput       {number(self.throughput)}{per}" +
+                         (f"   closed form {number(cf.throughput)}" if cf and cf.throughput is not None else ""))
         if self.fits is not None:
             lines.append("  " + self.fit_summary())
         why_not = caveat(cf, c)
@@ -309,11 +326,12 @@ class Result:
         # without activation_bytes a copy moves activation units, and the link carries those
         in_bytes = c.activation_bytes is not None
         moved = float(h.bytes[off].sum())
-        size = size_text(moved) if in_bytes else f"{moved:.6g} activation units"
+        amount = size(moved) if in_bytes else number(moved, "activation units")
+        time = c.time_unit
         lines = [f"  offload          {c.offload.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')}",
-                 f"    copies         {int(off.sum())} offloads, {int(reload.sum())} reloads "
-                 f"({size} each way); queued {float(h.queued.sum()):.6g}{unit} in all"]
-        lines.append(f"    backwards wait {late:.6g}{unit} in all for their reloads")
+                 f"    copies         {number(int(off.sum()))} offloads, {number(int(reload.sum()))} reloads "
+                 f"({amount} each way); queued {number(float(h.queued.sum()), time)} in all"]
+        lines.append(f"    backwards wait {number(late, time)} in all for their reloads")
         return lines
 
     def fit_summary(self) -> str:
@@ -323,7 +341,7 @@ class Result:
         b = self.config.activation_bytes
 
         def amount(x: float) -> str:
-            return f"{x * b / 2**30:.3g} GiB" if b is not None else f"{x:.3g}"
+            return number(x * b / 2**30, "GiB") if b is not None else number(x)
 
         capacity = self.config.memory_capacity
         head = f"memory capacity  {amount(capacity)} per device: "
@@ -347,25 +365,32 @@ class Result:
             why = "the default: communication waited for in batches"
         t = self.transfers
         volume = float(t.bytes.sum())
-        size = c.comm_bytes / self.program.segments
-        lines = [f"  transfers        {len(t)} of {size_text(size)} ({size_text(volume)} in all), p2p {mode} ({why})",
+        one = c.comm_bytes / self.program.segments
+        time = c.time_unit
+        lines = [f"  transfers        {number(len(t))} of {size(one)} ({size(volume)} in all), p2p {mode} ({why})",
                  f"    links          {describe_topology(c.topology, c.time_unit)}"]
         if len(t):
-            lines.append(f"    duration       {float(t.duration.min()):.6g}..{float(t.duration.max()):.6g}{unit}, "
-                         f"queued for a busy link {float(t.queued.sum()):.6g}{unit} in all")
+            lines.append(f"    duration       {number(float(t.duration.min()))} to "
+                         f"{number(float(t.duration.max()), time)}, "
+                         f"queued for a busy link {number(float(t.queued.sum()), time)} in all")
         total = self.devices * self.makespan
-        share = (lambda x: f"{float(x.sum()) / total:.1%}") if total else (lambda x: "0%")
-        lines.append(f"  idle             waiting for compute {float(self.idle_compute.sum()):.6g}{unit} "
-                     f"({share(self.idle_compute)}), for communication {float(self.exposed_comm.sum()):.6g}{unit} "
-                     f"({share(self.exposed_comm)})")
-        lines.append("  exposed comm     " + " ".join(f"{x:.3g}" for x in self.exposed_comm))
+
+        def part(x) -> str:
+            return share(float(x.sum()) / total if total else 0.0)
+
+        lines.append(f"  idle             waiting for compute {number(float(self.idle_compute.sum()), time)} "
+                     f"({part(self.idle_compute)}), for communication {number(float(self.exposed_comm.sum()), time)} "
+                     f"({part(self.exposed_comm)})")
+        lines.append("  exposed comm     " + per_device_text(self.exposed_comm, time))
         return lines
 
-    def to_text(self, width: int = 80) -> str:
-        """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch."""
+    def to_text(self, width: int = 80, *, window=None) -> str:
+        """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch.
+        Where the whole run does not fit, a readable window from 0, and a note naming the
+        ``window=(start, end)`` of the next; ``window=(0, None)`` draws the whole run."""
         from ..io.text_gantt import text_gantt
 
-        return text_gantt(self, width)
+        return text_gantt(self, width, window=window)
 
     def to_torch_csv(self, path, *, comms: bool = False) -> str | None:
         """Write the program in torch's ``compute_only`` CSV format (one row per device), or with
@@ -407,8 +432,8 @@ class Result:
         return write_html(self, path, theme, against=against)
 
     def __repr__(self) -> str:
-        return (f"<Result {self.config.display_name}: makespan {self.makespan:.6g}, "
-                f"bubble {self.bubble_fraction:.1%}, peak activation {number_text(self.peak_activation.max())}>")
+        return (f"<Result {self.config.display_name}: makespan {number(self.makespan, self.config.time_unit)}, "
+                f"bubble {share(self.bubble_fraction)}, peak activation {number(self.peak_activation.max())}>")
 
 
 def _output_times(program, end) -> tuple[float | None, float | None]:
