@@ -196,7 +196,7 @@ COMPARE = """\
 import pathlib
 import ppviz
 cmp = ppviz.compare(ppviz.Config(devices=8, microbatches=32),
-                    schedules=["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"])
+                    schedules=["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"]).view()
 cmp.observe(lambda change: pathlib.Path(change["name"] + ".txt").write_text(str(change["new"])),
             names=["selected_schedule", "selected_device", "selected_microbatch", "time_window"])
 cmp
@@ -386,7 +386,7 @@ import pathlib
 import ppviz
 cfg = ppviz.Config(devices=8, microbatches=16, f=2e-3, b=2e-3, w=2e-3, time_unit="s", topology="dgx-h100",
                    comm_bytes=64e6)
-cmp = ppviz.compare(cfg, schedules=["1f1b", "zb-h1", "interleaved-1f1b"])
+cmp = ppviz.compare(cfg, schedules=["1f1b", "zb-h1", "interleaved-1f1b"]).view()
 cmp.observe(lambda change: pathlib.Path(change["name"] + ".txt").write_text(str(change["new"])),
             names=["selected_schedule"])
 cmp
