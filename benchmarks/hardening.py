@@ -90,8 +90,8 @@ def measure_parse():
     import ppviz
 
     program = ppviz.Config(schedule="1f1b", devices=64, microbatches=8192).build()
-    actions = program.to_torch()
-    out = _timed(lambda: len(ppviz.Program.from_torch(actions)))
+    actions = program.to_actions()
+    out = _timed(lambda: len(ppviz.Program.from_actions(actions)))
     out["rate"] = out["value"] / out["cpu"]
     return out
 
@@ -130,7 +130,7 @@ CASES = {
     "v-min": ("V-Min build, p = m = 512 (1.57M ops)", _build("v-min", 512, 512), ("wall", 2.0)),
     "engine": ("engine='auto', looped-bfs p = 1024, m = 1, v = 200 (409,600 ops)", measure_engine, ("wall", 0.5)),
     "chrome-trace": ("Chrome trace of 10^6 ops (1F1B p = 8, m = 62,500)", measure_chrome_trace, ("wall", 2.0)),
-    "parse": ("Program.from_torch, 1,048,576 action strings", measure_parse, ("rate", 1e6)),
+    "parse": ("Program.from_actions, 1,048,576 action strings", measure_parse, ("rate", 1e6)),
     "parse-text": ("Program.from_text, 1,048,576 actions", measure_parse_text, ("rate", 1e6)),
     "wide": ("simulate a wide pipeline, 1F1B p = 100,000, m = 16 (3.2M ops)", measure_wide, ("wall", None)),
     "zb-v-few": ("ZB-V build with m < 2p − 1, p = 2,000, m = 8 (96,000 ops)", _build("zb-v", 2000, 8),

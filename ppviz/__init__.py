@@ -27,8 +27,10 @@ With your model, hardware and links::
 
 With your measured run: ``ppviz.load_trace(path)`` (torch profiler traces), then
 ``ppviz.calibrate(...)`` and ``ppviz.show(measured, against=...)``; your own schedule:
-``ppviz.Program.from_text(...)`` or ``ppviz.from_torch(...)``. Exports: ``res.to_html``,
-``to_svg``, ``to_png``, ``to_chrome_trace``, ``to_torch_csv``; charts: ``ppviz.charts``. The
+``ppviz.Program.from_text(...)``, ``Program.from_actions(...)`` (torch's action strings) or
+``ppviz.from_torch(...)`` (torch's own schedule classes; needs torch). Exports follow pandas'
+``to_x(path=None)``: ``res.to_html``, ``to_svg``, ``to_png``, ``to_chrome_trace``,
+``to_torch_csv``, ``to_text_gantt``; charts: ``ppviz.charts``. The
 command line: ``ppviz run zb-h1 -p 4 -m 8``, ``ppviz compare 1f1b zb-h1 v-half``, ``ppviz list``.
 Sizes beyond a budget are refused before any work (``ppviz.set_budget``); every refusal is a
 :class:`ppviz.PpvizError` that names what to change: a wrong value is also a ``ValueError``, a
@@ -104,7 +106,6 @@ __all__ = [
     "list_schedules",
     "load_trace",
     "residuals",
-    "schedules",
     "search",
     "set_budget",
     "show",

@@ -88,18 +88,15 @@ def _color_depth(asked: bool | None) -> str | None:
 
 def _exports(result, args) -> list[str]:
     """Write the exports ``run`` and ``search`` take (--trace, --csv, --html, --svg, --png); the paths written."""
+    exports = (("trace", lambda path: result.to_chrome_trace(path)),
+               ("csv", lambda path: result.to_torch_csv(path, comms=result.config.transfers)),
+               ("html", result.to_html), ("svg", result.to_svg), ("png", result.to_png))
     written = []
-    if args.trace:
-        written.append(result.to_chrome_trace(args.trace))
-    if args.csv:
-        result.to_torch_csv(args.csv, comms=result.config.transfers)
-        written.append(args.csv)
-    if args.html:
-        written.append(result.to_html(args.html))
-    if args.svg:
-        written.append(result.to_svg(args.svg))
-    if args.png:
-        written.append(result.to_png(args.png))
+    for option, export in exports:
+        path = getattr(args, option)
+        if path:
+            export(path)
+            written.append(str(path))
     return written
 
 
@@ -373,13 +370,12 @@ def _compare(args) -> int:
     written = []
     if args.png or args.svg:
         from .charts import to_png, to_svg
-        from .io.files import write_file
 
         chart = comparison.chart()
-        if args.png:
-            written.append(write_file(args.png, to_png(chart)))
-        if args.svg:
-            written.append(write_file(args.svg, to_svg(chart)))
+        for path, export in ((args.png, to_png), (args.svg, to_svg)):
+            if path:
+                export(chart, path)
+                written.append(str(path))
     return _report_written(written)
 
 

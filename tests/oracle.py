@@ -263,7 +263,7 @@ def link_duration(config, src: int, dst: int, segments: int = 1) -> float:
 def run_transfers(program, config, blocking: bool) -> TransferRun:
     """Times of a program with communication ops (``program.comms``) under ``config``'s links;
     with ``config.offload``, its host copies as in ``run_offload`` (``TransferRun.copies``)."""
-    text = program.to_torch(comms=True)
+    text = program.to_actions(comms=True)
     rows = program_rows(program)
     p, S = len(rows), program.stages
     costs = segment_costs(config, p, S, program.segments)

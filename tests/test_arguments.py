@@ -77,7 +77,6 @@ def test_the_enumeration_reaches_the_whole_surface():
     assert len(CALLS) > 140
 
 
-@pytest.mark.filterwarnings("ignore:ppviz.schedules\\(\\) is deprecated")
 @pytest.mark.parametrize("label, call", CALLS, ids=[label for label, _ in CALLS])
 def test_an_unknown_keyword_is_a_ppviz_error_naming_it(label, call):
     with pytest.raises(ppviz.PpvizError) as caught:
@@ -119,8 +118,8 @@ def test_messages_suggest_the_close_name_and_count_positions():
         ppviz.search(cfg, 2, 3)
     with pytest.raises(ArgumentError, match=r"^search\(\) got config twice, by position and by name; "):
         ppviz.search(cfg, 2, config=cfg)
-    with pytest.raises(ArgumentError, match=r"^Result\.to_png\(\) needs path; Result\.to_png\(\) takes path, scale, keyword options$"):
-        ppviz.simulate(cfg).to_png()
+    with pytest.raises(ArgumentError, match=r"^Result\.memory_at\(\) needs t; Result\.memory_at\(\) takes t$"):
+        ppviz.simulate(cfg).memory_at()
     with pytest.raises(ArgumentError, match=r"^themes='dark': show\(\) has no such argument; did you mean 'theme'\?"):
         ppviz.show(cfg, themes="dark")
     with pytest.raises(ArgumentError, match=r"^simulate\(\) needs run; simulate\(\) takes run, config, engine, keyword options$"):

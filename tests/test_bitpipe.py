@@ -170,7 +170,7 @@ def _positions_loop_for_loop(rank, p, units):
 def test_the_vectorised_builder_follows_the_control_flow_loop_for_loop(p, units):
     # the builder lays out one unit's pattern and repeats it (3.8M ops took 7 s loop for loop, 0.5 s now)
     m = p * units
-    program = Config(schedule="bitpipe", devices=p, microbatches=m).build().to_torch()
+    program = Config(schedule="bitpipe", devices=p, microbatches=m).build().to_actions()
     for rank in range(p):
         forwards, backwards = _index_lists(rank, p, m)
         expected = []

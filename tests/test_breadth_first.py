@@ -13,7 +13,7 @@ def run(p=4, m=8, v=2, **kw):
 
 
 def test_order_is_breadth_first_with_backwards_reversed():
-    actions = Config(schedule="LoopedBFS", devices=2, microbatches=3, stages_per_device=2).build().to_torch()
+    actions = Config(schedule="LoopedBFS", devices=2, microbatches=3, stages_per_device=2).build().to_actions()
     # forwards stage by stage, microbatches ascending; backwards stages descending, microbatches descending
     assert actions == {
         0: ["0F0", "0F1", "0F2", "2F0", "2F1", "2F2", "2B2", "2B1", "2B0", "0B2", "0B1", "0B0"],
@@ -23,8 +23,8 @@ def test_order_is_breadth_first_with_backwards_reversed():
 
 def test_v1_is_not_gpipe():
     # torch's class accepts one stage per rank; unlike GPipe the backwards run m−1..0
-    bfs = Config(schedule="bfs", devices=2, microbatches=2, stages_per_device=1).build().to_torch()
-    gpipe = Config(schedule="gpipe", devices=2, microbatches=2).build().to_torch()
+    bfs = Config(schedule="bfs", devices=2, microbatches=2, stages_per_device=1).build().to_actions()
+    gpipe = Config(schedule="gpipe", devices=2, microbatches=2).build().to_actions()
     assert bfs[0] == ["0F0", "0F1", "0B1", "0B0"] and gpipe[0] == ["0F0", "0F1", "0B0", "0B1"]
 
 

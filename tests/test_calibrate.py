@@ -16,7 +16,8 @@ SCHEDULES = [("1f1b", 1), ("gpipe", 1), ("interleaved-1f1b", 2), ("zb-h1", 1), (
 
 def _as_measured(result):
     with tempfile.TemporaryDirectory() as tmp:
-        return ppviz.load_trace(result.to_chrome_trace(f"{tmp}/run.json"))
+        result.to_chrome_trace(f"{tmp}/run.json")
+        return ppviz.load_trace(f"{tmp}/run.json")
 
 
 costs = st.floats(0.5, 20.0)

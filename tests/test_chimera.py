@@ -16,7 +16,7 @@ def test_figure_d4_n4():
     # device s), 2, 3 up (stage s on device 3 − s); per device, the passes in lock-step order
     # (the authors' generator, steps in brackets): P0 F0[0] F1[2] F2[3] B2[4] F3[5] B3[6] B0[7] B1[9]
     program = Config(schedule="chimera", devices=4, microbatches=4).build()
-    assert program.to_torch() == {
+    assert program.to_actions() == {
         0: ["0F0", "0F1", "3F2", "3B2", "3F3", "3B3", "0B0", "0B1"],
         1: ["1F0", "2F2", "1F1", "2F3", "2B2", "1B0", "2B3", "1B1"],
         2: ["1F2", "2F0", "1F3", "2F1", "2B0", "1B2", "2B1", "1B3"],
@@ -95,7 +95,7 @@ GENERATOR = {
 @pytest.mark.parametrize("p, m", sorted(GENERATOR))
 def test_orders_are_the_authors_generators(p, m):
     program = Config(schedule="chimera", devices=p, microbatches=m).build()
-    assert program.to_torch() == {d: passes.split() for d, passes in GENERATOR[p, m].items()}
+    assert program.to_actions() == {d: passes.split() for d, passes in GENERATOR[p, m].items()}
 
 
 def _steps_pass_by_pass(p, m):
@@ -120,4 +120,4 @@ def test_the_vectorised_builder_equals_the_construction_pass_by_pass(p, units):
     program = Config(schedule="chimera", devices=p, microbatches=p * units).build()
     expected = {d: [f"{s}{kind}{mb}" for _, kind, s, mb in passes]
                 for d, passes in enumerate(_steps_pass_by_pass(p, p * units))}
-    assert program.to_torch() == expected
+    assert program.to_actions() == expected

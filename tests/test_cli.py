@@ -302,7 +302,7 @@ def test_the_text_gantt_keeps_the_labels_that_fit(capsys):
     # one row per device however many there are, each labelled, within the width at every width
     res = simulate(Config(schedule="zb-h1", devices=12, microbatches=3, f=1234567.5))
     for width in (20, 21, 33, 80):
-        lines = res.to_text(width).splitlines()
+        lines = res.to_text_gantt(width=width).splitlines()
         assert [line.split()[:2] for line in lines[:12]] == [["dev", str(d)] for d in range(12)]
         assert max(len(line) for line in lines) <= width
 
@@ -841,7 +841,7 @@ def test_the_time_axis_starts_under_the_first_column(capsys):
     assert code == 0 and out.splitlines()[:3] == ["dev 0 F0F1······B0BBB1BB",
                                                   "dev 1 ··F0F1B0BBB1BB····",
                                                   "      0                9"]
-    lines = simulate(Config(schedule="1f1b", devices=12, microbatches=3)).to_text(40).splitlines()
+    lines = simulate(Config(schedule="1f1b", devices=12, microbatches=3)).to_text_gantt(width=40).splitlines()
     assert lines[12].index("0") == len("dev 11 ") and len(lines[12]) == len(lines[0])
 
 

@@ -151,7 +151,7 @@ def least_table_width() -> int:
 @pytest.mark.parametrize("width", [least_table_width(), least_table_width() + 7, 100, 143])
 def test_the_schedule_table_wraps_within_a_width_and_reads_back_whole(width):
     table = ppviz.list_schedules()
-    lines = table.to_text(width).splitlines()
+    lines = table.to_text(width=width).splitlines()
     assert max(len(line) for line in lines) <= width
     column = lines[0].index("what it is")
     starts = [i for i, line in enumerate(lines) if i and not line.startswith(" ")]
@@ -169,7 +169,7 @@ def test_the_schedule_table_wraps_within_a_width_and_reads_back_whole(width):
 @pytest.mark.parametrize("width", [-1, 0, 40, 80, least_table_width() - 1, 80.0, True, "100"])
 def test_a_schedule_table_narrower_than_its_names_is_refused_naming_the_least_width(width):
     with pytest.raises(ConfigError, match=f"width={width!r}.*at least {least_table_width()}"):
-        ppviz.list_schedules().to_text(width)
+        ppviz.list_schedules().to_text(width=width)
 
 
 @pytest.mark.parametrize("field, bound", [("fb", ">"), ("memory_capacity", ">"), ("f", ">=")])

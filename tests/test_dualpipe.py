@@ -117,7 +117,7 @@ def test_dualpipe_p4_m8_follows_deepseeks_eight_steps():
     # 4) C−2N+h+1 = 1 × (F0&B1, F1&B0); 5) 1 × (B1, F1&B0); 6) B1 then B0 split as I (h even);
     # 7) 1 × (W, I0); 8) 1 × W.
     program = Config(schedule="dualpipe", devices=4, microbatches=8).build()
-    actions = program.to_torch()
+    actions = program.to_actions()
     assert actions[0] == ["0F0", "0F1", "0F2", "3F4", "3I4", "3W4", "3F5", "(0F3;3B5)OVERLAP_F_B",
                           "(3F6;0B0)OVERLAP_F_B", "3B6", "(3F7;0B1)OVERLAP_F_B", "3B7", "0I2", "0W2", "0I3", "0W3"]
     # device 1 is a middle device (h = 1): its first step-4 F0 and B1 run apart, "to further
@@ -234,8 +234,8 @@ def test_constraints_say_what_is_wrong_and_what_works(schedule, kw, message):
 @pytest.mark.parametrize("p", [1, 2, 3, 4, 6])
 def test_unsplit_is_the_split_order_with_each_i_a_full_b_and_no_w(p):
     for m in (2 * p, 2 * p + 1, 3 * p):
-        split = Config(schedule="dualpipe-v", devices=p, microbatches=m).build().to_torch()
-        unsplit = Config(schedule="dualpipe-v-unsplit", devices=p, microbatches=m).build().to_torch()
+        split = Config(schedule="dualpipe-v", devices=p, microbatches=m).build().to_actions()
+        unsplit = Config(schedule="dualpipe-v-unsplit", devices=p, microbatches=m).build().to_actions()
         expected = {d: [a.replace("I", "B") for a in acts if "W" not in a] for d, acts in split.items()}
         assert unsplit == expected
 
@@ -285,4 +285,4 @@ DEEPSPEED_DUALPIPEV = {
 @pytest.mark.parametrize("p, m", sorted(DEEPSPEED_DUALPIPEV))
 def test_unsplit_is_deepspeeds_dualpipev_schedule_with_ordinary_layers(p, m):
     program = Config(schedule="dualpipe-v-unsplit", devices=p, microbatches=m).build()
-    assert program.to_torch() == {r: actions.split() for r, actions in DEEPSPEED_DUALPIPEV[p, m].items()}
+    assert program.to_actions() == {r: actions.split() for r, actions in DEEPSPEED_DUALPIPEV[p, m].items()}

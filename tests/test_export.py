@@ -9,8 +9,10 @@ from ppviz import Config, Program, simulate
 
 def load(tmp_path, res, **kw):
     path = tmp_path / "trace.json"
-    assert res.to_chrome_trace(path, **kw) == str(path)
-    return json.loads(path.read_text())
+    assert res.to_chrome_trace(path, **kw) is None  # written, as pandas' to_x(path) does
+    text = path.read_text()
+    assert res.to_chrome_trace(**kw) == text  # and without a path, the same JSON returned
+    return json.loads(text)
 
 
 def test_chrome_trace_is_valid_trace_event_json(tmp_path):

@@ -92,10 +92,10 @@ VARIANTS = {
 def test_text_variants_parse_to_one_program_and_round_trip(name):
     expected = Config(schedule="1f1b", devices=2, microbatches=2).build()
     prog = Program.from_text(VARIANTS[name]) if name != "torch idle steps and comms" else \
-        Program.from_torch(VARIANTS[name])
+        Program.from_actions(VARIANTS[name])
     assert prog == expected
     assert Program.from_text(prog.to_text()) == prog
-    assert Program.from_torch(prog.to_torch()) == prog
+    assert Program.from_actions(prog.to_actions()) == prog
     buf = io.StringIO()
     prog.to_torch_csv(buf)
     assert Program.from_torch_csv(io.StringIO(buf.getvalue())) == prog
@@ -109,7 +109,7 @@ device 1: 1F0 1I0 1W0 1F1 1B1 1F2 1I2 1W2 1F3 1B3 1F4 1B4
 
 def test_overlapped_pairs_with_an_i_or_a_b_backward_parse_and_round_trip():
     prog = Program.from_text(PAIRS)
-    actions = prog.to_torch()[0]
+    actions = prog.to_actions()[0]
     assert "(0F3;0I0)OVERLAP_F_B" in actions and "(0F4;0B1)OVERLAP_F_B" in actions
     assert int(prog.pair.sum()) == 2
     first = np.flatnonzero(prog.pair)
@@ -178,7 +178,7 @@ def test_torch_csv_export_reads_back(tmp_path):
     path = tmp_path / "p.csv"
     res.to_torch_csv(path)
     rows = path.read_text().splitlines()
-    assert rows[0].split(",") == res.program.to_torch()[0]
+    assert rows[0].split(",") == res.program.to_actions()[0]
     assert Program.from_torch_csv(path) == res.program
 
 
@@ -224,8 +224,8 @@ def test_cli_width_and_exports(tmp_path, capsys):
     assert main(["run", "1f1b", "-p", "2", "-m", "3", "--width", "60", "--trace", str(trace), "--csv", str(csv)]) == 0
     out = capsys.readouterr().out
     res = simulate(Config(schedule="1f1b", devices=2, microbatches=3))
-    assert res.to_text(60) in out
-    assert max(len(line) for line in res.to_text(60).splitlines()) <= 60
+    assert res.to_text_gantt(width=60) in out
+    assert max(len(line) for line in res.to_text_gantt(width=60).splitlines()) <= 60
     assert f"wrote {trace}" in out and f"wrote {csv}" in out
     assert json.loads(trace.read_text())["otherData"]["makespan"] == res.makespan
     assert Program.from_torch_csv(csv) == res.program

@@ -90,7 +90,7 @@ def torch_actions(figure: dict[int, str], p: int, waves: int) -> dict[int, list[
 def test_the_papers_figures(figure, p, waves, bars):
     cfg = Config(schedule="hanayo", devices=p, microbatches=p, stages_per_device=2 * waves, f=1.0, b=2.0, w=0.0)
     program = cfg.build()
-    assert program.to_torch() == torch_actions(figure, p, waves)
+    assert program.to_actions() == torch_actions(figure, p, waves)
     assert program.placement.stage_device == Placement.v_shape(p, 2 * waves).stage_device
     res = simulate(cfg)
     if bars is not None:
@@ -199,7 +199,7 @@ def test_equals_the_elf_generator():
         expected = {rank: [f"{stage}{kind}{mb}" for kind, stage, mb in ops]
                     for rank, ops in elf_generate_hanayo_schedule(placement, m).items()}
         program = Config(schedule="hanayo", devices=p, microbatches=m, stages_per_device=2 * waves).build()
-        assert program.to_torch() == expected, (p, m, waves)
+        assert program.to_actions() == expected, (p, m, waves)
     assert len(configs) == 320
 
 
@@ -212,7 +212,7 @@ def test_equals_the_elf_generator_at_larger_sizes(p, waves, extra):
     expected = {rank: [f"{stage}{kind}{mb}" for kind, stage, mb in ops]
                 for rank, ops in elf_generate_hanayo_schedule(placement, m).items()}
     program = Config(schedule="hanayo", devices=p, microbatches=m, stages_per_device=2 * waves).build()
-    assert program.to_torch() == expected
+    assert program.to_actions() == expected
 
 
 def test_names_and_defaults():

@@ -100,7 +100,7 @@ def test_positions_in_text_and_csv_name_line_and_column():
 
 def test_exports_refuse_bad_paths_and_escape_user_text(tmp_path, capsys):
     res = simulate(Config(devices=2, microbatches=2))
-    for bad in (3, None, 2.5):
+    for bad in (3, 2.5, b"run.json"):
         with pytest.raises(ConfigError, match="path"):
             res.to_chrome_trace(bad)
     import ppviz.widgets
@@ -158,10 +158,10 @@ def test_the_size_budget_is_configurable_and_refuses_with_the_estimate(monkeypat
 def test_csv_files_are_read_as_utf8_and_other_inputs_refused(tmp_path):
     path = tmp_path / "p.csv"
     path.write_bytes(b"0F0,0B0\r\n1F0,1B0\r\n")
-    assert Program.from_torch_csv(path).to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert Program.from_torch_csv(path).to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
     # a non-breaking space (two UTF-8 bytes) around a cell is white space, as an editor shows it
     path.write_bytes("0F0,\u00a00B0\n1F0,1B0\n".encode("utf-8"))
-    assert Program.from_torch_csv(path).to_torch()[0] == ["0F0", "0B0"]
+    assert Program.from_torch_csv(path).to_actions()[0] == ["0F0", "0B0"]
     path.write_bytes(b"0F0,0B0\xff\n")
     with pytest.raises(ParseError) as info:
         Program.from_torch_csv(path)
@@ -240,34 +240,29 @@ def test_memory_before_the_start_is_zero():
     assert res.memory_at(-0.5).tolist() == [0.5, 0.5]
 
 
-def test_the_old_listing_call_warns_and_still_lists():
-    import warnings
-
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        table = ppviz.schedules()
-    assert [w.category for w in caught] == [DeprecationWarning]
-    assert caught[0].filename == __file__  # the warning points at the caller
-    assert str(caught[0].message) == ("ppviz.schedules() is deprecated: call ppviz.list_schedules(); ppviz.schedules "
-                                      "is now the package of schedule families")
-    assert table.names() == ppviz.list_schedules().names()
+def test_the_package_of_families_is_not_a_call():
+    # ppviz.schedules() was a shim for a release that never happened
+    assert not callable(ppviz.schedules) and "schedules" not in ppviz.__all__
 
 
 def test_result_exports_write_their_formats(tmp_path):
     res = simulate(Config(devices=2, microbatches=2))
-    html = res.to_html(tmp_path / "a.html", theme="dark")
-    assert html == str(tmp_path / "a.html")
+    assert res.to_html(tmp_path / "a.html", theme="dark") is None  # written: pandas' rule
     page = (tmp_path / "a.html").read_text()
+    assert page == res.to_html(theme="dark")  # no path: the text itself
     assert page.startswith("<!doctype html>") and '"dark"' in page
     with pytest.raises(ConfigError, match="theme"):
         res.to_html(tmp_path / "b.html", theme="blue")
     assert not (tmp_path / "b.html").exists()
-    svg = res.to_svg(tmp_path / "a.svg", width=400)
-    assert svg == str(tmp_path / "a.svg") and (tmp_path / "a.svg").read_text().startswith("<svg")
-    png = res.to_png(tmp_path / "a.png", scale=1)
-    assert png == str(tmp_path / "a.png") and (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert res.to_torch_csv(tmp_path / "a.csv") == str(tmp_path / "a.csv")  # was None
+    assert res.to_svg(tmp_path / "a.svg", width=400) is None
+    assert (tmp_path / "a.svg").read_text() == res.to_svg(width=400) and res.to_svg().startswith("<svg")
+    assert res.to_png(tmp_path / "a.png", scale=1) is None
+    assert (tmp_path / "a.png").read_bytes() == res.to_png(scale=1) and res.to_png()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert res.to_torch_csv(tmp_path / "a.csv") is None
     assert (tmp_path / "a.csv").read_text().splitlines() == ["0F0,0F1,0B0,0B1", "1F0,1B0,1F1,1B1"]
+    assert res.to_torch_csv() == (tmp_path / "a.csv").read_bytes().decode()  # torch's \r\n rows
+    assert res.to_text_gantt(tmp_path / "a.txt") is None and (tmp_path / "a.txt").read_text() == res.to_text_gantt()
+    assert res.program.to_text(tmp_path / "p.txt") is None and (tmp_path / "p.txt").read_text() == res.program.to_text()
 
 
 def test_an_export_into_a_folder_or_a_missing_folder_is_a_config_error(tmp_path):
@@ -367,7 +362,7 @@ def test_index_limits_are_exact_and_refusals_carry_their_place():
         assert not isinstance(info.value, ParseError)
     for token in (f"0F{MAX_MICROBATCH + 1}", f"{MAX_STAGE + 1}F0", "0F" + "9" * 11):
         with pytest.raises(ParseError) as info:
-            Program.from_torch({0: ["0F0", "0B0"], 1: ["1F0", token]})
+            Program.from_actions({0: ["0F0", "0B0"], 1: ["1F0", token]})
         assert (info.value.device, info.value.position) == (1, 1)
         assert "has an index ppviz cannot hold" in str(info.value)
 
@@ -432,7 +427,7 @@ def test_the_cli_shows_a_program_files_escape_sequences_instead_of_running_them(
     (lambda: ppviz.charts.gantt_chart(Config(), theme=[]), "theme=[]"),
     (lambda: ppviz.charts.widget(0), "chart=0"),  # TraitError
     (lambda: ppviz.charts.to_svg({}), "Vega-Lite cannot render it"),  # vl-convert's plain ValueError
-    (lambda: ppviz.charts.to_png({"mark": "point"}, 1e-300), "scale=1e-300"),  # a panic in vl-convert's thread
+    (lambda: ppviz.charts.to_png({"mark": "point"}, scale=1e-300), "scale=1e-300"),  # a panic in vl-convert's thread
     (lambda: simulate(Config()).to_svg("x.svg", nope=1), "nope=1: not an option of the Gantt chart"),  # TypeError
 ])
 def test_more_entry_points_refuse_by_name(call, words):
@@ -473,8 +468,8 @@ def test_controls_show_every_cost_the_viewer_runs():
      "at most 1e+200"),
     # were TypeErrors (unhashable, not iterable, not a path)
     (lambda: ppviz.Topology.preset([]), "topology=[]", "use one of dgx-h100"),
-    (lambda: Program.from_torch(3), "actions=3", "a dict {rank: [action, ...]}"),
-    (lambda: simulate(Config(devices=2, microbatches=2)).to_torch_csv(None), "path=None", "give a file name"),
+    (lambda: Program.from_actions(3), "actions=3", "a dict {rank: [action, ...]}"),
+    (lambda: simulate(Config(devices=2, microbatches=2)).to_torch_csv(3), "path=3", "give a file name"),
     (lambda: ppviz.Layout(3), "layout=3", "a tuple of strings"),
     # read silently wrong: a layout of one stage per character
     (lambda: ppviz.Layout("EtL"), "layout='EtL'", "Layout.parse reads a layout string"),

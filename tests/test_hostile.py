@@ -89,7 +89,7 @@ tokens = st.sampled_from(["0F0", "0B0", "1F0", "1B0", "0I0", "0W0", "(0F1;0B0)OV
                           "99999999999F0", "0F99999999999", "device 99999999999:", "rank 3:", "#", ",", ";", "\n",
                           " ", "\x1b[2J", "0SEND_F0", "OVERLAP_F_B", "()", "2W1"])
 #: programs that run (the library's own orders, p = 2, m = 3), each a list of rows of actions
-VALID_ROWS = [list(Config(schedule=s, devices=2, microbatches=3).build().to_torch().values())
+VALID_ROWS = [list(Config(schedule=s, devices=2, microbatches=3).build().to_actions().values())
               for s in ("1f1b", "gpipe", "zb-h1", "interleaved-1f1b", "1f1b-overlap")]
 # ...and hostile edits of them: a token dropped, swapped for a hostile one, or one added
 
@@ -132,7 +132,7 @@ def test_exports_accept_or_refuse(unit, width):
     from ppviz.io.chrome_trace import chrome_trace
 
     accepted_or_refused(lambda: chrome_trace(res, unit))
-    accepted_or_refused(lambda: res.to_text(width))
+    accepted_or_refused(lambda: res.to_text_gantt(width=width))
 
 
 @settings(max_examples=150)
@@ -205,7 +205,7 @@ def test_torch_action_lists_and_shape_options_read_or_refuse(rows, as_dict, opti
     text = "\n".join(" ".join(str(a) for a in row) for row in rows)
     csv_text = "\n".join(",".join(str(a) for a in row) for row in rows)
     accepted_or_refused(lambda: simulate(ppviz.from_torch(dict(enumerate(rows)))))
-    accepted_or_refused(lambda: simulate(Program.from_torch(actions, **{option: value})))
+    accepted_or_refused(lambda: simulate(Program.from_actions(actions, **{option: value})))
     accepted_or_refused(lambda: simulate(Program.from_text(text, **{option: value})))
     accepted_or_refused(lambda: simulate(Program.from_text(dict(enumerate(text.splitlines())), **{option: value})))
     accepted_or_refused(lambda: simulate(Program.from_torch_csv(io.StringIO(csv_text), **{option: value})))
@@ -375,7 +375,7 @@ def test_charts_draw_or_refuse(loaded, item, option, options):
     accepted_or_refused(lambda: charts.sweep_chart(["1f1b"], [4, 8], devices=option), HEAVY)
     accepted_or_refused(lambda: charts.summarize_steps([0.0, 1.0], [0.0, 1.0], option), HEAVY)
     accepted_or_refused(lambda: charts.to_svg(item), HEAVY)
-    accepted_or_refused(lambda: charts.to_png({"mark": "point"}, option), HEAVY)
+    accepted_or_refused(lambda: charts.to_png({"mark": "point"}, scale=option), HEAVY)
     accepted_or_refused(lambda: charts.widget(item), HEAVY)
 
 
@@ -390,12 +390,12 @@ def test_every_export_writes_or_refuses(loaded, tmp_path_factory, path, value, t
     tmp = tmp_path_factory.mktemp("exports")
     name = _path(path, tmp)
     accepted_refused_or_os_error(lambda: res.to_chrome_trace(name))
-    accepted_refused_or_os_error(lambda: res.to_chrome_trace(tmp / "t.json", value))
+    accepted_refused_or_os_error(lambda: res.to_chrome_trace(tmp / "t.json", time_unit_us=value))
     accepted_refused_or_os_error(lambda: res.to_html(name, theme=theme))
     accepted_refused_or_os_error(lambda: res.program.to_torch_csv(tmp / "p.csv"))
     accepted_refused_or_os_error(lambda: res.to_svg(tmp / "a.svg", **options))
     accepted_refused_or_os_error(lambda: res.to_png(tmp / "a.png", scale=value, width=200))
-    accepted_or_refused(lambda: res.to_text(value), HEAVY)
+    accepted_or_refused(lambda: res.to_text_gantt(width=value), HEAVY)
     accepted_or_refused(lambda: ppviz.widgets.standalone_html(res, theme=theme, width=value), HEAVY)
     accepted_or_refused(lambda: ppviz.widgets.standalone_html(value), HEAVY)
 

@@ -25,7 +25,7 @@ def deepspeed_timetable(p, m):
 def test_orders_and_lock_step_times_are_deepspeeds(p, m):
     res = run(p, m, f=1.0)
     table = deepspeed_timetable(p, m)
-    assert res.program.to_torch() == {r: [a for _, a in rows] for r, rows in table.items()}
+    assert res.program.to_actions() == {r: [a for _, a in rows] for r, rows in table.items()}
     # with unit stage time the simulated starts are DeepSpeed's step numbers
     for r, rows in table.items():
         lo, hi = res.program.offsets[r], res.program.offsets[r + 1]
@@ -106,7 +106,7 @@ def test_deepspeeds_steps_and_buffer_alternation():
         forwards = [(t, int(c[1:])) for t, cmds in enumerate(steps) for c in cmds if c[0] == "F"]
         # ppviz runs rank r's k-th forward (microbatch k) at DeepSpeed's step of its k-th ForwardPass
         lo, hi = res.program.offsets[r], res.program.offsets[r + 1]
-        assert res.program.to_torch()[r] == [f"{r}F{k}" for k in range(m)]
+        assert res.program.to_actions()[r] == [f"{r}F{k}" for k in range(m)]
         assert list(res.ops.start[lo:hi]) == [float(t) for t, _ in forwards]
         # the module's description of the buffers: microbatch i in buffer i mod 2 on every rank, sent from it
         # one step later; even ranks send before they receive, odd ranks receive before they send

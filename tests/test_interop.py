@@ -146,7 +146,7 @@ def test_a_stage_on_two_devices_points_every_bidirectional_schedule_at_its_place
 
 def test_a_row_that_is_not_a_list_is_named():
     with pytest.raises(ParseError, match=r"device 1: expected a list of actions or a string of them; got int 5"):
-        Program.from_torch({0: ["0F0", "0B0"], 1: 5})
+        Program.from_actions({0: ["0F0", "0B0"], 1: 5})
 
 
 TOKENS = ["0F0", "0F1", "1F0", "1F1", "0B0", "0B1", "1B0", "1B1", "0I0", "0W0", "1I1", "1W1", "2F0", "0F", "X",
@@ -158,7 +158,7 @@ def test_any_program_text_fails_only_with_ppviz_errors(rows):
     # whatever the rows hold, reading, validating and simulating either works or raises a
     # PpvizError that names what is wrong — never a traceback from deep inside numpy or the engine
     try:
-        simulate(Program.from_torch(rows).validate())
+        simulate(Program.from_actions(rows).validate())
     except PpvizError as err:
         assert str(err)
 
@@ -173,7 +173,7 @@ def test_from_torch_without_torch_says_what_to_install(monkeypatch):
 
 def test_from_torch_reads_a_pipeline_order_mapping_without_torch():
     program = ppviz.from_torch({0: ["0F0", None, "0B0"], 1: ["1F0", "1B0"]})
-    assert program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
 
 
 def test_from_torch_names_and_classes(torch_pipelining):
@@ -255,7 +255,7 @@ def test_torch_load_csv_reads_what_ppviz_writes(tmp_path, torch_pipelining, torc
     # torch's runtime loads it, validates it (_validate_schedule) and lowers it to send/recv actions
     runtime = torch_schedule(torch_pipelining.ScheduleLoopedBFS, 4, 8, v)
     runtime._load_csv(str(tmp_path / "ours.csv"), format="compute_only")
-    assert {r: [str(a) for a in acts] for r, acts in runtime.pipeline_order.items()} == program.to_torch()
+    assert {r: [str(a) for a in acts] for r, acts in runtime.pipeline_order.items()} == program.to_actions()
     assert runtime.stage_index_to_group_rank == dict(enumerate(program.placement.stage_device))
 
 

@@ -8,14 +8,14 @@ from ppviz import Config, ParseError, Program, ProgramError
 def test_round_trip_through_torch_strings():
     for name, v in [("gpipe", 1), ("1f1b", 1), ("interleaved-1f1b", 2), ("zb-h1", 1)]:
         program = Config(schedule=name, devices=4, microbatches=8, stages_per_device=v).build()
-        back = Program.from_torch(program.to_torch())
+        back = Program.from_actions(program.to_actions())
         assert back == program
         assert Program.from_text(program.to_text()) == program
         assert back.placement.style == program.placement.style
 
 
 def test_to_torch_uses_action_strings():
-    actions = Config(schedule="1f1b", devices=2, microbatches=3).build().to_torch()
+    actions = Config(schedule="1f1b", devices=2, microbatches=3).build().to_actions()
     assert actions == {0: ["0F0", "0F1", "0B0", "0F2", "0B1", "0B2"], 1: ["1F0", "1B0", "1F1", "1B1", "1F2", "1B2"]}
 
 
@@ -25,14 +25,14 @@ def test_pairs_parse_and_print_like_torch():
     device 1: 1F0 1B0 1F1 1B1 1F2 1B2
     """
     program = Program.from_text(text)
-    assert program.to_torch()[0][2] == "(0F2;0B0)OVERLAP_F_B"
+    assert program.to_actions()[0][2] == "(0F2;0B0)OVERLAP_F_B"
     assert len(program) == 12
     program.validate()
 
 
 def test_idle_steps_and_comm_actions_are_dropped():
-    program = Program.from_torch({0: ["0F0", None, "", "0SEND_F0", "0B0"], 1: ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]})
-    assert program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    program = Program.from_actions({0: ["0F0", None, "", "0SEND_F0", "0B0"], 1: ["1RECV_F0", "1F0", "1B0", "1SEND_B0"]})
+    assert program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
 
 
 def test_dict_of_strings_and_commas():

@@ -89,7 +89,7 @@ def test_an_order_that_cannot_finish_is_a_deadlock_when_its_early_receives_are_p
     program = Program.from_text("device 0: 0F0 0B0 0F1 0B1\ndevice 1: 1F1 1B1 1F0 1B0")
     lowered = lowering.add_comms(program)  # the sends are placed at once, the receives when read
     with pytest.raises(DeadlockError, match=r"1F1 waits for 0F1 \(device 0, position 2\)"):
-        lowered.to_torch(comms=True)
+        lowered.to_actions(comms=True)
 
 
 def test_deferred_receives_sit_just_before_their_consumers_and_early_ones_are_found_when_read():
@@ -99,12 +99,12 @@ def test_deferred_receives_sit_just_before_their_consumers_and_early_ones_are_fo
     assert np.array_equal(recv_before, consumer) and np.array_equal(send_before, producer + 1)
     early = lowering.add_comms(program)
     assert early.comms.placed[3] is None
-    rows = early.to_torch(comms=True)
+    rows = early.to_actions(comms=True)
     assert early.comms.placed[3] is not None
     # an early receive comes before its consumer, never after
     assert np.all(early.comms.placed[3] <= consumer)
     assert rows[1][:3] == ["1RECV_F0", "1F0", "1SEND_F0"]
-    assert late.to_torch(comms=True)[0][:4] == ["0F0", "0SEND_F0", "0F1", "0SEND_F1"]
+    assert late.to_actions(comms=True)[0][:4] == ["0F0", "0SEND_F0", "0F1", "0SEND_F1"]
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -112,7 +112,7 @@ def test_observed_order_is_torchs(measured, name):
     schedule, m, v, _, _ = _spec(name)
     expected = ppviz.from_torch(schedule, devices=P, microbatches=m, stages_per_device=v)
     got = measured[name].program
-    assert got.to_torch() == expected.to_torch()
+    assert got.to_actions() == expected.to_actions()
     assert (got.stages, got.microbatches, got.devices) == (P * v, m, P)
 
 
@@ -158,7 +158,7 @@ def test_op_times_are_the_computation_without_the_wait(measured, name):
 
 def test_gpipe_annotated_takes_the_inner_spans(measured):
     m = measured["gpipe_annotated"]
-    assert m.program.to_torch() == ppviz.from_torch("GPipe", devices=P, microbatches=4).to_torch()
+    assert m.program.to_actions() == ppviz.from_torch("GPipe", devices=P, microbatches=4).to_actions()
     assert np.all(m.wait == 0)  # the annotation is around the computation alone
     outer = measured["gpipe"]
     assert outer.wait.max() > 1.0
@@ -362,7 +362,8 @@ def test_a_measured_run_is_a_result_everywhere(measured, tmp_path):
     assert view.result is m
     cal = ppviz.calibrate(m)
     ppviz.compare([m, cal.config, cal.config_for("zb-h1", stages_per_device=1)])
-    path = m.to_chrome_trace(tmp_path / "zbv.json")
+    path = tmp_path / "zbv.json"
+    m.to_chrome_trace(path)
     back = ppviz.load_trace(path)
     assert back.program == m.program
     np.testing.assert_allclose(back.ops.start, m.ops.start, atol=1e-9)
@@ -383,14 +384,14 @@ def _pipedream_flush(p: int, m: int, rank: int) -> list[str]:
 def test_the_shipped_trace():
     """The example trace ships in the wheel and loads without torch: a 1F1B run on 4 ranks."""
     m = ppviz.load_trace(ppviz.example_trace())
-    assert m.program.to_torch() == {r: _pipedream_flush(4, 8, r) for r in range(4)}
+    assert m.program.to_actions() == {r: _pipedream_flush(4, 8, r) for r in range(4)}
     assert len(m.steps) == 2
     assert abs(ppviz.calibrate(m).error) < 0.10
 
 
 def test_the_shipped_trace_is_torchs_1f1b(torch_pipelining):
     m = ppviz.load_trace(ppviz.example_trace())
-    assert m.program.to_torch() == ppviz.from_torch("1F1B", devices=4, microbatches=8).to_torch()
+    assert m.program.to_actions() == ppviz.from_torch("1F1B", devices=4, microbatches=8).to_actions()
 
 
 def test_fast_reader_reads_what_a_full_parse_reads(runs):

@@ -13,10 +13,10 @@ from ppviz import Config, DeadlockError, Program, simulate
 def one_f_one_b_with_device_5_reordered():
     # 1F1B on 11 devices, device 5 runs its first backward right after its first forward: 5B0
     # waits for 6B0, which runs after 6F1, which waits for 5F1, queued behind 5B0
-    actions = Config("1f1b", devices=11, microbatches=12).build().to_torch()
+    actions = Config("1f1b", devices=11, microbatches=12).build().to_actions()
     actions[5].remove("5B0")
     actions[5].insert(1, "5B0")
-    return Program.from_torch(actions)
+    return Program.from_actions(actions)
 
 
 GRID = """\

@@ -344,8 +344,9 @@ def test_the_chrome_trace_shows_every_host_copy_and_what_each_reload_holds_up(tm
 
     # a slow host link: copies queue, and some backwards wait for their reloads
     res = simulate(gpipe(Link(0.0, bandwidth=0.5), m=4))
-    path = res.to_chrome_trace(tmp_path / "offload.json")
-    events = json.loads(open(path, encoding="utf-8").read())["traceEvents"]
+    path = tmp_path / "offload.json"
+    res.to_chrome_trace(path)
+    events = json.loads(path.read_text(encoding="utf-8"))["traceEvents"]
     h, p = res.host_copies, res.devices
     threads = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     assert all(threads[2 * p + d] == f"device {d}: host copies" for d in range(p))
@@ -482,7 +483,7 @@ def test_the_chrome_trace_of_a_run_with_both_keeps_transfers_and_host_copies_apa
     import json
 
     res = simulate(gpipe(Link(0.0, bandwidth=0.5), topology=Link(0.5, bandwidth=math.inf), comm_bytes=1.0))
-    events = json.loads(open(res.to_chrome_trace(tmp_path / "both.json"), encoding="utf-8").read())["traceEvents"]
+    events = json.loads(res.to_chrome_trace())["traceEvents"]
     p = res.devices
     threads = {e["tid"]: e["args"]["name"] for e in events if e.get("name") == "thread_name"}
     assert {tid: name for tid, name in threads.items() if tid >= p} == {

@@ -20,7 +20,7 @@ def run(schedule="1f1b-overlap", p=2, m=4, **kw):
 
 def test_1f1b_overlap_order():
     # rank 0: warmup 2(p−1)+1 = 3; rank 1: 1. Each pair's forward runs with the oldest backward.
-    actions = Config(schedule="1f1b_overlap", devices=2, microbatches=4).build().to_torch()
+    actions = Config(schedule="1f1b_overlap", devices=2, microbatches=4).build().to_actions()
     assert actions == {
         0: ["0F0", "0F1", "0F2", "(0F3;0B0)OVERLAP_F_B", "0B1", "0B2", "0B3"],
         1: ["1F0", "(1F1;1B0)OVERLAP_F_B", "(1F2;1B1)OVERLAP_F_B", "(1F3;1B2)OVERLAP_F_B", "1B3"],
@@ -39,7 +39,7 @@ def test_warmups_and_pairs_per_rank():
 def test_interleaved_overlap_order():
     # p=2, v=2, m=4, g=2: table (mb, chunk) = 0,0 1,0 0,1 1,1 2,0 3,0 2,1 3,1; Megatron's warmup
     # 2(p−r−1) + (v−1)g is 4 on rank 0 and 2 on rank 1, one more here
-    actions = Config(schedule="interleave_overlap", devices=2, microbatches=4, stages_per_device=2).build().to_torch()
+    actions = Config(schedule="interleave_overlap", devices=2, microbatches=4, stages_per_device=2).build().to_actions()
     assert actions == {
         0: ["0F0", "0F1", "2F0", "2F1", "0F2", "(0F3;2B0)OVERLAP_F_B", "(2F2;2B1)OVERLAP_F_B",
             "(2F3;0B0)OVERLAP_F_B", "0B1", "2B2", "2B3", "0B2", "0B3"],

@@ -16,31 +16,31 @@ from ppviz.core.program import MAX_STAGE
 def test_readers_name_programs_custom_by_default(tmp_path):
     path = tmp_path / "p.csv"
     path.write_text("0F0,0B0\n")
-    for prog in (Program.from_text("0F0 0B0"), Program.from_torch({0: ["0F0", "0B0"]}), Program.from_torch_csv(path)):
+    for prog in (Program.from_text("0F0 0B0"), Program.from_actions({0: ["0F0", "0B0"]}), Program.from_torch_csv(path)):
         assert prog.name == "custom"
         assert simulate(prog).config.schedule == "custom"
 
 
 def test_rows_may_be_strings_or_lists_and_keys_must_be_devices():
-    assert Program.from_torch({0: "0F0 0B0"}) == Program.from_torch({0: ["0F0", "0B0"]})
-    assert Program.from_torch([["0F0", "0B0"], ["1F0", "1B0"]]) == Program.from_text("0F0 0B0\n1F0 1B0")
+    assert Program.from_actions({0: "0F0 0B0"}) == Program.from_actions({0: ["0F0", "0B0"]})
+    assert Program.from_actions([["0F0", "0B0"], ["1F0", "1B0"]]) == Program.from_text("0F0 0B0\n1F0 1B0")
     with pytest.raises(ParseError) as info:
-        Program.from_torch({0: ["0F0"], "x": ["1F0"]})
+        Program.from_actions({0: ["0F0"], "x": ["1F0"]})
     assert str(info.value) == "device keys must be integers 0..p-1; got 'x'"
     with pytest.raises(ParseError) as info:
-        Program.from_torch({-1: ["0F0"], 0: ["0F0"]})
+        Program.from_actions({-1: ["0F0"], 0: ["0F0"]})
     assert str(info.value) == "device keys must be integers 0..p-1; got -1"
     with pytest.raises(ParseError) as info:
-        Program.from_torch({0: ["0F0", "0B0"], 3: ["1F0"]})
+        Program.from_actions({0: ["0F0", "0B0"], 3: ["1F0"]})
     assert str(info.value) == "device 1 has no row; give every device 0..3 a (possibly empty) list"
     with pytest.raises(ParseError) as info:
-        Program.from_torch({0: ["0F0", "0B0"], 1: 7})
+        Program.from_actions({0: ["0F0", "0B0"], 1: 7})
     assert info.value.device == 1 and "device 1" in str(info.value) and "7" in str(info.value)
     with pytest.raises(ParseError) as info:
-        Program.from_torch({})
+        Program.from_actions({})
     assert str(info.value) == "the program has no devices; give at least one row of actions"
     with pytest.raises(ParseError) as info:
-        Program.from_torch({0: ["0SEND_F0", None, ""]})
+        Program.from_actions({0: ["0SEND_F0", None, ""]})
     assert str(info.value) == "the program has no compute actions; write actions such as 0F0 0B0"
 
 
@@ -49,7 +49,7 @@ def test_refusals_carry_the_device_and_position():
         Program.from_text("0F0 0B0\n1F0 1X0")
     assert (info.value.device, info.value.position) == (1, 1)
     with pytest.raises(ParseError) as info:
-        Program.from_torch({0: ["0F0", 5]})
+        Program.from_actions({0: ["0F0", 5]})
     assert (info.value.device, info.value.position) == (0, 1)
     with pytest.raises(ParseError) as info:
         Program.from_text(f"0F0 ({MAX_STAGE + 1}F0;0B0)OVERLAP_F_B")
@@ -85,9 +85,9 @@ class TorchLikeAction:
 
 
 def test_objects_are_read_only_when_they_look_like_torch_actions():
-    assert Program.from_torch({0: [TorchLikeAction(), "0B0"]}) == Program.from_text("0F0 0B0")
+    assert Program.from_actions({0: [TorchLikeAction(), "0B0"]}) == Program.from_text("0F0 0B0")
     with pytest.raises(ParseError, match="expected an action string"):
-        Program.from_torch({0: [HalfAction(), "0B0"]})
+        Program.from_actions({0: [HalfAction(), "0B0"]})
 
 
 def test_kinds_are_read_as_written():
@@ -235,8 +235,8 @@ def both_ways(call):
        st.sampled_from([" ", ",", ", ", "\t", "  ,\t"]), st.booleans())
 def test_plain_rows_read_at_once_as_they_read_one_by_one(rows, separator, prefixed):
     text = "\n".join((f"device {d}: " if prefixed else "") + separator.join(row) for d, row in enumerate(rows))
-    for call in (lambda: Program.from_text(text), lambda: Program.from_torch(rows),
-                 lambda: Program.from_torch({d: separator.join(row) for d, row in enumerate(rows)}),
+    for call in (lambda: Program.from_text(text), lambda: Program.from_actions(rows),
+                 lambda: Program.from_actions({d: separator.join(row) for d, row in enumerate(rows)}),
                  lambda: Program.from_torch_csv(io.StringIO("\n".join(",".join(row) for row in rows)))):
         fast, slow = both_ways(call)
         assert fast == slow

@@ -21,7 +21,7 @@ def test_figure_p4_two_segments_two_microbatches():
     # the paper's Fig. 1 setting (p = 4, sequences split in two), written out by hand from the rule:
     # indices 0, 1 = microbatch 0 segments 0, 1; 2, 3 = microbatch 1; backwards 1 0 3 2
     program = Config(schedule="seq1f1b", devices=4, microbatches=2, segments=2).build()
-    assert program.to_torch() == {
+    assert program.to_actions() == {
         0: ["0F0", "0F1", "0F2", "0F3", "0B1", "0B0", "0B3", "0B2"],        # warmup 4 + 2 − 2 = 4 (all)
         1: ["1F0", "1F1", "1F2", "1F3", "1B1", "1B0", "1B3", "1B2"],        # warmup 3, one F B, drain
         2: ["2F0", "2F1", "2F2", "2B1", "2F3", "2B0", "2B3", "2B2"],        # warmup 2
@@ -135,4 +135,4 @@ CODE = {
 @pytest.mark.parametrize("p, m, k", sorted(CODE))
 def test_orders_are_the_codes_sp_queue_order(p, m, k):
     program = Config(schedule="seq1f1b", devices=p, microbatches=m, segments=k).build()
-    assert program.to_torch() == {r: actions.split() for r, actions in CODE[p, m, k].items()}
+    assert program.to_actions() == {r: actions.split() for r, actions in CODE[p, m, k].items()}

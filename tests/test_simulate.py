@@ -81,7 +81,7 @@ def test_zb_h1_unequal_costs_by_hand():
     # Device 1: F0 [2,4] I0 [4,5] F1 [5,7] I1 [7,8] W0 [8,9] W1 [9,10].
     # Device 0: F0 [0,2] F1 [2,4] I0 [5,6] (after device 1's I0) W0 [6,7] I1 [8,9] W1 [9,10].
     res = run("zb-h1", p=2, m=2, f=2, b=1, w=1)
-    assert res.program.to_torch() == {0: ["0F0", "0F1", "0I0", "0W0", "0I1", "0W1"],
+    assert res.program.to_actions() == {0: ["0F0", "0F1", "0I0", "0W0", "0I1", "0W1"],
                                       1: ["1F0", "1I0", "1F1", "1I1", "1W0", "1W1"]}
     assert list(res.ops.start) == [0, 2, 5, 6, 8, 9, 2, 4, 5, 7, 8, 9]
     assert res.makespan == 10

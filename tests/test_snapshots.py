@@ -163,7 +163,7 @@ def test_summaries_and_registry_table():
 def test_program_readers_pass_their_shape_options_through(tmp_path):
     text = "0F0 0B0\n1F0 1B0"
     for prog in (Program.from_text(text, microbatches=3, stages=2, name="mine"),
-                 Program.from_torch({0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}, microbatches=3, stages=2, name="mine")):
+                 Program.from_actions({0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}, microbatches=3, stages=2, name="mine")):
         assert (prog.microbatches, prog.stages, prog.name) == (3, 2, "mine")
     path = tmp_path / "p.csv"
     path.write_text("0F0,0B0\n1F0,1B0\n")

@@ -57,7 +57,7 @@ def torch_orders(schedules, name, p, m, v):
 
 
 def ppviz_orders(schedule, p, m, v):
-    return Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build().to_torch()
+    return Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build().to_actions()
 
 
 def compare_grid(torch_pipelining, torch_name, schedule, vs, ms_for):

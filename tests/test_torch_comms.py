@@ -51,7 +51,7 @@ def torch_lowered(schedules, name, p, m, v, defer):
 
 def ours(schedule, p, m, v, defer):
     program = Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build()
-    return add_comms(program, defer=defer).to_torch(comms=True)
+    return add_comms(program, defer=defer).to_actions(comms=True)
 
 
 ACTION = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)$")
@@ -131,7 +131,7 @@ def test_deferred_lowering_equals_what_single_stage_schedules_post(torch_pipelin
                 except ScheduleConstraintError:
                     refused += 1  # 1F1B with m < p: torch refuses it, ppviz runs it as Megatron does
                     continue
-                assert ours(schedule, p, m, 1, True) == executed.to_torch(comms=True), (schedule, p, m)
+                assert ours(schedule, p, m, 1, True) == executed.to_actions(comms=True), (schedule, p, m)
                 equal += 1
         counts[schedule] = (equal, refused)
     print("deferred lowering equal to the P2P torch posts (equal, refused by torch):", counts)
@@ -146,7 +146,7 @@ def test_a_torch_program_with_comms_runs_its_own_sends_and_receives(torch_pipeli
     link = ppviz.Link(0.25, bandwidth=4.0)
     config = Config(schedule="custom", devices=4, microbatches=8, topology=link, comm_bytes=1.0)
     torchs = ppviz.simulate(program, config.replace(p2p="overlapped"))
-    assert torchs.program.to_torch(comms=True) == program.to_torch(comms=True)
+    assert torchs.program.to_actions(comms=True) == program.to_actions(comms=True)
     # overlapped: where the receives sit does not matter, so torch's program times like ppviz's
     ppviz_lowered = ppviz.simulate(program.without_comms(), config.replace(p2p="overlapped"))
     assert torchs.makespan == ppviz_lowered.makespan
@@ -176,7 +176,7 @@ def test_every_registry_schedule_is_lowered_as_torchs_passes_lower_it(torch_pipe
                         program = Config(schedule=name, devices=p, microbatches=m, stages_per_device=v).build()
                     except ScheduleConstraintError:
                         continue
-                    assert add_comms(program).to_torch(comms=True) == torch_passes(torch_pipelining, program), \
+                    assert add_comms(program).to_actions(comms=True) == torch_passes(torch_pipelining, program), \
                         (name, p, v, m)
                     checked += 1
     assert checked >= 100

@@ -41,7 +41,7 @@ def compare_grid(torch_name, schedule):
                     refused += 1
                     continue
                 ours = Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build()
-                assert ours.to_torch() == expected, (schedule, p, m, v)
+                assert ours.to_actions() == expected, (schedule, p, m, v)
                 matched += 1
     return matched, refused
 
@@ -71,8 +71,8 @@ def test_dualpipe_v_reproduces_torch_artifact_action_for_action():
     rows = artifact_rows()
     assert [len(r) for r in rows] == [38, 36, 34, 33]
     ours = Config(schedule="dualpipe-v", devices=4, microbatches=10).build()
-    assert ours.to_torch() == dict(enumerate(rows))
-    artifact = Program.from_torch(rows).validate()
+    assert ours.to_actions() == dict(enumerate(rows))
+    artifact = Program.from_actions(rows).validate()
     assert artifact == ours
     assert artifact.placement.style == "v" and ours.placement.style == "v"
 
@@ -95,6 +95,6 @@ def test_artifact_peak_is_pp_plus_one_chunks():
     assert peaks == [9, 9, 9, 9]
     # ppviz's timed memory curve agrees: a chunk is half an activation unit, and w_share = 0
     # frees everything at the I, as the count above does
-    program = Program.from_torch(artifact_rows())
+    program = Program.from_actions(artifact_rows())
     res = simulate(program, Config(schedule="custom", devices=4, microbatches=10, w_share=0.0))
     assert np.array_equal(res.peak_activation * 2, [9, 9, 9, 9])

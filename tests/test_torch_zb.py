@@ -52,7 +52,7 @@ def compare(build_torch, torch_name, schedule):
                         Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v)
                     refused += 1
                     continue
-                ours = Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build().to_torch()
+                ours = Config(schedule=schedule, devices=p, microbatches=m, stages_per_device=v).build().to_actions()
                 assert ours == expected, (schedule, p, v, m)
                 matched += 1
     return matched, refused

@@ -33,10 +33,16 @@ ROUND_TRIP = [
 ]
 
 
+def written(result, path, **options):
+    """The trace file of ``result`` at ``path`` (exports return None when they write)."""
+    result.to_chrome_trace(path, **options)
+    return path
+
+
 @pytest.mark.parametrize("config", ROUND_TRIP, ids=lambda c: c.schedule)
 def test_ppviz_chrome_trace_round_trip(config, tmp_path):
     result = ppviz.simulate(config)
-    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json"))
+    back = ppviz.load_trace(written(result, tmp_path / "run.json"))
     assert back.program == result.program
     np.testing.assert_allclose(back.ops.start, result.ops.start, atol=1e-9)
     np.testing.assert_allclose(back.ops.end, result.ops.end, atol=1e-9)
@@ -47,7 +53,7 @@ def test_ppviz_chrome_trace_round_trip(config, tmp_path):
 def test_ppviz_chrome_trace_units(tmp_path):
     """A trace written with 250 µs per unit loads in milliseconds: a quarter of the units."""
     result = ppviz.simulate(ROUND_TRIP[0])
-    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json", time_unit_us=250.0))
+    back = ppviz.load_trace(written(result, tmp_path / "run.json", time_unit_us=250.0))
     np.testing.assert_allclose(back.ops.end, result.ops.end / 4, atol=1e-9)
 
 
@@ -58,14 +64,14 @@ UNITLESS = ppviz.Config(schedule="1f1b", devices=4, microbatches=8)
 def test_a_unitless_run_reads_back_unitless(tmp_path):
     # before: it came back labelled ms ("pipeline time 33 ms")
     result = ppviz.simulate(UNITLESS)
-    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json"))
+    back = ppviz.load_trace(written(result, tmp_path / "run.json"))
     assert back.config.time_unit is None
     np.testing.assert_allclose(back.ops.end, result.ops.end, rtol=1e-12)
     assert repr(back) == "<Measured 1f1b: 4 devices, pipeline time 33, bubble 27.3%, 1 step(s)>"
     assert "  pipeline time    33\n" in back.summary() and " ms" not in back.summary()
     # a unit ppviz cannot convert is drawn as a unitless one, and read back with its name
     cycles = ppviz.simulate(UNITLESS.replace(time_unit="cycles"))
-    back = ppviz.load_trace(cycles.to_chrome_trace(tmp_path / "cycles.json"))
+    back = ppviz.load_trace(written(cycles, tmp_path / "cycles.json"))
     assert back.config.time_unit == "cycles" and back.makespan == 33.0
     assert repr(back).startswith("<Measured 1f1b: 4 devices, pipeline time 33 cycles,")
 
@@ -75,7 +81,7 @@ def test_a_run_in_real_time_reads_back_in_milliseconds_with_its_times(tmp_path, 
     # measured runs are in ms: a run in s reads back with the same times, a thousand times the numbers
     result = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=3, microbatches=4, f=1.5 / ms, b=1.0 / ms,
                                          w=0.5 / ms, comm=0.1 / ms, time_unit=unit))
-    back = ppviz.load_trace(result.to_chrome_trace(tmp_path / "run.json"))
+    back = ppviz.load_trace(written(result, tmp_path / "run.json"))
     assert back.config.time_unit == "ms" and back.program == result.program
     np.testing.assert_allclose(back.ops.start, result.ops.start * ms, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(back.ops.end, result.ops.end * ms, rtol=1e-12)
@@ -83,7 +89,7 @@ def test_a_run_in_real_time_reads_back_in_milliseconds_with_its_times(tmp_path, 
 
 
 def test_traces_written_before_ppviz_recorded_unitless_read_in_milliseconds(tmp_path):
-    trace = json.loads(open(ppviz.simulate(UNITLESS).to_chrome_trace(tmp_path / "run.json")).read())
+    trace = json.loads(open(written(ppviz.simulate(UNITLESS), tmp_path / "run.json")).read())
     for key in ("unitless", "time_unit"):
         del trace["otherData"][key]
     back = ppviz.load_trace(_write(tmp_path, trace, "old.json"))
@@ -98,7 +104,7 @@ def test_traces_written_before_ppviz_recorded_unitless_read_in_milliseconds(tmp_
     ({"time_unit": "two words"}, "otherData.time_unit 'two words' is not a time unit"),
 ])
 def test_a_unitless_trace_with_bad_metadata_is_refused(tmp_path, change, message):
-    trace = json.loads(open(ppviz.simulate(UNITLESS).to_chrome_trace(tmp_path / "run.json")).read())
+    trace = json.loads(open(written(ppviz.simulate(UNITLESS), tmp_path / "run.json")).read())
     trace["otherData"].update(change)
     with pytest.raises(ppviz.ParseError, match="bad.json: " + re.escape(message)):
         ppviz.load_trace(_write(tmp_path, trace, "bad.json"))
@@ -106,7 +112,7 @@ def test_a_unitless_trace_with_bad_metadata_is_refused(tmp_path, change, message
 
 def test_a_unitless_trace_and_a_timed_one_are_not_one_run(tmp_path):
     one = ppviz.simulate(ppviz.Config(schedule="inference", devices=1, microbatches=2))
-    unitless = one.to_chrome_trace(tmp_path / "unitless.json")
+    unitless = written(one, tmp_path / "unitless.json")
     timed = _write(tmp_path, {"ppviz_measured": 1, "ops": [{"rank": 1, "action": "1F0", "start": 1, "end": 2}]},
                    "timed.json")
     with pytest.raises(ppviz.ParseError) as err:
@@ -121,7 +127,7 @@ def test_chrome_round_trip_any_costs(f, b, w, comm, schedule):
 
     result = ppviz.simulate(ppviz.Config(schedule=schedule, devices=3, microbatches=4, f=f, b=b, w=w, comm=comm))
     with tempfile.TemporaryDirectory() as tmp:
-        back = ppviz.load_trace(result.to_chrome_trace(f"{tmp}/run.json"))
+        back = ppviz.load_trace(written(result, f"{tmp}/run.json"))
     assert back.program == result.program
     np.testing.assert_allclose(back.ops.start, result.ops.start, rtol=1e-12, atol=1e-9)
 
@@ -145,7 +151,7 @@ def _write(tmp_path, obj, name="trace.json"):
 
 def test_minimal_json(tmp_path):
     m = ppviz.load_trace(_write(tmp_path, README_EXAMPLE))
-    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert m.program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
     np.testing.assert_allclose(m.ops.start, [0.0, 4.4, 1.2, 2.2])  # µs → ms, program order
     np.testing.assert_allclose(m.wait, [0.0, 3.4, 0.0, 0.0])
     assert m.makespan == pytest.approx(6.4)
@@ -239,7 +245,7 @@ def test_ops_that_touch_or_overlap_by_float_rounding_load(tmp_path):
 def test_ranks_overlap_each_other_and_ppviz_traces_are_checked_per_device(tmp_path):
     # every pipeline's ranks compute at once: only one device's own ops may not overlap
     two = ppviz.simulate(ppviz.Config(schedule="gpipe", devices=2, microbatches=2))
-    assert ppviz.load_trace(two.to_chrome_trace(tmp_path / "ok.json")).makespan == two.makespan
+    assert ppviz.load_trace(written(two, tmp_path / "ok.json")).makespan == two.makespan
     trace = json.loads(open(tmp_path / "ok.json").read())
     second = next(e for e in trace["traceEvents"] if e.get("name") == "1F1")
     second["ts"] -= 500.0  # 1F1 starts half a unit before 1F0 ends, on device 1's thread
@@ -284,7 +290,7 @@ def _edge_fixture():
 def test_torch_profiler_edge_cases(tmp_path):
     files = [_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate(_edge_fixture())]
     m = ppviz.load_trace(files)
-    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert m.program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
     assert m.steps.label.tolist() == [4]
     # rank 1's F computes from its receive's completion (420 µs), not its span's start (120)
     np.testing.assert_allclose(m.ops.start, [0.0, 0.89, 0.41, 0.51])
@@ -316,7 +322,7 @@ def test_torch_profiler_reshard_and_reduce_grad_are_not_ops(tmp_path):
     r1 = dict(r1, traceEvents=r1["traceEvents"] + [_x("PP:1REDUCE_GRAD", 830, 30, pid=2),
                                                    _x("PP:1RESHARD", 870, 10, pid=2)])
     m = ppviz.load_trace([_write(tmp_path, t, f"rank{i}.json") for i, t in enumerate((r0, r1))])
-    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert m.program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
     np.testing.assert_allclose(m.ops.start, [0.0, 0.89, 0.41, 0.51])
     np.testing.assert_allclose(m.ops.end, [0.1, 0.99, 0.51, 0.81])
 
@@ -332,7 +338,7 @@ def test_torch_profiler_gpipe_spans(tmp_path):
           _x("Backward 0", 600, 600, pid=2), _x("gloo:send", 1100, 50, pid=2)]
     files = [_write(tmp_path, _torch_trace(r, events), f"rank{r}.json") for r, events in ((1, r1), (0, r0))]
     m = ppviz.load_trace(files)
-    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert m.program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
     # µs 10..150, 1500..2000 on rank 0 and 400..600, 600..1100 on rank 1, from the first op's start
     np.testing.assert_allclose(m.ops.start, [0.0, 1.49, 0.39, 0.59])
     np.testing.assert_allclose(m.ops.end, [0.14, 1.99, 0.59, 1.09])
@@ -348,7 +354,7 @@ def test_gzip_and_directory(tmp_path):
             json.dump(t, fh)
     (tmp_path / "notes.txt").write_text("not a trace")
     m = ppviz.load_trace(tmp_path)
-    assert m.program.to_torch() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
+    assert m.program.to_actions() == {0: ["0F0", "0B0"], 1: ["1F0", "1B0"]}
     assert len(m.sources) == 2
 
 
@@ -452,7 +458,7 @@ def test_annotate_refuses_what_is_not_a_stage(torch_pipelining):
 
 def test_ppviz_trace_with_a_bad_op(tmp_path):
     result = ppviz.simulate(ROUND_TRIP[0])
-    trace = json.loads(open(result.to_chrome_trace(tmp_path / "ok.json")).read())
+    trace = json.loads(open(written(result, tmp_path / "ok.json")).read())
     trace["traceEvents"].append({"ph": "X", "name": "<script>", "pid": 1, "tid": 0, "ts": 0, "dur": 1})
     _refused(tmp_path, trace, "'<script>' is not an action")
     trace["traceEvents"][-1] = {"ph": "X", "name": "0F0", "pid": 1, "tid": -2, "ts": 0, "dur": 1}

@@ -183,12 +183,12 @@ device 1: 1RECV_F0 1F0 1B0 1SEND_B0 1RECV_F1 1F1 1B1 1SEND_B1
 
 def test_a_programs_own_communication_ops_run_when_transfers_are_simulated():
     program = Program.from_text(TEXT)
-    assert program.to_torch(comms=True) == {0: TEXT.split("\n")[1].split()[2:], 1: TEXT.split("\n")[2].split()[2:]}
-    assert program.to_torch() == {0: ["0F0", "0F1", "0B0", "0B1"], 1: ["1F0", "1B0", "1F1", "1B1"]}
+    assert program.to_actions(comms=True) == {0: TEXT.split("\n")[1].split()[2:], 1: TEXT.split("\n")[2].split()[2:]}
+    assert program.to_actions() == {0: ["0F0", "0F1", "0B0", "0B1"], 1: ["1F0", "1B0", "1F1", "1B1"]}
     link = Link(0.5, bandwidth=2.0)
     res = simulate(program, Config(schedule="custom", devices=2, microbatches=2, topology=link, comm_bytes=1.0))
     assert len(res.transfers) == 4 and np.all(res.transfers.duration == 1.0)
-    assert res.program.to_torch(comms=True) == program.to_torch(comms=True)
+    assert res.program.to_actions(comms=True) == program.to_actions(comms=True)
     # the same program with a bare latency runs its compute ops alone, as before
     bare = simulate(program, comm=1.0)
     assert np.array_equal(bare.ops.start, simulate(program.without_comms(), comm=1.0).ops.start)
@@ -286,8 +286,7 @@ def test_the_chrome_trace_shows_transfers_on_a_thread_per_sender_with_flows_to_t
     import json
 
     res = simulate(queueing_config("overlapped"))
-    path = res.to_chrome_trace(tmp_path / "run.json", time_unit_us=10.0)
-    events = json.loads(open(path, encoding="utf-8").read())["traceEvents"]
+    events = json.loads(res.to_chrome_trace(time_unit_us=10.0))["traceEvents"]
     threads = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
     assert threads[2] == "device 0: transfers out" and threads[3] == "device 1: transfers out"
     sent = [e for e in events if e.get("cat") == "transfer" and e["ph"] == "X"]

@@ -244,7 +244,7 @@ AUTHORS_V_MIN_P3_M4 = {
                                                       ("v-min", 3, 4, AUTHORS_V_MIN_P3_M4)])
 def test_orders_are_the_authors(schedule, p, m, expected):
     program = Config(schedule=schedule, devices=p, microbatches=m).build()
-    assert program.to_torch() == {d: acts.split() for d, acts in expected.items()}
+    assert program.to_actions() == {d: acts.split() for d, acts in expected.items()}
     assert program.placement.style == "v"
 
 

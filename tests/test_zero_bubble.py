@@ -35,7 +35,7 @@ def per_stage_bubble_rate(res):
 def test_zb_h2_is_figure_3_bottom():
     # paper Figure 3 (1-based microbatches there): device 1 runs F1…F7 B1 W1 F8 B2 W2 … B8 W8,
     # device 4 runs F1 B1 … F7 B7 W1 F8 B8 W2 … W8
-    actions = Config(schedule="ZB2P", devices=4, microbatches=8).build().to_torch()
+    actions = Config(schedule="ZB2P", devices=4, microbatches=8).build().to_actions()
     assert actions[0] == [f"0F{i}" for i in range(7)] + ["0I0", "0W0", "0F7"] + \
         [a for i in range(1, 8) for a in (f"0I{i}", f"0W{i}")]
     assert actions[3] == [a for i in range(7) for a in (f"3F{i}", f"3I{i}")] + ["3W0", "3F7", "3I7"] + \
@@ -126,7 +126,7 @@ def test_zb_h2_closed_form_holds_where_it_says(p, m, f, b, w):
 def test_zb_h2_below_2p_minus_1_is_valid_but_capped():
     # the warmup is capped at m: device 0 runs all forwards first, and every op still runs once
     res = run("zb-h2", p=4, m=3)
-    assert res.program.to_torch()[0][:3] == ["0F0", "0F1", "0F2"]
+    assert res.program.to_actions()[0][:3] == ["0F0", "0F1", "0F2"]
     assert res.closed_form.peak_activation is None and not res.closed_form.applies
 
 
@@ -150,7 +150,7 @@ def test_interleaved_zb_at_v1_is_zb_h1():
 def test_interleaved_zb_order_by_hand():
     # p=2, v=2, m=2, g = 2: table (mb, chunk) = (0,0) (1,0) (0,1) (1,1); warmup (v−1)g + p−r−1
     # = 3 on rank 0, 2 on rank 1; W's delayed by the rank
-    actions = Config(schedule="interleaved-zb", devices=2, microbatches=2, stages_per_device=2).build().to_torch()
+    actions = Config(schedule="interleaved-zb", devices=2, microbatches=2, stages_per_device=2).build().to_actions()
     assert actions == {
         0: ["0F0", "0F1", "2F0", "2F1", "2I0", "2W0", "2I1", "2W1", "0I0", "0W0", "0I1", "0W1"],
         1: ["1F0", "1F1", "3F0", "3I0", "3F1", "3I1", "3W0", "1I0", "3W1", "1I1", "1W0", "1W1"],

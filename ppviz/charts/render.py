@@ -11,8 +11,7 @@ import altair as alt
 import vl_convert
 
 from ..core.errors import ConfigError, checked_arguments
-
-from ..io.files import write_file
+from ..core.paths import exported
 
 _VL_VERSION = ".".join(alt.SCHEMA_VERSION.lstrip("v").split(".")[:2])
 
@@ -37,16 +36,22 @@ def _converted(convert, chart, **options):
 
 
 @checked_arguments
-def to_svg(chart) -> str:
-    """The chart as SVG text, rendered by vl-convert: no browser, and no network (external
-    data URLs are refused rather than fetched)."""
-    return _converted(vl_convert.vegalite_to_svg, chart)
+def to_svg(chart, path=None) -> str | None:
+    """The chart (an Altair chart or a Vega-Lite spec) as SVG text, rendered by vl-convert: no
+    browser, and no network (external data URLs are refused rather than fetched). Written to
+    ``path`` when one is given (then None is returned), as pandas' ``to_x`` methods do."""
+    return exported(path, _converted(vl_convert.vegalite_to_svg, chart))
 
 
 @checked_arguments
-def to_png(chart, scale: float = 2.0) -> bytes:
+def to_png(chart, path=None, *, scale: float = 2.0) -> bytes | None:
     """The chart as PNG bytes at ``scale`` × its size (2 for sharp text on high-DPI screens),
-    rendered by vl-convert with no browser and no network."""
+    rendered by vl-convert with no browser and no network; written to ``path`` when one is
+    given (then None is returned)."""
+    return exported(path, png_bytes(chart, scale))
+
+
+def png_bytes(chart, scale: float) -> bytes:
     if isinstance(scale, bool) or not isinstance(scale, (int, float)) or not 0.01 <= scale <= 16:
         # far below 0.01 the picture has no pixels, and vl-convert's renderer panics
         raise ConfigError("scale", scale, "give a number from 0.01 to 16")
@@ -66,14 +71,14 @@ def _gantt(result, options: dict):
     return gantt_chart(result, **options)
 
 
-def write_svg(result, path, **options) -> str:
-    """Write the Gantt chart as SVG (``options`` go to :func:`ppviz.charts.gantt_chart`); returns the path."""
-    return write_file(path, to_svg(_gantt(result, options)))
+def gantt_svg(result, **options) -> str:
+    """The Gantt chart as SVG (``options`` go to :func:`ppviz.charts.gantt_chart`)."""
+    return _converted(vl_convert.vegalite_to_svg, _gantt(result, options))
 
 
-def write_png(result, path, scale: float = 2.0, **options) -> str:
-    """Write the Gantt chart as PNG at ``scale`` × its size in pixels; returns the path."""
-    return write_file(path, compact_png(to_png(_gantt(result, options), scale)))
+def gantt_png(result, scale: float = 2.0, **options) -> bytes:
+    """The Gantt chart as PNG at ``scale`` × its size in pixels, compacted."""
+    return compact_png(png_bytes(_gantt(result, options), scale))
 
 
 def compact_png(data: bytes) -> bytes:

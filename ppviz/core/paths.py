@@ -1,5 +1,7 @@
-"""File names users give for writing: checked before ``open``, which takes an int as a file
-descriptor and stops at a NUL."""
+"""Where exports go. They follow pandas' rule: ``to_x(path=None)`` returns the text (or bytes)
+when no path is given, and writes it otherwise, returning None (:func:`exported`). File names
+users give are checked before ``open``, which takes an int as a file descriptor and stops at a
+NUL."""
 
 from __future__ import annotations
 
@@ -32,4 +34,19 @@ def unwritable(name: str, ending: str = "") -> tuple[str, str] | None:
     folder = os.path.dirname(os.path.abspath(name))
     if not os.path.isdir(folder):
         return f"there is no folder {folder}", "create the folder first, or write to an existing one"
+    return None
+
+
+def exported(path, data: str | bytes) -> str | bytes | None:
+    """``data`` itself when ``path`` is None; else written to ``path`` — a file name (text as
+    UTF-8), or an open file with a ``write`` method — and None. Callers render first and write
+    last, so a bad option leaves no empty file."""
+    if path is None:
+        return data
+    if hasattr(path, "write"):
+        path.write(data)
+        return None
+    name = checked_path(path)
+    with open(name, "wb") as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
     return None

@@ -32,6 +32,7 @@ unchanged. They are read from torch's ``compute_comms`` form, added by ``ppviz.c
 from __future__ import annotations
 
 import csv
+import io
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -39,7 +40,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from .errors import ConfigError, ParseError, ProgramError, checked_arguments
-from .paths import checked_path
+from .paths import exported
 from .placement import Placement
 
 F, B, I, W = 0, 1, 2, 3
@@ -287,7 +288,7 @@ class Program:
         if isinstance(text, str):
             return cls._from_rows(_rows_from_text(text), microbatches, stages, placement, name)
         if isinstance(text, Mapping):
-            return cls.from_torch(_rows_from_mapping(text), microbatches=microbatches, stages=stages,
+            return cls.from_actions(_rows_from_mapping(text), microbatches=microbatches, stages=stages,
                                   placement=placement, name=name)
         raise ParseError(
             f"from_text expects a string (one device per line) or a dict {{device: actions}}; "
@@ -295,7 +296,7 @@ class Program:
         )
 
     @classmethod
-    def from_torch(cls, actions: Mapping[int, Sequence] | Sequence[Sequence], *, microbatches: int | None = None,
+    def from_actions(cls, actions: Mapping[int, Sequence] | Sequence[Sequence], *, microbatches: int | None = None,
                    stages: int | None = None, placement: Placement | str | None = None,
                    name: str = "custom") -> "Program":
         """From torch's ``pipeline_order``: ``{rank: [action or None, ...]}``.
@@ -394,22 +395,17 @@ class Program:
             parsed.append(_Row.of_items(cells, lambda i, line=line, columns=columns: f"line {line}, cell {columns[i]}"))
         return cls._from_rows(parsed, microbatches, stages, placement, name)
 
-    def to_torch_csv(self, path, *, comms: bool = False) -> str | None:
-        """Write torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it;
-        ``comms=True`` writes the ``compute_comms`` form with the SEND/RECV actions. Returns the
-        path (None for an open file given instead).
+    def to_torch_csv(self, path=None, *, comms: bool = False) -> str | None:
+        """torch's ``compute_only`` CSV: one row per device, as ``_dump_csv`` writes it;
+        ``comms=True`` gives the ``compute_comms`` form with the SEND/RECV actions. The text,
+        or written to ``path`` (a file name or an open file) and None.
 
         torch's ``_load_csv`` reads the file back into this program's ``pipeline_order`` (pairs as
         ``OVERLAP_F_B`` actions); ppviz programs have no idle steps, so there are no empty cells.
         """
-        rows = [self.device_actions(d, comms=comms) for d in range(self.devices)]
-        if hasattr(path, "write"):
-            csv.writer(path).writerows(rows)
-            return None
-        name = checked_path(path)
-        with open(name, "w", newline="") as fh:
-            csv.writer(fh).writerows(rows)
-        return name
+        text = io.StringIO()
+        csv.writer(text).writerows(self.device_actions(d, comms=comms) for d in range(self.devices))
+        return exported(path, text.getvalue())
 
     def _with_inferred_shape(self, microbatches, stages, placement) -> "Program":
         if len(self.kind) == 0:
@@ -555,14 +551,16 @@ class Program:
             i += 2 if self.pair[i] else 1
         return out
 
-    def to_torch(self, *, comms: bool = False) -> dict[int, list[str]]:
+    def to_actions(self, *, comms: bool = False) -> dict[int, list[str]]:
         """``{device: ["0F0", "0F1", ...]}`` in torch's action-string format (its ``pipeline_order``);
         ``comms=True`` adds the communication ops (its ``pipeline_order_with_comms``)."""
         return {d: self.device_actions(d, comms=comms) for d in range(self.devices)}
 
-    def to_text(self, *, comms: bool = False) -> str:
-        """One line per device, readable back by :meth:`from_text`."""
-        return "\n".join(f"device {d}: " + " ".join(acts) for d, acts in self.to_torch(comms=comms).items())
+    def to_text(self, path=None, *, comms: bool = False) -> str | None:
+        """The program as text, one line per device of torch's action strings, readable back by
+        :meth:`from_text`; written to ``path`` when one is given (then None is returned)."""
+        return exported(path, "\n".join(f"device {d}: " + " ".join(acts)
+                                        for d, acts in self.to_actions(comms=comms).items()))
 
     def without_comms(self) -> "Program":
         """This program's compute ops alone (the arrays are shared, not copied)."""
@@ -572,7 +570,7 @@ class Program:
 
     def __eq__(self, other) -> bool:
         """Equal compute orders: the same ops in the same order on every device. Communication ops
-        are not compared (compare ``to_torch(comms=True)`` for that): they are how a program's
+        are not compared (compare ``to_actions(comms=True)`` for that): they are how a program's
         data moves, not what it computes, and a bare ``comm`` simulation does not run them."""
         if not isinstance(other, Program):
             return NotImplemented

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import ConfigError, ScheduleConstraintError, UnknownScheduleError, checked_arguments
+from .paths import exported
 
 
 @dataclass(frozen=True)
@@ -170,15 +171,18 @@ class ScheduleTable(tuple):
     """The registry as returned by ``ppviz.list_schedules()``: a tuple of specs that prints as a table."""
 
     def __repr__(self) -> str:
-        return self.to_text(width=100)
+        return self._text(100)
 
-    def to_text(self, width: int | None = None) -> str:
+    def to_text(self, path=None, *, width: int | None = None) -> str | None:
         """The table as text: name, accepted stages per device, every alias and what the schedule
         is, with its constraints under the description. With ``width``, aliases and descriptions
         wrap within their columns so that no line is longer (``ppviz list`` prints it 100 columns
         wide); aliases wrap between names and descriptions between words, never inside one (a
         name is never broken: the aliases' column is as wide as the longest), and a comparison
         (``m >= 2p``) stays on one line."""
+        return exported(path, self._text(width))
+
+    def _text(self, width: int | None) -> str:
         header = ("name", "v", "aliases", "what it is")
         v_cells = [s.v_rule.split(", ") for s in self]
         widths = [max(len(header[0]), *(len(s.name) for s in self)),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import Columns
+from .paths import exported
 from .errors import ConfigError, checked_arguments
 from .closed_form import caveat
 from .memory import MemoryCurves, activation_curves, static_memory
@@ -384,52 +385,57 @@ class Result:
         lines.append("  exposed comm     " + per_device_text(self.exposed_comm, time))
         return lines
 
-    def to_text(self, width: int = 80, *, window=None) -> str:
+    # Exports: pandas' rule, to_x(path=None) returns the text or bytes, or writes them to path
+
+    def to_text_gantt(self, path=None, *, width: int = 80, window=None) -> str | None:
         """A text Gantt chart ``width`` characters wide: one row per device, ops as kind+microbatch.
         Where the whole run does not fit, a readable window from 0, and a note naming the
         ``window=(start, end)`` of the next; ``window=(0, None)`` draws the whole run."""
         from ..io.text_gantt import text_gantt
 
-        return text_gantt(self, width, window=window)
+        return exported(path, text_gantt(self, width, window=window))
 
-    def to_torch_csv(self, path, *, comms: bool = False) -> str | None:
-        """Write the program in torch's ``compute_only`` CSV format (one row per device), or with
-        ``comms=True`` its ``compute_comms`` form with the sends and receives the run used.
-        Returns the path, like the other exports."""
+    def to_torch_csv(self, path=None, *, comms: bool = False) -> str | None:
+        """The program in torch's ``compute_only`` CSV format (one row per device), or with
+        ``comms=True`` its ``compute_comms`` form with the sends and receives the run used."""
         return self.program.to_torch_csv(path, comms=comms)
 
-    def to_chrome_trace(self, path, time_unit_us: float | None = None) -> str:
-        """Write a Chrome trace (Perfetto, chrome://tracing): a track per device, memory as counters.
-        Times are converted from the config's ``time_unit`` to microseconds (a unitless run draws
-        one unit as 1 ms); ``time_unit_us`` gives the microseconds in one unit instead."""
-        from ..io.chrome_trace import write_chrome_trace
+    def to_chrome_trace(self, path=None, *, time_unit_us: float | None = None) -> str | None:
+        """A Chrome trace (Perfetto, chrome://tracing) as JSON: a track per device, memory as
+        counters. Times are converted from the config's ``time_unit`` to microseconds (a unitless
+        run draws one unit as 1 ms); ``time_unit_us`` gives the microseconds in one unit instead.
+        Written to ``path`` a block at a time (a 10^6-op trace is never held whole)."""
+        from ..io.chrome_trace import chrome_trace_text, write_chrome_trace
 
-        return write_chrome_trace(self, path, time_unit_us)
+        if path is None:
+            return "".join(chrome_trace_text(self, time_unit_us))
+        write_chrome_trace(self, path, time_unit_us)
+        return None
 
-    def to_svg(self, path, **options) -> str:
-        """Write the static Gantt chart as SVG, rendered offline by vl-convert (no browser);
+    def to_svg(self, path=None, **options) -> str | None:
+        """The static Gantt chart as SVG, rendered offline by vl-convert (no browser);
         ``options`` (``memory``, ``labels``, ``width``, ``theme``, ...) go to
-        :func:`ppviz.charts.gantt_chart`. Returns the path."""
-        from ..charts.render import write_svg
+        :func:`ppviz.charts.gantt_chart`."""
+        from ..charts.render import gantt_svg
 
-        return write_svg(self, path, **options)
+        return exported(path, gantt_svg(self, **options))
 
-    def to_png(self, path, scale: float = 2, **options) -> str:
-        """Write the static Gantt chart as PNG at ``scale`` × its size (2: sharp on high-DPI
+    def to_png(self, path=None, *, scale: float = 2, **options) -> bytes | None:
+        """The static Gantt chart as PNG at ``scale`` × its size (2: sharp on high-DPI
         screens), rendered offline by vl-convert; ``options`` as for :meth:`to_svg`."""
-        from ..charts.render import write_png
+        from ..charts.render import gantt_png
 
-        return write_png(self, path, scale, **options)
+        return exported(path, gantt_png(self, scale, **options))
 
-    def to_html(self, path, theme: str = "light", against=None) -> str:
-        """Write the interactive chart (tooltips, selection, zoom, replay) as one standalone
-        HTML page with everything inlined: it opens offline, without Python. ``theme`` is
-        ``"light"``, ``"dark"`` or ``"auto"`` (the reader's system setting); ``against`` (a
-        calibration, Config or Result of the same program) overlays its simulation on a
-        measured run, as ``ppviz.show(measured, against=...)`` does."""
-        from ..widgets.page import write_html
+    def to_html(self, path=None, *, theme: str = "light", against=None) -> str | None:
+        """The interactive chart (tooltips, selection, zoom, replay) as one standalone HTML page
+        with everything inlined: it opens offline, without Python. ``theme`` is ``"light"``,
+        ``"dark"`` or ``"auto"`` (the reader's system setting); ``against`` (a calibration,
+        Config or Result of the same program) overlays its simulation on a measured run, as
+        ``ppviz.show(measured, against=...)`` does."""
+        from ..widgets.page import standalone_html
 
-        return write_html(self, path, theme, against=against)
+        return exported(path, standalone_html(self, theme=theme, against=against))
 
     def __repr__(self) -> str:
         return (f"<Result {self.config.display_name}: makespan {number(self.makespan, self.config.time_unit)}, "

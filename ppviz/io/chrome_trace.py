@@ -39,7 +39,7 @@ from ..core.config import Config
 from ..core.errors import ConfigError, ParseError
 from ..core.program import KINDS, _shown
 from ..core.topology import SECONDS
-from .files import checked_path
+from ..core.paths import checked_path
 from .trace_records import RankRecords, action_ops
 
 _PID = 1

@@ -159,7 +159,7 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
     lowered ``pipeline_order_with_comms``, or the P2P batches a single-stage schedule posts.
     """
     if isinstance(schedule, Mapping):
-        return Program.from_torch(schedule).validate()
+        return Program.from_actions(schedule).validate()
     schedules, PipelineStage = _pipelining()
     if isinstance(schedule, (str, type)):
         cls = _schedule_class(schedules, schedule)
@@ -179,7 +179,7 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
             except _TORCH_REFUSALS as exc:
                 raise _refused(cls, p, m, v, exc) from None
             actions = built.pipeline_order_with_comms if comms else built.pipeline_order
-        return Program.from_torch(actions, microbatches=m, stages=p * v, name=cls.__name__).validate()
+        return Program.from_actions(actions, microbatches=m, stages=p * v, name=cls.__name__).validate()
 
     for name, value in (("devices", devices), ("microbatches", microbatches), ("stages_per_device", stages_per_device)):
         if value is not None:
@@ -188,14 +188,14 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
     if isinstance(schedule, schedules.PipelineScheduleSingle):
         p, m = schedule._num_stages, schedule._n_microbatches
         actions = _executed_orders(schedules, PipelineStage, cls, p, m, comms)
-        return Program.from_torch(actions, microbatches=m, stages=p, name=cls.__name__).validate()
+        return Program.from_actions(actions, microbatches=m, stages=p, name=cls.__name__).validate()
     order = getattr(schedule, "pipeline_order_with_comms" if comms else "pipeline_order", None)
     if not isinstance(order, Mapping) or not order:
         raise ConfigError("schedule", cls.__name__,
                           "give a torch schedule object with a pipeline_order, a schedule class or a schedule name")
     m = getattr(schedule, "_n_microbatches", None)
     stages = getattr(schedule, "_num_stages", None)
-    return Program.from_torch(order, microbatches=m, stages=stages, name=cls.__name__).validate()
+    return Program.from_actions(order, microbatches=m, stages=stages, name=cls.__name__).validate()
 
 
 __all__ = ["from_torch"]

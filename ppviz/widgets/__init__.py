@@ -5,10 +5,9 @@ their wire format and the standalone page."""
 from .comparison import CompareState, ComparisonView
 from .frontier import Frontier, FrontierView, frontier
 from .gantt import BUNDLE, GanttWidget
-from .page import standalone_html, write_html
+from .page import standalone_html
 from .viewer import Viewer, show
 from .wire import BYTES_PER_OP, describe, encode_memory, encode_timeline
 
 __all__ = ["BUNDLE", "BYTES_PER_OP", "CompareState", "ComparisonView", "Frontier", "FrontierView", "GanttWidget",
-           "Viewer", "describe", "encode_memory", "encode_timeline", "frontier", "show", "standalone_html",
-           "write_html"]
+           "Viewer", "describe", "encode_memory", "encode_timeline", "frontier", "show", "standalone_html"]

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 
 from ..charts.style import THEMES
 from ..core.errors import ConfigError
-from ..io.files import write_file
 from ..core.engine import as_runs
 from .gantt import BUNDLE
 from .overlay import against_label, describe_overlay, encode_overlay, overlay_of
@@ -88,14 +86,3 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px", against=N
         background=THEMES[theme]["pageBackground"] if theme in THEMES else "Canvas",
         width=width, theme=theme, charts=data, slots=slots, bundle=b64(BUNDLE.read_bytes()),
     )
-
-
-def write_html(result, path: str | os.PathLike, theme: str = "light", against=None) -> str:
-    """Write the interactive chart as a standalone offline page; returns the path.
-
-    ``theme="auto"`` follows the reader's system setting; ``against`` overlays the simulation
-    of a measured run's program (:func:`standalone_html`).
-    """
-    if theme not in ("light", "dark", "auto"):
-        raise ConfigError("theme", theme, "give 'light', 'dark' or 'auto' (follow the reader's system)")
-    return write_file(path, standalone_html(result, theme=theme, against=against))

@@ -96,7 +96,7 @@ def fallback(obj, scale: float = 1.0) -> tuple[dict, dict] | None:
     if chart is None:
         return None
     spec = chart.to_dict()
-    png = compact_png(to_png(spec, scale))
+    png = compact_png(to_png(spec, scale=scale))
     metadata = {METADATA_KEY: {"spec_sha256": spec_digest(spec), "renderer": RENDERER}}
     return {PNG: base64.b64encode(png).decode("ascii")}, {PNG: metadata}
 
