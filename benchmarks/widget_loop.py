@@ -90,7 +90,7 @@ def kernel_work(m: int, repeats: int) -> tuple[float, float, int]:
         encodes.append(time.perf_counter() - t)
         gantt.set_result(ppviz.simulate(base))
     gantt.set_result(result)
-    size = len(gantt.timeline) + len(gantt.memory) + len(json.dumps(gantt.meta))
+    size = len(gantt._timeline) + len(gantt._memory) + len(json.dumps(gantt._meta))
     return 1000 * statistics.median(sims), 1000 * statistics.median(encodes), size
 
 

@@ -68,10 +68,10 @@ def test_a_schedule_that_refuses_the_sizes_is_reported_in_its_place_as_text():
     assert list(cmp.refused) == ["dualpipe"]
     assert "even number of devices" in cmp.refused["dualpipe"]
     refused = cmp.gantts[1]
-    assert refused.result is None and refused.timeline == b""
-    assert refused.meta == {"title": "dualpipe"} and refused.run_name == "dualpipe"
+    assert refused.result is None and refused._timeline == b""
+    assert refused._meta == {"title": "dualpipe"} and refused._run_name == "dualpipe"
     assert refused.error == cmp.refused["dualpipe"]
-    assert [g.run_name for g in cmp.gantts] == ["1f1b", "dualpipe", "zb-h1"]
+    assert [g._run_name for g in cmp.gantts] == ["1f1b", "dualpipe", "zb-h1"]
     # the charts show the runs that ran
     assert sorted(row["name"] for row in cmp.chart.spec["datasets"][_bubble_data(cmp)]) == ["1f1b", "zb-h1"]
 
@@ -122,9 +122,9 @@ def test_the_gantt_charts_share_one_time_axis_the_longest_makespan(five):
     for gantt, name, result in zip(five.gantts, five.names, five.results):
         assert isinstance(gantt, GanttWidget)
         assert gantt.time_extent == five.time_extent
-        assert gantt.compact and gantt.run_name == name and gantt.color == colors[name]
-        assert gantt.meta == describe(result)
-        assert gantt.meta["makespan"] == result.makespan
+        assert gantt._compact and gantt._run_name == name and gantt._color == colors[name]
+        assert gantt._meta == describe(result)
+        assert gantt._meta["makespan"] == result.makespan
     stack = five.children[1]
     assert list(stack.children) == five.gantts and five.children[2] is five.chart
 
@@ -136,8 +136,8 @@ def test_every_gantt_chart_and_the_altair_chart_are_jslinked_to_the_state(five):
     for gantt in five.gantts:
         for trait in SHARED:
             assert (state, trait, gantt.model_id, trait) in links
-    assert (five.chart.model_id, "_vl_selections", state, "chart_selections") in links
-    assert (five.chart.model_id, "_params", state, "chart_params") in links
+    assert (five.chart.model_id, "_vl_selections", state, "_chart_selections") in links
+    assert (five.chart.model_id, "_params", state, "_chart_params") in links
     assert len(links) == len(five.gantts) * len(SHARED) + 2
     assert isinstance(five.state, CompareState) and five.state._ppviz_role == "compare-state"
 
@@ -210,7 +210,7 @@ def test_the_linked_chart_follows_the_theme_through_a_param():
 def test_user_text_reaches_the_views_as_data_only():
     label = '<img src=x onerror="alert(1)">'
     cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8, label=label), ppviz.Config(devices=4, microbatches=8)])
-    assert cmp.names[0] == label and cmp.gantts[0].run_name == label
+    assert cmp.names[0] == label and cmp.gantts[0]._run_name == label
     hint = cmp.children[0]
     assert isinstance(hint, ipywidgets.HTML) and "<img" not in hint.value
 

@@ -139,7 +139,7 @@ export class GanttView {
     this.root.classList.toggle("ppviz-compact", compact);
     this.replay.el.hidden = compact;
     try {
-      const meta = this.model.get("meta");
+      const meta = this.model.get("_meta");
       if (!meta || typeof meta.devices !== "number") {
         this.tl = this.meta = this.mem = this.overlay = null;
         fillOverlaySummary(this.overlayBox, null);
@@ -149,11 +149,11 @@ export class GanttView {
         return;
       }
       this.plot.hidden = false;
-      this.tl = decodeTimeline(this.model.get("timeline"));
-      const memory = this.model.get("memory");
+      this.tl = decodeTimeline(this.model.get("_timeline"));
+      const memory = this.model.get("_memory");
       this.mem = memory && (memory as ArrayBufferView).byteLength ? decodeMemory(memory) : null;
       this.meta = meta;
-      this.overlay = decodeOverlay(this.model.get("overlay"), this.tl.n);
+      this.overlay = decodeOverlay(this.model.get("_overlay"), this.tl.n);
     } catch (err) {
       this.errorBox.hidden = false;
       this.errorBox.textContent = String((err as Error).message ?? err);
@@ -205,7 +205,7 @@ export class GanttView {
     return typeof v === "number" ? v : -1;
   }
 
-  private text(name: "run_name" | "color" | "selected_schedule" | "error" | "busy"): string {
+  private text(name: "_run_name" | "_color" | "selected_schedule" | "error" | "busy"): string {
     const v = this.model.get(name);
     return typeof v === "string" ? v : "";
   }
@@ -215,11 +215,11 @@ export class GanttView {
   }
 
   private compact(): boolean {
-    return this.model.get("compact") === true;
+    return this.model.get("_compact") === true;
   }
 
   private headerOptions(): HeaderOptions {
-    return { compact: this.compact(), color: this.text("color"), run: this.text("run_name") };
+    return { compact: this.compact(), color: this.text("_color"), run: this.text("_run_name") };
   }
 
   /** An op selects its microbatch and device; -1 (a click on empty space) clears both. */
@@ -241,7 +241,7 @@ export class GanttView {
   }
 
   private toggleRun(): void {
-    const run = this.text("run_name");
+    const run = this.text("_run_name");
     if (!run) return;
     this.model.set("selected_schedule", this.text("selected_schedule") === run ? "" : run);
     this.model.save_changes();
@@ -260,10 +260,10 @@ export class GanttView {
 
   private showEmphasis = (): void => {
     const data = this.root.dataset;
-    const run = this.text("run_name");
+    const run = this.text("_run_name");
     data.emphasis = emphasisOf(run, this.text("selected_schedule"));
     data.selectedDevice = String(this.int("selected_device"));
-    const color = this.text("color");
+    const color = this.text("_color");
     if (color) this.root.style.setProperty("--ppviz-run", color);
     else this.root.style.removeProperty("--ppviz-run");
     const button = this.header.querySelector(".ppviz-name-button");
@@ -514,13 +514,13 @@ export class GanttView {
     const onSelection = () => this.requestDraw();
     const onError = () => this.showError();
     const handlers: [string, () => void][] = [
-      ["change:timeline", onData],
-      ["change:memory", onData],
-      ["change:overlay", onData],
-      ["change:meta", onData],
-      ["change:compact", onData],
-      ["change:color", onData],
-      ["change:run_name", onData],
+      ["change:_timeline", onData],
+      ["change:_memory", onData],
+      ["change:_overlay", onData],
+      ["change:_meta", onData],
+      ["change:_compact", onData],
+      ["change:_color", onData],
+      ["change:_run_name", onData],
       ["change:selected_microbatch", this.onMicrobatch],
       ["change:selected_op", onSelection],
       ["change:selected_device", this.showEmphasis],
@@ -618,7 +618,7 @@ export class GanttView {
   /** Esc: the selection, else the run's emphasis, else the replay; false when nothing was set. */
   private clearSelection(): boolean {
     if (this.selectedMb() >= 0 || this.int("selected_device") >= 0) this.select(-1);
-    else if (this.text("run_name") && this.text("selected_schedule")) {
+    else if (this.text("_run_name") && this.text("selected_schedule")) {
       this.model.set("selected_schedule", "");
       this.model.save_changes();
     } else return this.replay.clear();

@@ -275,9 +275,9 @@ describe("the view's transfer switch", () => {
   function model(transfers: TransferSpec[]) {
     const memory = encodeMemory([[[0, 0], [MAKESPAN, 0]], [[0, 0], [MAKESPAN, 0]]]);
     return new FakeModel({
-      timeline: new DataView(encodeTimeline(2, OPS, transfers).buffer),
-      memory: new DataView(memory.buffer),
-      meta: meta(transfers.length ? {} : { communication: null }),
+      _timeline: new DataView(encodeTimeline(2, OPS, transfers).buffer),
+      _memory: new DataView(memory.buffer),
+      _meta: meta(transfers.length ? {} : { communication: null }),
     });
   }
 
@@ -307,9 +307,9 @@ describe("the view's transfer switch", () => {
   it("names offload's host copies in the legend, with the colour of their own", async () => {
     const memory = encodeMemory([[[0, 0], [7, 0]]]);
     const v = new GanttView(host, new FakeModel({
-      timeline: new DataView(encodeTimeline(1, HOST_OPS, HOST_COPIES).buffer),
-      memory: new DataView(memory.buffer),
-      meta: metaFor(1, HOST_OPS, 7, { offload: { share: 1, link: "latency 0, 1 bytes per time unit", count: 2 } }),
+      _timeline: new DataView(encodeTimeline(1, HOST_OPS, HOST_COPIES).buffer),
+      _memory: new DataView(memory.buffer),
+      _meta: metaFor(1, HOST_OPS, 7, { offload: { share: 1, link: "latency 0, 1 bytes per time unit", count: 2 } }),
     }) as never);
     await nextFrame();
     expect(v.root.dataset.transfers).toBe("shown");
@@ -325,9 +325,9 @@ describe("the view's transfer switch", () => {
 
   it("names transfers and host copies together when a run has both", async () => {
     const v = new GanttView(host, new FakeModel({
-      timeline: new DataView(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]).buffer),
-      memory: new DataView(encodeMemory([[[0, 0], [8, 0]], [[0, 0], [8, 0]]]).buffer),
-      meta: meta({ offload: { share: 1, link: "latency 0 ms, 64 GB/s", count: 2 } }),
+      _timeline: new DataView(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]).buffer),
+      _memory: new DataView(encodeMemory([[[0, 0], [8, 0]], [[0, 0], [8, 0]]]).buffer),
+      _meta: meta({ offload: { share: 1, link: "latency 0 ms, 64 GB/s", count: 2 } }),
     }) as never);
     await nextFrame();
     const legend = v.root.querySelector(".ppviz-legend")!.textContent!;

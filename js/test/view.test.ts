@@ -153,7 +153,7 @@ describe("GanttView", () => {
     const spec = fillDrain(2, 2);
     const evil = '<img src=x onerror="window.__ppvizPwned=1"><b>bold</b>';
     const model = modelFor(2, spec);
-    model.state.meta = metaFor(2, spec.ops, spec.makespan, { title: evil, rows: [evil, "stage 1"] });
+    model.state._meta = metaFor(2, spec.ops, spec.makespan, { title: evil, rows: [evil, "stage 1"] });
     const { root } = await mount(model);
     expect(root.querySelector("img")).toBeNull();
     expect(root.querySelector("b")).toBeNull();
@@ -204,8 +204,8 @@ describe("GanttView", () => {
     const model = modelFor(2, fillDrain(2, 2));
     const { root } = await mount(model);
     const spec = fillDrain(3, 5);
-    model.state.timeline = new DataView(encodeTimeline(3, spec.ops).buffer);
-    model.set("meta", metaFor(3, spec.ops, spec.makespan));
+    model.state._timeline = new DataView(encodeTimeline(3, spec.ops).buffer);
+    model.set("_meta", metaFor(3, spec.ops, spec.makespan));
     await nextFrame();
     expect(Number(root.dataset.ops)).toBe(spec.ops.length);
   });
@@ -247,7 +247,7 @@ describe("GanttView in a comparison", () => {
   function compared(extra: Record<string, unknown> = {}): FakeModel {
     const spec = fillDrain(3, 4);
     return modelFor(3, spec, {
-      compact: true, run_name: "zb-h1", color: "#cc79a7", selected_schedule: "", selected_device: -1,
+      _compact: true, _run_name: "zb-h1", _color: "#cc79a7", selected_schedule: "", selected_device: -1,
       time_extent: spec.makespan * 2, time_window: [], ...extra,
     });
   }
@@ -363,7 +363,7 @@ describe("GanttView in a comparison", () => {
 
   it("shows a run that did not run as its title and the reason, as text", async () => {
     const evil = '<img src=x onerror="window.__ppvizPwned=1">';
-    const model = new FakeModel({ meta: { title: "dualpipe-v" }, error: `m=4: needs more ${evil}`, compact: true, run_name: `dualpipe-v ${evil}` });
+    const model = new FakeModel({ _meta: { title: "dualpipe-v" }, error: `m=4: needs more ${evil}`, _compact: true, _run_name: `dualpipe-v ${evil}` });
     const { root } = await mount(model);
     expect(root.querySelector(".ppviz-name")!.textContent).toBe(`dualpipe-v ${evil}`);
     expect(root.querySelector(".ppviz-sizes")!.textContent).toBe("not run");

@@ -306,9 +306,9 @@ class CompareState(anywidget.AnyWidget):
     """The selection and view a comparison's widgets share, kept in the browser.
 
     Never displayed: its front end (``initialize`` in the widget bundle) links the Altair
-    chart to the Gantt charts, as this module's docstring describes.
-    ``chart_selections`` and ``chart_params`` mirror the chart's ``_vl_selections`` and
-    ``_params``.
+    chart to the Gantt charts, as this module's docstring describes. The selection, the time
+    window and the theme are public, as on the Gantt charts; ``_chart_selections`` and
+    ``_chart_params`` are private mirrors of the chart's ``_vl_selections`` and ``_params``.
     """
 
     _esm = BUNDLE
@@ -319,8 +319,8 @@ class CompareState(anywidget.AnyWidget):
     selected_microbatch = traitlets.Int(-1).tag(sync=True)
     time_window = traitlets.List(traitlets.Float()).tag(sync=True)
     theme = traitlets.Enum(list(THEMES), default_value="auto").tag(sync=True)
-    chart_selections = traitlets.Dict().tag(sync=True)
-    chart_params = traitlets.Dict().tag(sync=True)
+    _chart_selections = traitlets.Dict().tag(sync=True)
+    _chart_params = traitlets.Dict().tag(sync=True)
 
     @traitlets.validate("time_window")
     def _valid_window(self, proposal):
@@ -369,16 +369,16 @@ class Comparison(ipywidgets.VBox):
         self.chart = _chart(self.results, metric, dark=theme == "dark")
         self.gantts = []
         for name, r in zip(names, runs):
-            options = dict(compact=True, theme=theme, time_extent=self.time_extent, run_name=name)
+            options = dict(_compact=True, theme=theme, time_extent=self.time_extent, _run_name=name)
             if r.result is None:
-                gantt = GanttWidget(None, meta={"title": name}, error=r.refusal, **options)
+                gantt = GanttWidget(None, _meta={"title": name}, error=r.refusal, **options)
             else:
-                gantt = GanttWidget(r.result, color=colors[name], **options)
+                gantt = GanttWidget(r.result, _color=colors[name], **options)
             self.gantts.append(gantt)
         self.links = [ipywidgets.jslink((self.state, trait), (gantt, trait))
                        for gantt in self.gantts for trait in SHARED]
-        self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "chart_selections")),
-                        ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
+        self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "_chart_selections")),
+                        ipywidgets.jslink((self.chart, "_params"), (self.state, "_chart_params"))]
         fit = ""
         if any(r.fits is not None for r in self.results):
             fastest = f"; fastest that fits: <b>{escape(self.ranking[0])}</b>" if self.ranking else ""

@@ -15,7 +15,7 @@ import ppviz
 viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=8, microbatches=16))
 viewer.gantt.observe(lambda change: pathlib.Path("config.json").write_text(json.dumps(
     {"m": viewer.config.microbatches, "schedule": viewer.config.schedule, "p": viewer.config.devices})),
-    names="meta")
+    names="_meta")
 viewer
 """
 
