@@ -134,11 +134,12 @@ def test_every_gantt_chart_and_the_altair_chart_are_jslinked_to_the_state(five):
     assert all(isinstance(link, ipywidgets.widgets.widget_link.Link) for link in five.links)
     state = five.state.model_id
     for gantt in five.gantts:
-        for trait in SHARED:
+        # and the span the charts open on, which they share so that they open on one window
+        for trait in (*SHARED, "_opening_span"):
             assert (state, trait, gantt.model_id, trait) in links
     assert (five.chart.model_id, "_vl_selections", state, "_chart_selections") in links
     assert (five.chart.model_id, "_params", state, "_chart_params") in links
-    assert len(links) == len(five.gantts) * len(SHARED) + 2
+    assert len(links) == len(five.gantts) * (len(SHARED) + 1) + 2
     assert isinstance(five.state, CompareState) and five.state._ppviz_role == "compare-state"
 
 

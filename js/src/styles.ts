@@ -83,6 +83,8 @@ export const CSS = `
 .ppviz-plot canvas { display: block; cursor: crosshair; user-select: none; -webkit-user-select: none; }
 .ppviz-plot canvas.ppviz-grabbing { cursor: grabbing; }
 .ppviz-plot canvas.ppviz-pointing { cursor: pointer; }
+.ppviz-plot canvas.ppviz-grab { cursor: grab; }
+.ppviz-plot canvas.ppviz-resize { cursor: ew-resize; }
 .ppviz-tooltip {
   position: absolute; left: 0; top: 0; z-index: 2; pointer-events: none; max-width: 340px;
   padding: 8px 10px; border-radius: 8px; font-size: ${px.text}px; line-height: 1.45;

@@ -30,6 +30,9 @@ export interface GanttTraits {
   _compact: boolean;
   _run_name: string;
   _color: string;
+  /** the span a dense run opens on (opening.ts), 0 until a chart has chosen it; a comparison's
+   * charts share it, the smallest winning */
+  _opening_span: number;
 }
 
 /** ppviz.widgets.comparison.CompareState: never displayed, it links a comparison's views. */
@@ -40,6 +43,7 @@ export interface CompareStateTraits {
   selected_microbatch: number;
   time_window: number[];
   theme: ThemeSetting;
+  _opening_span: number;
   _chart_selections: Record<string, unknown>;
   _chart_params: Record<string, unknown>;
 }

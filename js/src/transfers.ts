@@ -11,7 +11,7 @@ import {
   endOf, isHostCopy,
 } from "./data";
 import { bytes, num, withUnit } from "./format";
-import type { Layout } from "./layout";
+import { type Layout, inRows } from "./layout";
 import type { Meta } from "./meta";
 import { Strip, type ViewKey, rgbaWord, span } from "./pixels";
 import type { Scale } from "./scale";
@@ -81,9 +81,12 @@ export function transferAt(tl: Timeline, d: number, half: LaneHalf, t: number, t
   return best;
 }
 
-/** The transfer under (x, y) when (x, y) is in a transfer lane, or -1. */
-export function hitTransfer(tl: Timeline, L: Layout, scale: Scale, x: number, y: number, tolerance = 3): number {
-  if (!L.laneHeight || x < L.plotLeft || x > L.plotRight) return -1;
+/** The transfer under canvas (x, y) when (x, y) is in a transfer lane (the rows scrolled by
+ * `scroll`), or -1. */
+export function hitTransfer(tl: Timeline, L: Layout, scale: Scale, x: number, y: number, tolerance = 3,
+  scroll = 0): number {
+  if (!L.laneHeight || x < L.plotLeft || x > L.plotRight || !inRows(L, y)) return -1;
+  y += scroll;
   for (let d = 0; d < Math.min(tl.devices, L.devices); d++) {
     const top = L.laneTop[d];
     if (y >= top && y < top + L.laneHeight) {

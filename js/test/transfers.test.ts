@@ -94,13 +94,16 @@ describe("the lanes' layout", () => {
         expect(outH).toBeGreaterThanOrEqual(1.5);
         expect(inH).toBe(outH);
         expect(outTop + outH).toBeLessThanOrEqual(inTop);
-        expect(laneAt(L, L.laneTop[d] + 1)).toEqual({ area: "transfer", device: d });
-        expect(laneAt(L, L.rowTop[d] + 1)).toEqual({ area: "gantt", device: d });
+        // rows past the viewport are found with the rows scrolled to them
+        const scroll = Math.min(L.scrollMax, Math.max(0, L.rowTop[d] - L.ganttTop));
+        expect(laneAt(L, L.laneTop[d] + 1 - scroll, scroll)).toEqual({ area: "transfer", device: d });
+        expect(laneAt(L, L.rowTop[d] + 1 - scroll, scroll)).toEqual({ area: "gantt", device: d });
       }
-      expect(L.ganttBottom).toBe(L.laneTop[p - 1] + L.laneHeight);
+      expect(L.ganttBottom + L.scrollMax).toBe(L.laneTop[p - 1] + L.laneHeight);
     }
     expect(computeLayout(1000, 8, true, false, undefined, 2).laneHeight).toBe(10);
-    expect(computeLayout(1000, 64, true, false, undefined, 2).laneHeight).toBe(4);
+    // rows keep their height at any p (they scroll), and so does the lane under each
+    expect(computeLayout(1000, 64, true, false, undefined, 2).laneHeight).toBe(10);
   });
 });
 

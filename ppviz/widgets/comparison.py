@@ -298,8 +298,11 @@ def _chart(results: list[Result], metric: str, dark: bool):
 
 # Widgets ---------------------------------------------------------------------------------------
 
-#: the traits every Gantt chart of a comparison shares with its CompareState
+#: the traits every Gantt chart of a comparison shares with its CompareState (and the Comparison)
 SHARED = ("selected_schedule", "selected_device", "selected_microbatch", "time_window")
+#: shared by the charts only: the span they open on, the smallest any of them chose (so that
+#: every run's ops carry their labels in the one window they open on)
+_OPENING = "_opening_span"
 
 
 class CompareState(anywidget.AnyWidget):
@@ -319,6 +322,7 @@ class CompareState(anywidget.AnyWidget):
     selected_microbatch = traitlets.Int(-1).tag(sync=True)
     time_window = traitlets.List(traitlets.Float()).tag(sync=True)
     theme = traitlets.Enum(list(THEMES), default_value="auto").tag(sync=True)
+    _opening_span = traitlets.Float(0.0, min=0.0).tag(sync=True)
     _chart_selections = traitlets.Dict().tag(sync=True)
     _chart_params = traitlets.Dict().tag(sync=True)
 
@@ -376,7 +380,7 @@ class Comparison(ipywidgets.VBox):
                 gantt = GanttWidget(r.result, _color=colors[name], **options)
             self.gantts.append(gantt)
         self.links = [ipywidgets.jslink((self.state, trait), (gantt, trait))
-                       for gantt in self.gantts for trait in SHARED]
+                       for gantt in self.gantts for trait in (*SHARED, _OPENING)]
         self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "_chart_selections")),
                         ipywidgets.jslink((self.chart, "_params"), (self.state, "_chart_params"))]
         fit = ""

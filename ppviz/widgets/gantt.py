@@ -46,7 +46,8 @@ class GanttWidget(anywidget.AnyWidget):
     (binary, ARCHITECTURE.md's "Wire format"), ``_meta`` (labels and metrics), and what a
     comparison sets up (``_compact``: a one-line header and no memory lanes or replay bar;
     ``_run_name`` and ``_color``: clicking the title selects the run, and while another run is
-    selected the chart is dimmed). ``_overlay`` is empty, or a measured
+    selected the chart is dimmed; ``_opening_span``: the span the front end chose to open on,
+    which a comparison's charts share so that they open on one window). ``_overlay`` is empty, or a measured
     run's simulation and residuals per op (``set_result(measured, against=...)``); its summary
     is ``_meta["overlay"]``. ``self.result`` is the Result on display.
     """
@@ -69,6 +70,7 @@ class GanttWidget(anywidget.AnyWidget):
     _compact = traitlets.Bool(False).tag(sync=True)
     _run_name = traitlets.Unicode("").tag(sync=True)
     _color = traitlets.Unicode("").tag(sync=True)
+    _opening_span = traitlets.Float(0.0, min=0.0).tag(sync=True)
 
     def __init__(self, result: Result | None, *, against=None, **kwargs):
         super().__init__(**kwargs)
@@ -104,7 +106,9 @@ class GanttWidget(anywidget.AnyWidget):
                 self.selected_device = -1
             # op indices of a new timeline name other ops
             self.selected_op = -1
+            # a new run opens on its own readable window
             self.time_window = []
+            self._opening_span = 0.0
 
 
 def valid_window(window) -> list[float]:

@@ -99,6 +99,7 @@ def test_many_devices_collapse_the_memory_lanes_into_a_heat_strip(page, tmp_path
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=32, microbatches=64))
     root = open_chart(page, res, tmp_path)
     assert root.get_attribute("data-memory") == "heat"
+    root.locator("canvas").evaluate("e => e.scrollIntoView({block: 'end'})")
     canvas = root.locator("canvas").bounding_box()
     page.mouse.move(canvas["x"] + canvas["width"] * 0.5, canvas["y"] + canvas["height"] - 14)
     tip = page.locator(".ppviz-tooltip")
