@@ -22,7 +22,7 @@ import {
   slotOf,
   upperBound,
 } from "./data";
-import { num, tickLabel, withUnit } from "./format";
+import { number, tickLabel } from "./format";
 import { FONT, PX, barLabelPx, fit, gutterFonts, idleShare, rowLine } from "./labels";
 import type { Layout } from "./layout";
 import { type MemoryFrame, drawMemory, drawMemoryLabels } from "./memory";
@@ -601,13 +601,12 @@ function drawDevice(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.strokeRect(L.plotLeft + 0.75, L.rowTop[d] - 0.75, L.plotRight - L.plotLeft - 1.5, L.rowHeight + 1.5);
 }
 
-/** Where the run ends, when the shared axis goes on past its makespan. */
+/** Where the run ends, when the shared axis goes on past its makespan: a dashed line. */
 function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
-  const { layout: L, palette: P, scale, meta } = s;
-  if (!(s.extent > meta.makespan * (1 + 1e-9))) return;
-  const x = crisp(scale.x(meta.makespan));
-  if (x < L.plotLeft || x > L.plotRight) return;
-  ctx.strokeStyle = P.muted;
+  const x = endX(s);
+  if (x === null) return;
+  const L = s.layout;
+  ctx.strokeStyle = s.palette.muted;
   ctx.lineWidth = 1;
   ctx.setLineDash([3, 3]);
   ctx.beginPath();
@@ -615,15 +614,31 @@ function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.lineTo(x, L.axisTop);
   ctx.stroke();
   ctx.setLineDash([]);
-  const text = `end ${withUnit(num(meta.makespan, 5), meta.time_unit)}`;
+}
+
+/** The end line's x, or null when there is none in view. */
+function endX(s: Scene): number | null {
+  const { layout: L, scale, meta } = s;
+  if (!(s.extent > meta.makespan * (1 + 1e-9))) return null;
+  const x = crisp(scale.x(meta.makespan));
+  return x < L.plotLeft || x > L.plotRight ? null : x;
+}
+
+/** "end 54.8 ms" beside the end line, never over a bar: right of it, where this run has ended,
+ * when there is room; else on the time axis under it, over the tick labels it hides. */
+function drawEndLabel(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const x = endX(s);
+  if (x === null) return;
+  const { layout: L, palette: P, meta } = s;
+  const text = `end ${number(meta.makespan, meta.time_unit)}`;
   ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width;
-  const left = L.plotRight - x - 8 >= w;
-  const tx = left ? x + 5 : x - 5 - w;
-  const y = (L.ganttTop + L.ganttBottom) / 2;
-  // on a patch of background, so that a highlighted row's outline does not cross the text
+  const right = L.plotRight - x - 8 >= w;
+  const tx = right ? x + 5 : Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
+  const y = right ? (L.ganttTop + L.ganttBottom) / 2 : L.axisTop + 14;
+  // on a patch of background: a highlighted row's outline, or the ticks' labels, go under it
   ctx.fillStyle = P.background;
-  ctx.fillRect(tx - 2, y - 8, w + 4, 16);
+  ctx.fillRect(tx - 3, y - 8, w + 6, 16);
   ctx.fillStyle = P.muted;
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
@@ -681,9 +696,11 @@ function drawAxis(ctx: CanvasRenderingContext2D, s: Scene, tk: { step: number; v
     lastRight = x + w / 2;
   }
   ctx.textAlign = "right";
+  // the axis's title with its unit (times without one are in units of the costs), as long as fits
   const unit = s.meta.time_unit || "";
-  const title = unit ? `time (${unit})` : "time";
-  ctx.fillText(ctx.measureText(title).width <= L.plotLeft - 14 ? title : unit || title, L.plotLeft - 10, y + 8);
+  const titles = unit ? [`time (${unit})`, unit] : ["time (units of f, b, w)", "time (f, b, w)", "time"];
+  const room = L.plotLeft - 14;
+  ctx.fillText(titles.find((t) => ctx.measureText(t).width <= room) ?? titles[titles.length - 1], L.plotLeft - 10, y + 8);
 }
 
 function drawGrid(ctx: CanvasRenderingContext2D, s: Scene, values: number[]): void {
@@ -772,7 +789,7 @@ function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.moveTo(x, L.ganttTop - 4);
   ctx.lineTo(x, L.memBottom);
   ctx.stroke();
-  const text = `t = ${withUnit(num(s.cursor, 5), s.meta.time_unit)}`;
+  const text = `t = ${number(s.cursor, s.meta.time_unit)}`;
   ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width + 10;
   const bx = Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
@@ -868,6 +885,7 @@ export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
   drawMemory(ctx, s);
   ctx.restore();
   drawAxis(ctx, s, tk);
+  drawEndLabel(ctx, s);
   drawCursor(ctx, s);
   drawScrollbar(ctx, s);
   const cut = { count: 0 };

@@ -5,6 +5,7 @@
 
 import style from "../../ppviz/style.json";
 import { excessText, formatMemory, isOver, laneBase, lanePeak, memoryUnit } from "./fit";
+import { share } from "./format";
 import { HEAT_ABOVE, MIN_ROW, memoryLaneHeight, rowHeightFor } from "./layout";
 import type { Meta } from "./meta";
 
@@ -53,7 +54,7 @@ export function gutterFonts(rowHeight: number, memHeight: number): GutterFonts {
 
 export function idleShare(meta: Meta, d: number): string {
   const idle = meta.makespan > 0 ? (meta.idle[d] ?? 0) / meta.makespan : 0;
-  return ` ${Math.round(idle * 100)}% idle`;
+  return ` ${share(idle)} idle`;
 }
 
 /** A one-line row label: "3 · stages 3, 11". */

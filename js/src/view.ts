@@ -131,7 +131,10 @@ export class GanttView {
     this.busyBox.setAttribute("role", "status");
     this.hint.hidden = true;
     this.plot.append(this.canvas, this.tooltip, this.busyBox, this.hint);
-    this.replay = new Replay(() => this.meta?.makespan ?? 0, () => this.requestDraw());
+    this.replay = new Replay(() => this.meta?.makespan ?? 0, () => {
+      this.dismissError();
+      this.requestDraw();
+    }, () => this.meta?.time_unit ?? "");
     this.root.append(style, this.header, this.overlayBox, this.errorBox, this.legend, this.plot, this.replay.el);
     el.append(this.root);
 
@@ -196,6 +199,19 @@ export class GanttView {
     const message = String(this.model.get("error") ?? "");
     this.errorBox.hidden = message === "";
     this.errorBox.textContent = message;
+    // over a chart, a refusal is news about a change that was not made: the next look at the
+    // chart (a zoom, a pan, the replay, a click; or a click on the banner) puts it away. A chart
+    // with nothing to draw keeps it: it is what the chart says.
+    this.errorBox.classList.toggle("ppviz-error-dismissable", this.tl !== null);
+    this.errorBox.title = this.tl !== null ? "click to dismiss" : "";
+  }
+
+  /** Put away a refusal shown over a chart (and tell Python: error is ""). */
+  private dismissError(): void {
+    if (!this.tl || !this.model.get("error")) return;
+    this.model.set("error", "");
+    this.model.save_changes();
+    this.showError();
   }
 
   /** The kernel is working for this chart: dim it and say what it does, until new data arrives. */
@@ -215,6 +231,7 @@ export class GanttView {
       this.loadQueued = false;
       if (this.destroyed) return;
       this.load();
+      this.showError();
       this.showEmphasis();
     });
   };
@@ -243,6 +260,7 @@ export class GanttView {
 
   /** An op selects its microbatch and device; -1 (a click on empty space) clears both. */
   private select(op: number): void {
+    this.dismissError();
     const tl = this.tl;
     const mb = tl && op >= 0 ? tl.mb[op] : -1;
     // the op first: onMicrobatch would clear an op of another microbatch
@@ -452,6 +470,8 @@ export class GanttView {
     const data = this.root.dataset;
     data.drawMs = ms.toFixed(2);
     data.ops = String(stats.ops);
+    // the run's ops, in view or not: what a test or benchmark waits for after a new result
+    data.runOps = String(tl.n);
     data.rects = String(stats.rects);
     data.labels = String(stats.labels);
     data.clipped = String(stats.clipped);
@@ -495,6 +515,7 @@ export class GanttView {
 
   /** Zoom or pan made here: shown, and written to time_window for Python and linked charts. */
   private setView(v: TimeView): void {
+    this.dismissError();
     this.view = v;
     this.hideTooltip();
     this.requestDraw();
@@ -650,6 +671,7 @@ export class GanttView {
       e.preventDefault();
       this.resetView();
     });
+    this.listen(this.errorBox, "click", () => this.dismissError());
     this.listen(this.header, "click", (e) => {
       if ((e.target as Element | null)?.closest(".ppviz-name-button")) this.toggleRun();
     });

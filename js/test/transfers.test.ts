@@ -432,13 +432,13 @@ describe("offload's host copies in the lanes", () => {
     const off = describeTransfer(tl, hostMeta, 0);
     expect(off.title).toBe("offload to host · after 0F0");
     expect(rows(off)).toMatchObject({
-      kind: "0.5 of the activation to host memory (offload)", "from → to": "device 0 → host",
+      kind: "50 % of the activation to host memory (offload)", "from → to": "device 0 → host",
       "host link": "latency 0 ms, 25 GB/s", start: "1 ms", end: "3 ms", queued: "0 ms", after: "0F0, done at 1 ms",
     });
     const back = describeTransfer(tl, hostMeta, 1);
     expect(back.title).toBe("reload from host · for 0B0");
     expect(rows(back)).toMatchObject({
-      kind: "0.5 of the activation back from host memory (reload)", to: "host → device 0",
+      kind: "50 % of the activation back from host memory (reload)", to: "host → device 0",
       queued: "1 ms for a busy link or its offload", for: "0B0, started 5 ms",
     });
     // the ops' own tooltips name their copies
