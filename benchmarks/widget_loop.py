@@ -60,7 +60,7 @@ LOOP = """async ({m, ops}) => {
     const t0 = performance.now();
     const observer = new MutationObserver(() => {
       if (busy === null && root.dataset.busy) busy = performance.now() - t0;
-      if (root.dataset.ops === String(ops)) {
+      if (root.dataset.runOps === String(ops)) {
         observer.disconnect();
         resolve({loop: performance.now() - t0, busy, timings: root.ppviz.timings()});
       }
@@ -105,7 +105,7 @@ def measure(browser, n_ops: int, repeats: int) -> dict:
             page.goto(s["url"])
             root = page.locator(".jp-OutputArea-output .ppviz-gantt")
             run_cell(page, root, timeout=120_000)
-            page.wait_for_function(f"document.querySelector('.ppviz-gantt')?.dataset.ops === '{m * OPS_PER_MICROBATCH}'",
+            page.wait_for_function(f"document.querySelector('.ppviz-gantt')?.dataset.runOps === '{m * OPS_PER_MICROBATCH}'",
                                    timeout=120_000)
             runs = []
             for i in range(repeats + 1):

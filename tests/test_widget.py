@@ -228,6 +228,38 @@ def test_controls_resimulate_and_redraw():
     assert parse_timeline(viewer.gantt._timeline)["n"] == len(viewer.result.ops)
 
 
+def test_a_cost_shows_the_formatters_text_and_runs_its_full_value():
+    # Config.from_model's costs have many digits: the box showed 41.522575225, clipped
+    viewer = ppviz.show(ppviz.Config(devices=4, microbatches=8, f=41.522575225, b=83.04, w=40.1, time_unit="ms"))
+    f = viewer.controls.fields["f"]
+    assert f.box.value == "41.5 ms" and f.value == viewer.config.f == 41.522575225
+    assert viewer.controls.fields["b"].box.value == "83 ms"
+    before = viewer.result
+    f.box.value = " 41.5 ms "  # what it shows, sent back (a blur, an Enter): nothing runs
+    assert viewer.result is before and viewer.config.f == 41.522575225
+    f.box.value = "42"  # another number, with or without the unit, runs
+    assert viewer.config.f == 42.0 and f.box.value == "42 ms"
+    f.box.value = "1,250.5 ms"
+    assert viewer.config.f == 1250.5 and f.box.value == "1,251 ms"
+    f.box.value = "fast"
+    assert viewer.config.f == 1250.5 and f.box.value == "1,251 ms"
+    assert viewer.gantt.error == "f='fast' is not accepted; give a number, e.g. 1.5 ms"
+    f.box.value = "-1"  # a number the config refuses: its refusal, the box back to the run's
+    assert viewer.config.f == 1250.5 and f.box.value == "1,251 ms" and "f=-1" in viewer.gantt.error
+
+
+def test_with_a_topology_the_comm_control_is_off_and_says_why():
+    viewer = ppviz.show(ppviz.Config(devices=4, microbatches=8, topology="dgx-h100", comm_bytes=64e6, time_unit="s",
+                                     f=2e-3, b=2e-3, w=2e-3))
+    comm = viewer.controls.fields["comm"]
+    assert comm.disabled and comm.box.value == "topology"
+    assert "each transfer costs its link's latency" in comm.box.tooltip
+    assert viewer.controls.fields["f"].box.value == "0.002 s" and not viewer.controls.fields["f"].disabled
+    # without one it is a number again
+    plain = ppviz.show(ppviz.Config(devices=4, microbatches=8, comm=0.25))
+    assert not plain.controls.fields["comm"].disabled and plain.controls.fields["comm"].box.value == "0.25"
+
+
 def test_switching_schedule_picks_a_valid_v():
     viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=4, microbatches=8))
     controls = viewer.controls
