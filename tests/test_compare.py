@@ -77,8 +77,22 @@ def test_a_schedule_that_refuses_the_sizes_is_reported_in_its_place_as_text():
 
 
 def _bubble_data(cmp) -> str:
-    bubble = cmp.chart.spec["vconcat"][0]["hconcat"][0]
+    bubble = cmp.chart.spec["vconcat"][0]  # the view's charts are stacked, the bubble chart first
     return bubble["data"]["name"]
+
+
+def test_the_views_charts_fit_a_600_px_output_with_no_text_under_11_px(five):
+    # two columns were 826 px wide, scaled to about 7 px text in a 600 px output
+    import re
+
+    from ppviz.charts import to_svg
+    spec = five.chart.spec
+    assert [chart.get("title", {}).get("text", "") for chart in spec["vconcat"][:2]] == [
+        "Bubble fraction per schedule", "Bubble fraction vs peak memory"]
+    svg = to_svg(five.chart.chart)
+    assert float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1)) <= 560
+    sizes = [float(x) for x in re.findall(r'font-size="([\d.]+)px"', svg)]
+    assert sizes and min(sizes) >= 11
 
 
 def test_when_no_schedule_runs_the_error_gives_every_reason():

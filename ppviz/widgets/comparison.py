@@ -42,11 +42,12 @@ import traitlets
 from ..charts import BUBBLE_METRICS, comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
 from ..charts.inputs import one_time_unit
-from ..charts.style import CHART, FONT_FAMILY
+from ..charts.style import CHART, FONT_FAMILY, LABEL_SIZE
 from ..charts.style import THEMES as PALETTES
 from ..core.config import Config, positive_int
 from ..core.engine import simulate
 from ..core.errors import ConfigError, ScheduleConstraintError, checked_arguments
+from ..core.numbers import number
 from ..core.program import Program
 from ..core.registry import lookup
 from ..core.result import Result
@@ -276,12 +277,15 @@ def _link(chart, *, dark: bool = False):
     # room between the panel's border and the titles, axis labels and legend
     chart.padding = {"left": 14, "right": 14, "top": 12, "bottom": 10}
     fg, muted = _theme_expr("fg"), _theme_expr("muted")
+    # no text under 11 px: Vega-Lite's axis labels default to 10
     chart.config = {
         "font": FONT_FAMILY,
-        "title": {"color": fg, "subtitleColor": muted},
+        "title": {"color": fg, "subtitleColor": muted, "subtitleFontSize": LABEL_SIZE},
         "axis": {"labelColor": muted, "titleColor": fg, "domainColor": _theme_expr("axis"),
-                 "tickColor": _theme_expr("axis"), "gridColor": _theme_expr("grid")},
-        "legend": {"labelColor": fg, "titleColor": fg},
+                 "tickColor": _theme_expr("axis"), "gridColor": _theme_expr("grid"),
+                 "labelFontSize": LABEL_SIZE, "titleFontSize": LABEL_SIZE},
+        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": LABEL_SIZE, "titleFontSize": LABEL_SIZE},
+        "header": {"labelFontSize": LABEL_SIZE, "titleFontSize": LABEL_SIZE},
         "view": {"stroke": _theme_expr("grid")},
     }
     return chart
@@ -289,8 +293,10 @@ def _link(chart, *, dark: bool = False):
 
 def _chart(results: list[Result], metric: str, dark: bool):
     # SVG keeps the marks in the DOM (tests click them); no actions menu, whose editor link
-    # would go online (ppviz.charts.to_svg / to_png export offline)
-    chart = chart_widget(_link(comparison_charts(results, metric=metric), dark=dark),
+    # would go online (ppviz.charts.to_svg / to_png export offline). One column: about 560 px,
+    # so that a 600 px output (a 1,000 px window with JupyterLab's side bar open) shows its text
+    # at full size; the SVG shrinks to fit anything narrower
+    chart = chart_widget(_link(comparison_charts(results, metric=metric, columns=1), dark=dark),
                    embed_options={"renderer": "svg", "actions": False})
     chart.add_class("ppviz-compare-charts")
     return chart
@@ -387,10 +393,12 @@ class Comparison(ipywidgets.VBox):
         if any(r.fits is not None for r in self.results):
             fastest = f"; fastest that fits: <b>{escape(self.ranking[0])}</b>" if self.ranking else ""
             fit = f"<b>{len(self.ranking)} of {len(self.results)} fit</b> in device memory{fastest} · "
+        unit = self.results[0].config.time_unit or None
         hint = ipywidgets.HTML(
-            f"{fit}<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
-            "point to emphasise it · a device's label or an op to highlight that device everywhere · Ctrl + scroll "
-            "(or + / −) to zoom and drag to pan all the timelines · Esc clears")
+            f"{fit}<b>One time axis</b>, 0 to {escape(number(self.time_extent, unit))} (the longest makespan), "
+            "each run whole in the strip above its rows · click a run's name, bar or point to emphasise it · a device's "
+            "label or an op to highlight that device everywhere · Ctrl + scroll (or + / −), drag, or the strip's "
+            "window to move all the timelines · Esc clears")
         hint.add_class("ppviz-compare-hint")
         stack = ipywidgets.VBox(self.gantts)
         stack.add_class("ppviz-compare-gantts")
