@@ -16,7 +16,7 @@ import ipywidgets
 import traitlets
 
 from ..core.budget import estimate_ops
-from ..core.config import MAX_COST, Config
+from ..core.config import Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, PpvizError, checked_arguments
 from ..core.numbers import number

@@ -6,7 +6,7 @@ import pytest
 
 import ppviz
 
-from .conftest import ARTIFACTS, open_chart
+from .conftest import ARTIFACTS
 
 SHOTS = ARTIFACTS / "overview"
 CELL = 800  # px: the width of a notebook cell's output on a laptop
