@@ -220,6 +220,10 @@ def test_the_linked_chart_follows_the_theme_through_a_param():
     svg_dark = vl_convert.vegalite_to_svg(dark.chart.spec, vl_version="6.4")
     assert 'fill="#1c2128"' in svg_light and 'fill="#e6e9ee"' not in svg_light
     assert 'fill="#e6e9ee"' in svg_dark and 'fill="#1c2128"' not in svg_dark
+    # the halo under the Pareto chart's names is the page's colour: white on a dark page hid them
+    from ppviz.charts.style import THEMES as PAGE
+    assert '"white"' not in text
+    assert f'stroke="{PAGE["dark"]["background"]}"' in svg_dark and 'stroke="white"' not in svg_dark
 
 
 def test_user_text_reaches_the_views_as_data_only():

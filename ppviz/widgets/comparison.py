@@ -68,7 +68,9 @@ _INK = {role: (PALETTES["light"][key], PALETTES["dark"][key])
         for role, key in (("background", "background"), ("fg", "foreground"), ("muted", "muted"), ("axis", "axis"),
                           ("grid", "chartGrid"))}
 #: colours ppviz.charts gives text and closed-form marks, redrawn light on dark
-_DARK_LITERALS = {CHART["text"]: "fg", CHART["closedForm"]: "fg", CHART["subtitle"]: "muted"}
+_DARK_LITERALS = {CHART["text"]: "fg", CHART["closedForm"]: "fg", CHART["subtitle"]: "muted",
+                  # the halo that keeps a point's name clear of the marks is the page's colour
+                  CHART["labelHalo"]: "background"}
 
 _ACCEPTED = ("give a list of ppviz.Config, ppviz.Program or ppviz.Result (configs and programs are simulated), "
              "or one ppviz.Config with schedules=[names]")
