@@ -60,7 +60,7 @@ LOOP = """async ({m, ops}) => {
     const t0 = performance.now();
     const observer = new MutationObserver(() => {
       if (busy === null && root.dataset.busy) busy = performance.now() - t0;
-      if (root.dataset.ops === String(ops)) {
+      if (root.dataset.runOps === String(ops)) {
         observer.disconnect();
         resolve({loop: performance.now() - t0, busy, timings: root.ppviz.timings()});
       }
@@ -90,7 +90,7 @@ def kernel_work(m: int, repeats: int) -> tuple[float, float, int]:
         encodes.append(time.perf_counter() - t)
         gantt.set_result(ppviz.simulate(base))
     gantt.set_result(result)
-    size = len(gantt.timeline) + len(gantt.memory) + len(json.dumps(gantt.meta))
+    size = len(gantt._timeline) + len(gantt._memory) + len(json.dumps(gantt._meta))
     return 1000 * statistics.median(sims), 1000 * statistics.median(encodes), size
 
 
@@ -105,7 +105,7 @@ def measure(browser, n_ops: int, repeats: int) -> dict:
             page.goto(s["url"])
             root = page.locator(".jp-OutputArea-output .ppviz-gantt")
             run_cell(page, root, timeout=120_000)
-            page.wait_for_function(f"document.querySelector('.ppviz-gantt')?.dataset.ops === '{m * OPS_PER_MICROBATCH}'",
+            page.wait_for_function(f"document.querySelector('.ppviz-gantt')?.dataset.runOps === '{m * OPS_PER_MICROBATCH}'",
                                    timeout=120_000)
             runs = []
             for i in range(repeats + 1):

@@ -75,17 +75,31 @@ def test_a_schedule_that_refuses_the_sizes_is_reported_in_its_place_as_text():
     assert "refused by 1 (these sizes or options):\n  dualpipe: " in cmp.summary()
     view = cmp.view()
     refused = view.gantts[1]
-    assert refused.result is None and refused.timeline == b""
-    assert refused.meta == {"title": "dualpipe"} and refused.run_name == "dualpipe"
+    assert refused.result is None and refused._timeline == b""
+    assert refused._meta == {"title": "dualpipe"} and refused._run_name == "dualpipe"
     assert refused.error == cmp.refused["dualpipe"]
-    assert [g.run_name for g in view.gantts] == ["1f1b", "dualpipe", "zb-h1"]
+    assert [g._run_name for g in view.gantts] == ["1f1b", "dualpipe", "zb-h1"]
     # the charts show the runs that ran
     assert sorted(row["name"] for row in view.chart.spec["datasets"][_bubble_data(view)]) == ["1f1b", "zb-h1"]
 
 
 def _bubble_data(cmp) -> str:
-    bubble = cmp.chart.spec["vconcat"][0]["hconcat"][0]
+    bubble = cmp.chart.spec["vconcat"][0]  # the view's charts are stacked, the bubble chart first
     return bubble["data"]["name"]
+
+
+def test_the_views_charts_fit_a_600_px_output_with_no_text_under_11_px(five):
+    # two columns were 826 px wide, scaled to about 7 px text in a 600 px output
+    import re
+
+    from ppviz.charts import to_svg
+    spec = five.chart.spec
+    assert [chart.get("title", {}).get("text", "") for chart in spec["vconcat"][:2]] == [
+        "Bubble fraction per schedule", "Bubble fraction vs peak memory"]
+    svg = to_svg(five.chart.chart)
+    assert float(re.search(r'<svg[^>]* width="([\d.]+)"', svg).group(1)) <= 560
+    sizes = [float(x) for x in re.findall(r'font-size="([\d.]+)px"', svg)]
+    assert sizes and min(sizes) >= 11
 
 
 def test_when_no_schedule_runs_the_error_gives_every_reason():
@@ -130,9 +144,9 @@ def test_the_gantt_charts_share_one_time_axis_the_longest_makespan(five):
     for gantt, name, result in zip(five.gantts, cmp.names, cmp.results):
         assert isinstance(gantt, GanttWidget)
         assert gantt.time_extent == cmp.time_extent
-        assert gantt.compact and gantt.run_name == name and gantt.color == colors[name]
-        assert gantt.meta == describe(result)
-        assert gantt.meta["makespan"] == result.makespan
+        assert gantt._compact and gantt._run_name == name and gantt._color == colors[name]
+        assert gantt._meta == describe(result)
+        assert gantt._meta["makespan"] == result.makespan
     stack = five.children[1]
     assert list(stack.children) == five.gantts and five.children[2] is five.chart
 
@@ -142,11 +156,12 @@ def test_every_gantt_chart_and_the_altair_chart_are_jslinked_to_the_state(five):
     assert all(isinstance(link, ipywidgets.widgets.widget_link.Link) for link in five.links)
     state = five.state.model_id
     for gantt in five.gantts:
-        for trait in SHARED:
+        # and the span the charts open on, which they share so that they open on one window
+        for trait in (*SHARED, "_opening_span"):
             assert (state, trait, gantt.model_id, trait) in links
-    assert (five.chart.model_id, "_vl_selections", state, "chart_selections") in links
-    assert (five.chart.model_id, "_params", state, "chart_params") in links
-    assert len(links) == len(five.gantts) * len(SHARED) + 2
+    assert (five.chart.model_id, "_vl_selections", state, "_chart_selections") in links
+    assert (five.chart.model_id, "_params", state, "_chart_params") in links
+    assert len(links) == len(five.gantts) * (len(SHARED) + 1) + 2
     assert isinstance(five.state, CompareState) and five.state._ppviz_role == "compare-state"
 
 
@@ -213,13 +228,17 @@ def test_the_linked_chart_follows_the_theme_through_a_param():
     svg_dark = vl_convert.vegalite_to_svg(dark.chart.spec, vl_version="6.4")
     assert 'fill="#1c2128"' in svg_light and 'fill="#e6e9ee"' not in svg_light
     assert 'fill="#e6e9ee"' in svg_dark and 'fill="#1c2128"' not in svg_dark
+    # the halo under the Pareto chart's names is the page's colour: white on a dark page hid them
+    from ppviz.charts.style import THEMES as PAGE
+    assert '"white"' not in text
+    assert f'stroke="{PAGE["dark"]["background"]}"' in svg_dark and 'stroke="white"' not in svg_dark
 
 
 def test_user_text_reaches_the_views_as_data_only():
     label = '<img src=x onerror="alert(1)">'
     cmp = ppviz.compare([ppviz.Config(devices=4, microbatches=8, label=label), ppviz.Config(devices=4, microbatches=8)])
     view = cmp.view()
-    assert cmp.names[0] == label and view.gantts[0].run_name == label
+    assert cmp.names[0] == label and view.gantts[0]._run_name == label
     hint = view.children[0]
     assert isinstance(hint, ipywidgets.HTML) and "<img" not in hint.value
 

@@ -18,6 +18,7 @@ import pytest
 import ppviz
 from ppviz import Config, ConfigError, Program, charts, simulate
 from ppviz.charts.style import THEMES
+from ppviz.core.numbers import number, share
 
 from .helpers import png_size
 
@@ -130,7 +131,7 @@ CASES = {
 @pytest.mark.parametrize("name", CASES)
 def test_op_rows_are_the_timeline(name):
     res = simulate(CASES[name])
-    spec = charts.gantt_chart(res).to_dict()
+    spec = charts.gantt_chart(res, window="all").to_dict()
     rows = op_rows(spec)
     drawn = sorted((r["device"], r["start"], r["end"], r["kind"], r["stage"], r["microbatch"]) for r in rows)
     assert drawn == sorted(slots(res))
@@ -209,7 +210,7 @@ def test_rows_are_labelled_with_stages_and_idle():
     assert [(h["device"], h["name"]) for h in heads] == [(d, f"device {d}") for d in range(4)]
     for h in heads:
         d = h["device"]
-        assert h["detail"] == f"{placement.describe(d)} · {res.idle[d] / res.makespan:.0%} idle"
+        assert h["detail"] == f"{placement.describe(d)} · {share(res.idle[d] / res.makespan)} idle"
     assert heads[0]["detail"].startswith("stages 0, 7")  # the V: device 0 holds the first and last stage
 
 
@@ -219,7 +220,7 @@ def test_title_gives_simulated_and_closed_form_metrics():
     assert text.startswith("1f1b ")
     assert "p=4 · m=8 · f=1 b=1 w=1 · 64 ops" in text
     assert "makespan 33 (closed form 33)" in text
-    assert "bubble 27.3% of p × makespan (closed form 27.3%)" in text
+    assert "bubble 27.3 % of p × makespan (closed form 27.3 %)" in text
     assert "peak memory 4 (closed form 4)" in text
     # where the formula's assumptions fail, the closed form is starred and the reason given
     text = title_text(charts.gantt_chart(simulate(cfg("1f1b", comm=0.5))).to_dict())
@@ -258,7 +259,7 @@ def re_pairs(expr: str):
 
 def test_memory_lanes_follow_the_curves():
     res = simulate(cfg("zb-h1"))
-    spec = charts.gantt_chart(res).to_dict()
+    spec = charts.gantt_chart(res, window="all").to_dict()
     rows = rows_with(spec, "memory")
     for d in range(4):
         times, values = res.memory.curve(d)
@@ -271,7 +272,7 @@ def test_memory_lanes_follow_the_curves():
     assert [r["closed"] for r in closed] == list(res.closed_form.peak_activation)
     heads = rows_with(spec, "peak")
     assert [(h["peak"], h["text"]) for h in heads] == \
-        [(res.peak_activation[d], f"device {d}  peak {res.peak_activation[d]:.4g}") for d in range(4)]
+        [(res.peak_activation[d], f"device {d}  peak {number(res.peak_activation[d])}") for d in range(4)]
     without = charts.gantt_chart(res, memory=False)
     assert isinstance(without, alt.LayerChart) and rows_with(without.to_dict(), "memory") == []
 
@@ -321,7 +322,7 @@ def check_bands(spec):
 
 
 def test_a_hundred_thousand_ops_merge_into_a_small_exact_spec(big):
-    chart = charts.gantt_chart(big)
+    chart = charts.gantt_chart(big, window="all")
     spec = chart.to_dict()  # Altair would refuse more than 5000 rows in any dataset
     size = len(json.dumps(spec))
     assert size < 300_000, size
@@ -350,7 +351,7 @@ def test_a_hundred_thousand_ops_merge_into_a_small_exact_spec(big):
 def test_many_small_gaps_join_their_runs_with_the_idle_kept():
     res = simulate(cfg("1f1b", p=8, m=6250, comm=0.1))  # a comm gap after almost every op
     width = 4000  # the fill and drain gaps are wider than a pixel here
-    spec = charts.gantt_chart(res, width=width).to_dict()
+    spec = charts.gantt_chart(res, width=width, window="all").to_dict()
     assert all(len(x["rows"]) <= charts.MAX_ROWS for x in layers(spec))
     check_bands(spec)
     assert busy_by_device(spec, 8) == pytest.approx(res.busy, rel=1e-9)
@@ -372,7 +373,7 @@ def test_many_small_gaps_join_their_runs_with_the_idle_kept():
 
 def test_merging_keeps_wide_ops_whole():
     res = simulate(cfg("zb-h1", m=40, f=1, b=1, w=6))  # W much wider than F and I
-    spec = charts.gantt_chart(res, width=200, merge_above=0).to_dict()
+    spec = charts.gantt_chart(res, width=200, merge_above=0, window="all").to_dict()
     pixel = res.makespan / 200
     runs = check_bands(spec)
     assert runs
@@ -397,7 +398,7 @@ def test_svg_png_and_html_files_offline(no_network, tmp_path):
     assert res.to_svg(tmp_path / "g.svg") is None
     texts = svg_texts(tmp_path / "g.svg")
     for d in range(4):
-        assert f"device {d}" in texts and f"stages {d}, {d + 4} · 16% idle" in texts
+        assert f"device {d}" in texts and f"stages {d}, {d + 4} · 15.8 % idle" in texts
     assert "interleaved-1f1b" in texts and "F forward" in texts
     assert "makespan 28.5 (closed form 28.5)" in " ".join(texts)
 
@@ -565,7 +566,7 @@ def test_an_inference_chart_says_what_an_inference_batch_is_measured_by():
     sizes, metrics = ppviz.charts.gantt_chart(res).to_dict()["title"]["subtitle"][:2]
     assert sizes == "p=4 · m=8 · f=2 · 32 ops"
     # the last stage's first output after p forwards; then one output per f
-    assert "first output 8 · throughput 0.5 · fill + drain 27.3% of p × makespan" in metrics
+    assert "first output 8 · throughput 0.5 per unit of time · fill + drain 27.3 % of p × makespan" in metrics
     assert "bubble" not in metrics
 
 
@@ -657,3 +658,65 @@ def test_the_bars_end_above_the_lane_and_a_run_without_links_has_none():
     plain = charts.gantt_chart(simulate(cfg("zb-h1"))).to_dict()
     assert lane_layers(plain) == ([], [])
     assert "lane" not in title_text(plain)
+
+
+# Overview and a readable window ---------------------------------------------------------------
+
+def x_domains(spec) -> list[list[float]]:
+    return [x["encoding"]["x"]["scale"]["domain"] for x in layers(spec)
+            if isinstance(x.get("encoding", {}).get("x"), dict) and "scale" in x["encoding"]["x"]]
+
+
+def test_a_dense_run_draws_the_whole_run_above_a_readable_window():
+    # interleaved 1F1B at p = 8, m = 32, v = 2: 1,024 ops, none wide enough for a label across 900 px
+    res = simulate(cfg("interleaved-1f1b", p=8, m=32, stages_per_device=2))
+    spec = charts.gantt_chart(res).to_dict()
+    span = charts.gantt.readable_span(res, 900)
+    assert 0 < span < res.makespan / 3
+    overview, detail = ({**part, "datasets": spec["datasets"]} for part in spec["vconcat"][:2])
+    assert [0, res.makespan] in x_domains(overview)
+    assert all(d == [0, span] for d in x_domains(detail))
+    # the window outlined on the strip is the span drawn below
+    marked = [x for x in layers(overview) if x["rows"] == [{"a": 0.0, "b": span}]]
+    assert len(marked) == 1 and marked[0]["mark"]["stroke"]
+    # its ops: every one that overlaps the window, and 90 % of them labelled
+    ops = op_rows(spec)
+    assert ops and all(r["end"] > 0 and r["start"] < span for r in ops)
+    assert len(ops) == sum(1 for s in slots(res) if s[1] < span)
+    labels = rows_with(spec, "ink")
+    inside = [r for r in ops if r["end"] <= span]
+    assert len(labels) >= 0.9 * len(inside) and len(labels) >= 150
+    assert f"the first {number(span)}, where its ops have room for their labels" in title_text(spec)
+    # the strip holds the whole run's busy time
+    strip = [r for x in layers(overview) for r in x["rows"] if "colour" in r and "top" not in r]
+    assert sum(r["end"] - r["start"] for r in strip) == pytest.approx(float(res.busy.sum()), rel=1e-9)
+
+
+def test_a_run_readable_whole_is_drawn_whole_without_a_strip():
+    res = simulate(cfg("1f1b"))
+    spec = charts.gantt_chart(res).to_dict()
+    assert spec == charts.gantt_chart(res, window="all").to_dict()
+    assert all(d == [0, res.makespan] for d in x_domains(spec))
+    assert "whole run" not in json.dumps(spec)
+
+
+def test_a_window_given_draws_that_span_under_the_strip_and_bad_ones_are_named():
+    res = simulate(cfg("zb-h1", m=12))
+    spec = charts.gantt_chart(res, window=(10, 20)).to_dict()
+    detail = {**spec["vconcat"][1], "datasets": spec["datasets"]}
+    assert all(d == [10, 20] for d in x_domains(detail))
+    assert sorted((r["device"], r["start"]) for r in op_rows(spec)) == sorted(
+        (s[0], s[1]) for s in slots(res) if s[2] > 10 and s[1] < 20)
+    # idle in the window is the window's: no gap reaches outside it
+    assert all(10 <= g["start"] and g["end"] <= 20 for g in gap_rows(spec))
+    assert f"above, the whole run ({number(res.makespan)}) with the window drawn below marked: 10 to 20 (window=" \
+        in title_text(spec)
+    for bad in [(5, 5), (-1, 3), "some", (1, float("nan"))]:
+        with pytest.raises(ConfigError, match=r"window=.*give \(t0, t1\) with 0 <= t0 < t1 \(the run ends at 39\)"):
+            charts.gantt_chart(res, window=bad)
+
+
+def test_a_pairs_time_is_in_the_title():
+    res = simulate(cfg("dualpipe", p=8, m=16, fb=2.2))
+    assert "f=1 b=1 w=1 fb=2.2 · " in title_text(charts.gantt_chart(res).to_dict())
+    assert "fb=" not in title_text(charts.gantt_chart(simulate(cfg("1f1b"))).to_dict())

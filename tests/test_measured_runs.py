@@ -357,7 +357,7 @@ def test_a_measured_run_is_a_result_everywhere(measured, tmp_path):
     m = measured["zbv"]
     assert isinstance(m, ppviz.Result)
     widget = GanttWidget(m)
-    assert widget.meta["ops"] == len(m.ops) and widget.meta["title"] == "measured zb-v"
+    assert widget._meta["ops"] == len(m.ops) and widget._meta["title"] == "measured zb-v"
     view = ppviz.show(m)
     assert view.result is m
     cal = ppviz.calibrate(m)

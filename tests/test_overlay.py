@@ -44,7 +44,7 @@ def f32(x):
 def test_show_against_a_calibration_sends_the_simulation_and_residuals(measured, cal):
     viewer = ppviz.show(measured, against=cal)
     gantt = viewer.gantt
-    sent = parse(gantt.overlay)
+    sent = parse(gantt._overlay)
     simulated = cal.simulate()
     res = ppviz.residuals(measured, cal)
     n = len(measured.ops)
@@ -65,10 +65,10 @@ def test_show_against_a_calibration_sends_the_simulation_and_residuals(measured,
             measured.ops.start[k] - measured.ops.end[dep[k]] - cal.config.comm, abs=1e-4)
     assert (sent["host_gap"] >= 0).all() and sent["host_gap"].sum() == pytest.approx(res.host_gaps.sum(), rel=1e-5)
     # the same columns through the module's own decoder
-    for name, col in decode_overlay(gantt.overlay).items():
+    for name, col in decode_overlay(gantt._overlay).items():
         np.testing.assert_array_equal(col.astype(np.float64), sent[name])
 
-    summary = gantt.meta["overlay"]
+    summary = gantt._meta["overlay"]
     json.dumps(summary)
     assert summary["pipeline_time"] == pytest.approx([measured.makespan, simulated.makespan])
     assert summary["bubble_fraction"] == pytest.approx([measured.bubble_fraction, simulated.bubble_fraction])
@@ -85,15 +85,15 @@ def test_show_against_a_calibration_sends_the_simulation_and_residuals(measured,
 def test_a_config_runs_the_measured_program_and_a_result_of_it_is_taken_as_it_is(measured, cal):
     uniform = ppviz.Config("1f1b", devices=4, microbatches=8, f=measured.config.f, b=measured.config.b,
                            time_unit="ms")
-    sent = parse(ppviz.show(measured, against=uniform).gantt.overlay)
+    sent = parse(ppviz.show(measured, against=uniform).gantt._overlay)
     expected = ppviz.simulate(measured.program, uniform)
     np.testing.assert_array_equal(sent["sim_start"], f32(expected.ops.start))
     # uniform stages on a run whose last stage is twice the first: far larger residuals
-    calibrated = parse(ppviz.show(measured, against=cal).gantt.overlay)
+    calibrated = parse(ppviz.show(measured, against=cal).gantt._overlay)
     assert np.abs(sent["start_residual"]).max() > 10 * np.abs(calibrated["start_residual"]).max()
 
     result = cal.simulate()
-    via_result = parse(ppviz.show(measured, against=result).gantt.overlay)
+    via_result = parse(ppviz.show(measured, against=result).gantt._overlay)
     np.testing.assert_array_equal(via_result["sim_end"], f32(result.ops.end))
 
 
@@ -132,10 +132,10 @@ def test_against_needs_a_measured_run_and_one_chart(measured, cal):
 
 def test_without_against_and_after_an_update_there_is_no_overlay(measured, cal):
     plain = ppviz.show(measured, controls=False).gantt
-    assert plain.overlay == b"" and "overlay" not in plain.meta
+    assert plain._overlay == b"" and "overlay" not in plain._meta
     gantt = ppviz.show(measured, against=cal).gantt
     gantt.set_result(cal.simulate())
-    assert gantt.overlay == b"" and "overlay" not in gantt.meta and gantt.residuals is None
+    assert gantt._overlay == b"" and "overlay" not in gantt._meta and gantt.residuals is None
 
 
 def test_the_standalone_page_carries_the_overlay(measured, cal):

@@ -192,8 +192,8 @@ def test_show_accepts_config_program_and_result():
     for x in (cfg, ppviz.simulate(cfg), dualpipe_like(4, 8)):
         viewer = ppviz.show(x)
         assert isinstance(viewer, Viewer)
-        assert viewer.gantt.meta["ops"] == len(viewer.result.ops)
-        assert viewer.gantt.timeline == encode_timeline(viewer.result)
+        assert viewer.gantt._meta["ops"] == len(viewer.result.ops)
+        assert viewer.gantt._timeline == encode_timeline(viewer.result)
 
 
 def test_show_without_controls_is_just_the_chart():
@@ -215,12 +215,44 @@ def test_controls_resimulate_and_redraw():
     fields = viewer.controls.fields
     fields["devices"].value = 6
     assert viewer.result.devices == 6
-    assert viewer.gantt.meta["devices"] == 6
+    assert viewer.gantt._meta["devices"] == 6
     fields["microbatches"].value = 12
     fields["comm"].value = 0.5
     assert viewer.result.config.microbatches == 12
-    assert viewer.gantt.meta["comm"] == 0.5
-    assert parse_timeline(viewer.gantt.timeline)["n"] == len(viewer.result.ops)
+    assert viewer.gantt._meta["comm"] == 0.5
+    assert parse_timeline(viewer.gantt._timeline)["n"] == len(viewer.result.ops)
+
+
+def test_a_cost_shows_the_formatters_text_and_runs_its_full_value():
+    # Config.from_model's costs have many digits: the box showed 41.522575225, clipped
+    viewer = ppviz.show(ppviz.Config(devices=4, microbatches=8, f=41.522575225, b=83.04, w=40.1, time_unit="ms"))
+    f = viewer.controls.fields["f"]
+    assert f.box.value == "41.5 ms" and f.value == viewer.config.f == 41.522575225
+    assert viewer.controls.fields["b"].box.value == "83 ms"
+    before = viewer.result
+    f.box.value = " 41.5 ms "  # what it shows, sent back (a blur, an Enter): nothing runs
+    assert viewer.result is before and viewer.config.f == 41.522575225
+    f.box.value = "42"  # another number, with or without the unit, runs
+    assert viewer.config.f == 42.0 and f.box.value == "42 ms"
+    f.box.value = "1,250.5 ms"
+    assert viewer.config.f == 1250.5 and f.box.value == "1,251 ms"
+    f.box.value = "fast"
+    assert viewer.config.f == 1250.5 and f.box.value == "1,251 ms"
+    assert viewer.gantt.error == "f='fast' is not accepted; give a number, e.g. 1.5 ms"
+    f.box.value = "-1"  # a number the config refuses: its refusal, the box back to the run's
+    assert viewer.config.f == 1250.5 and f.box.value == "1,251 ms" and "f=-1" in viewer.gantt.error
+
+
+def test_with_a_topology_the_comm_control_is_off_and_says_why():
+    viewer = ppviz.show(ppviz.Config(devices=4, microbatches=8, topology="dgx-h100", comm_bytes=64e6, time_unit="s",
+                                     f=2e-3, b=2e-3, w=2e-3))
+    comm = viewer.controls.fields["comm"]
+    assert comm.disabled and comm.box.value == "topology"
+    assert "each transfer costs its link's latency" in comm.box.tooltip
+    assert viewer.controls.fields["f"].box.value == "0.002 s" and not viewer.controls.fields["f"].disabled
+    # without one it is a number again
+    plain = ppviz.show(ppviz.Config(devices=4, microbatches=8, comm=0.25))
+    assert not plain.controls.fields["comm"].disabled and plain.controls.fields["comm"].box.value == "0.25"
 
 
 def test_switching_schedule_picks_a_valid_v():
@@ -278,7 +310,7 @@ def test_a_refused_control_change_never_escapes_and_the_controls_show_the_config
         assert words in viewer.gantt.error and viewer.gantt.busy == ""
         assert viewer.result.config == ppviz.Config(schedule="interleaved-1f1b", devices=4, microbatches=8,
                                                     stages_per_device=2)
-        assert viewer.gantt.meta["microbatches"] == 8 and viewer.gantt.meta["stages_per_device"] == 2
+        assert viewer.gantt._meta["microbatches"] == 8 and viewer.gantt._meta["stages_per_device"] == 2
 
 
 def test_a_schedule_the_sizes_refuse_snaps_the_dropdown_back():
@@ -310,7 +342,7 @@ def test_update_moves_the_controls_and_returns_the_viewer_or_raises_the_refusal(
     assert viewer.update(microbatches=16, comm=0.5) is viewer
     assert viewer.result.config.microbatches == 16 and viewer.config.comm == 0.5
     assert controls_config(viewer) == config_fields(viewer.result.config)
-    assert viewer.gantt.meta["microbatches"] == 16
+    assert viewer.gantt._meta["microbatches"] == 16
     with pytest.raises(ppviz.ScheduleConstraintError, match="dualpipe needs an even number"):
         viewer.update(schedule="dualpipe", devices=5)
     assert "even number" in viewer.gantt.error
@@ -326,7 +358,7 @@ def test_update_moves_the_controls_and_returns_the_viewer_or_raises_the_refusal(
 def test_a_slow_change_shows_the_busy_state_before_its_result():
     viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=8, microbatches=16))
     seen = []
-    viewer.gantt.observe(lambda change: seen.append((change["new"], viewer.gantt.meta["microbatches"])), names="busy")
+    viewer.gantt.observe(lambda change: seen.append((change["new"], viewer.gantt._meta["microbatches"])), names="busy")
     viewer.controls.fields["microbatches"].value = 24  # 384 ops: quick, no busy state
     assert seen == []
     viewer.controls.fields["microbatches"].value = 20_000  # 320,000 ops: about half a second
@@ -383,8 +415,8 @@ def test_device_selection_and_time_window_are_traits_reset_with_new_data():
     viewer.controls.fields["devices"].value = 4
     assert gantt.selected_device == -1 and gantt.time_window == []
     # a chart with nothing to draw says why
-    empty = GanttWidget(None, meta={"title": "dualpipe"}, error="devices=5: needs an even number")
-    assert empty.result is None and empty.timeline == b"" and empty.error.startswith("devices=5")
+    empty = GanttWidget(None, _meta={"title": "dualpipe"}, error="devices=5: needs an even number")
+    assert empty.result is None and empty._timeline == b"" and empty.error.startswith("devices=5")
 
 
 CONTROL_CHANGES = st.lists(st.one_of(
@@ -409,8 +441,8 @@ def test_any_sequence_of_control_changes_leaves_controls_chart_and_result_agreei
             result = viewer.result
             assert controls_config(viewer) == config_fields(result.config)
             assert viewer.gantt.busy == ""
-            assert viewer.gantt.meta["ops"] == len(result.ops)
-            assert parse_timeline(viewer.gantt.timeline)["n"] == len(result.ops)
+            assert viewer.gantt._meta["ops"] == len(result.ops)
+            assert parse_timeline(viewer.gantt._timeline)["n"] == len(result.ops)
             if result is before:
                 # refused, or no change at all (a value the control already showed)
                 assert viewer.gantt.error != "" or getattr(result.config, name) == value

@@ -22,14 +22,15 @@ import {
   slotOf,
   upperBound,
 } from "./data";
-import { num, tickLabel, withUnit } from "./format";
-import { FONT, PX, fit, gutterFonts, idleShare, rowLine } from "./labels";
+import { number, tickLabel } from "./format";
+import { FONT, PX, barLabelPx, fit, gutterFonts, idleShare, rowLine } from "./labels";
 import type { Layout } from "./layout";
 import { type MemoryFrame, drawMemory, drawMemoryLabels } from "./memory";
 import { type Meta, microbatchLabel, segmentsOf } from "./meta";
 import { type Overlay, drawOverlay, drawOverlaySelection } from "./overlay";
 import { Strip, type ViewKey, cover, rgbaWord, span } from "./pixels";
-import { Scale, ticks } from "./scale";
+import { Scale, fullView, ticks } from "./scale";
+import { drawOverviewLabel, drawOverviewWindow, overviewRows } from "./overview";
 import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
 import { drawLaneSelection, drawLanes } from "./transfers";
 
@@ -62,6 +63,8 @@ export interface Scene {
   overlay?: Overlay | null;
   /** the transfer under the pointer (transfers.ts), -1 for none */
   hoverTransfer?: number;
+  /** how far the rows are scrolled in their viewport (px; 0 when they all show) */
+  scroll?: number;
 }
 
 export interface DrawStats {
@@ -94,7 +97,7 @@ export const VECTOR_MIN_PX = 14;
 export const VECTOR_ALL_OPS = 500;
 const ROUND_MIN_PX = 6;
 const GAP_MIN_PX = 4;
-const LABEL_PAD_PX = 5;
+export const LABEL_PAD_PX = 5;
 
 class Batch {
   n = 0;
@@ -134,6 +137,9 @@ export class DrawCache {
   patterns = new Map<string, CanvasPattern | null>();
   strip: Strip | null = null;
   barFrame: BarFrame | null = null;
+  /** the overview strip: the whole run, a pixel row per device */
+  overviewStrip: Strip | null = null;
+  overviewFrame: ViewKey | null = null;
   memoryStrip: Strip | null = null;
   memoryColumns = { high: new Int16Array(0), outline: new Int16Array(0) };
   memoryFrame: MemoryFrame | null = null;
@@ -334,8 +340,9 @@ function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelLi
   return { ops: frame.ops, rects: frame.rects, labels: 0, clipped: 0, labelList: frame.labels };
 }
 
-/** Cull, merge and sort the view's bars into the pixel strip and the vector batches. */
-function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; rects: number; labels: Labels } {
+/** Cull, merge and sort the view's bars into the pixel strip and the vector batches; with
+ * `overview`, every bar into the overview's strip (no vector bars, labels or direction bands). */
+function computeBars(ctx: CanvasRenderingContext2D, s: Scene, overview = false): { ops: number; rects: number; labels: Labels } {
   const { tl, layout: L, scale, palette: P, dpr } = s;
   const { batches } = s.cache;
   const labels: Labels = { x: [], y: [], text: [], colour: [] };
@@ -348,23 +355,25 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
   const h = L.rowHeight - 2 * L.barInset;
   const digit = ctx.measureText("0").width;
   const mark = ctx.measureText(DOWN).width;
-  const labelled = h >= 12;
+  const labelled = !overview && h >= 12;
   const segments = segmentsOf(s.meta);
-  const chunked = tl.chunks > 1;
-  s.cache.chunked.n = 0;
-  s.cache.chunkCodes.length = 0;
+  const chunked = !overview && tl.chunks > 1;
+  if (!overview) {
+    s.cache.chunked.n = 0;
+    s.cache.chunkCodes.length = 0;
+    for (const b of batches) b.n = 0;
+  }
   const colours = packed(P);
   const width = Math.round((right - left) * dpr);
-  const strip = (s.cache.strip ??= new Strip());
+  const strip = overview ? (s.cache.overviewStrip ??= new Strip()) : (s.cache.strip ??= new Strip());
   strip.ensure(width, tl.devices);
   const px = strip.pixels;
-  const bands = tl.bidirectional ? (s.cache.bands ??= new Strip()) : null;
+  const bands = tl.bidirectional && !overview ? (s.cache.bands ??= new Strip()) : null;
   if (bands) bands.ensure(width, 2 * tl.devices);
   const inks = packedInk(P);
-  for (const b of batches) b.n = 0;
   const ranges = Array.from({ length: tl.devices }, (_, d) => visibleRange(tl, d, t0, t1));
   const ops = ranges.reduce((sum, [i, j]) => sum + j - i, 0);
-  const vectorMin = ops <= VECTOR_ALL_OPS ? 1 : VECTOR_MIN_PX;
+  const vectorMin = overview ? Infinity : ops <= VECTOR_ALL_OPS ? 1 : VECTOR_MIN_PX;
   let rects = 0;
   for (let d = 0; d < tl.devices; d++) {
     const y = L.rowTop[d] + L.barInset;
@@ -385,7 +394,8 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene): { ops: number; re
         k++;
         if (xr <= xl) continue;
         const slot = colourSlot(f);
-        const shade = shadeOf(mb[k - 1], segments);
+        // the overview's bars take their kind's colour only: microbatch shades would be a texture there
+        const shade = overview ? 0 : shadeOf(mb[k - 1], segments);
         const visible = xr - xl;
         const drawn = visible >= GAP_MIN_PX ? visible - 1 : visible;
         rects++;
@@ -554,7 +564,7 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.fillStyle = P.dim;
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], L.plotRight - L.plotLeft, L.rowHeight);
   const members = tl.mbIndex.subarray(tl.mbOffsets[j], tl.mbOffsets[j + 1]);
-  ctx.font = `600 ${L.roomy ? PX.label : PX.tiny}px ${FONT}`;
+  ctx.font = `600 ${barLabelPx(L.rowHeight)}px ${FONT}`;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
   const chosen = s.selectedOp >= 0 && s.selectedOp < tl.n ? slotOf(tl, s.selectedOp) : -1;
@@ -591,13 +601,12 @@ function drawDevice(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.strokeRect(L.plotLeft + 0.75, L.rowTop[d] - 0.75, L.plotRight - L.plotLeft - 1.5, L.rowHeight + 1.5);
 }
 
-/** Where the run ends, when the shared axis goes on past its makespan. */
+/** Where the run ends, when the shared axis goes on past its makespan: a dashed line. */
 function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
-  const { layout: L, palette: P, scale, meta } = s;
-  if (!(s.extent > meta.makespan * (1 + 1e-9))) return;
-  const x = crisp(scale.x(meta.makespan));
-  if (x < L.plotLeft || x > L.plotRight) return;
-  ctx.strokeStyle = P.muted;
+  const x = endX(s);
+  if (x === null) return;
+  const L = s.layout;
+  ctx.strokeStyle = s.palette.muted;
   ctx.lineWidth = 1;
   ctx.setLineDash([3, 3]);
   ctx.beginPath();
@@ -605,15 +614,31 @@ function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.lineTo(x, L.axisTop);
   ctx.stroke();
   ctx.setLineDash([]);
-  const text = `end ${withUnit(num(meta.makespan, 5), meta.time_unit)}`;
+}
+
+/** The end line's x, or null when there is none in view. */
+function endX(s: Scene): number | null {
+  const { layout: L, scale, meta } = s;
+  if (!(s.extent > meta.makespan * (1 + 1e-9))) return null;
+  const x = crisp(scale.x(meta.makespan));
+  return x < L.plotLeft || x > L.plotRight ? null : x;
+}
+
+/** "end 54.8 ms" beside the end line, never over a bar: right of it, where this run has ended,
+ * when there is room; else on the time axis under it, over the tick labels it hides. */
+function drawEndLabel(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const x = endX(s);
+  if (x === null) return;
+  const { layout: L, palette: P, meta } = s;
+  const text = `end ${number(meta.makespan, meta.time_unit)}`;
   ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width;
-  const left = L.plotRight - x - 8 >= w;
-  const tx = left ? x + 5 : x - 5 - w;
-  const y = (L.ganttTop + L.ganttBottom) / 2;
-  // on a patch of background, so that a highlighted row's outline does not cross the text
+  const right = L.plotRight - x - 8 >= w;
+  const tx = right ? x + 5 : Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
+  const y = right ? (L.ganttTop + L.ganttBottom) / 2 : L.axisTop + 14;
+  // on a patch of background: a highlighted row's outline, or the ticks' labels, go under it
   ctx.fillStyle = P.background;
-  ctx.fillRect(tx - 2, y - 8, w + 4, 16);
+  ctx.fillRect(tx - 3, y - 8, w + 6, 16);
   ctx.fillStyle = P.muted;
   ctx.textBaseline = "middle";
   ctx.textAlign = "left";
@@ -671,9 +696,11 @@ function drawAxis(ctx: CanvasRenderingContext2D, s: Scene, tk: { step: number; v
     lastRight = x + w / 2;
   }
   ctx.textAlign = "right";
+  // the axis's title with its unit (times without one are in units of the costs), as long as fits
   const unit = s.meta.time_unit || "";
-  const title = unit ? `time (${unit})` : "time";
-  ctx.fillText(ctx.measureText(title).width <= L.plotLeft - 14 ? title : unit || title, L.plotLeft - 10, y + 8);
+  const titles = unit ? [`time (${unit})`, unit] : ["time (units of f, b, w)", "time (f, b, w)", "time"];
+  const room = L.plotLeft - 14;
+  ctx.fillText(titles.find((t) => ctx.measureText(t).width <= room) ?? titles[titles.length - 1], L.plotLeft - 10, y + 8);
 }
 
 function drawGrid(ctx: CanvasRenderingContext2D, s: Scene, values: number[]): void {
@@ -693,12 +720,11 @@ function drawGrid(ctx: CanvasRenderingContext2D, s: Scene, values: number[]): vo
   ctx.stroke();
 }
 
-/** Each device row's label (and the memory section's labels); returns how many were cut. */
-function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): number {
+/** Each device row's label, in the rows' coordinates; counts the labels cut in `cut`. */
+function drawGutter(ctx: CanvasRenderingContext2D, s: Scene, cut: { count: number }): void {
   const { layout: L, palette: P, meta } = s;
   const right = L.plotLeft - 10;
   const width = right - 4;
-  const cut = { count: 0 };
   const fonts = gutterFonts(L.rowHeight, L.memHeight);
   ctx.textAlign = "right";
   ctx.textBaseline = "middle";
@@ -724,13 +750,32 @@ function drawGutter(ctx: CanvasRenderingContext2D, s: Scene): number {
       ctx.fillStyle = P.foreground;
       ctx.fillText(fit(ctx, `device ${d}`, Math.max(0, width - shareWidth - 2), cut), right - shareWidth - 2, mid - 7);
     } else {
+      const text = rowLine(meta, d);
       ctx.font = fonts.row;
+      // a chart too narrow for the label at its size gives it a smaller one before cutting it
+      if (ctx.measureText(text).width > width) ctx.font = fonts.narrow;
       ctx.fillStyle = P.foreground;
-      ctx.fillText(fit(ctx, rowLine(meta, d), width, cut), right, mid);
+      ctx.fillText(fit(ctx, text, width, cut), right, mid);
     }
   }
-  drawMemoryLabels(ctx, s, cut);
-  return cut.count;
+}
+
+/** Where the rows' viewport stands among all rows, when they scroll: a thin thumb right of the plot. */
+function drawScrollbar(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const L = s.layout;
+  if (L.scrollMax <= 0) return;
+  const view = L.ganttBottom - L.ganttTop;
+  const total = view + L.scrollMax;
+  const x = L.plotRight + 7;
+  ctx.fillStyle = s.palette.grid;
+  ctx.beginPath();
+  ctx.roundRect(x, L.ganttTop, 5, view, 2.5);
+  ctx.fill();
+  const top = L.ganttTop + ((s.scroll ?? 0) / total) * view;
+  ctx.fillStyle = s.palette.muted;
+  ctx.beginPath();
+  ctx.roundRect(x, top, 5, Math.max(12, (view / total) * view), 2.5);
+  ctx.fill();
 }
 
 function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
@@ -744,7 +789,7 @@ function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.moveTo(x, L.ganttTop - 4);
   ctx.lineTo(x, L.memBottom);
   ctx.stroke();
-  const text = `t = ${withUnit(num(s.cursor, 5), s.meta.time_unit)}`;
+  const text = `t = ${number(s.cursor, s.meta.time_unit)}`;
   ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width + 10;
   const bx = Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
@@ -758,39 +803,95 @@ function drawCursor(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.fillText(text, bx + w / 2, L.axisTop + 13);
 }
 
+/** The rows' viewport, clipped (from `left`), with the rows scrolled: what the callback draws
+ * in the rows' coordinates lands in the viewport. */
+function inRowsViewport(ctx: CanvasRenderingContext2D, s: Scene, left: number, right: number, paint: () => void): void {
+  const L = s.layout;
+  ctx.save();
+  ctx.beginPath();
+  // 3 px above the first row: a selected row's outline and the hover ring stand out of it
+  ctx.rect(left, L.ganttTop - 3, right - left, L.ganttBottom - L.ganttTop + 3);
+  ctx.clip();
+  ctx.translate(0, -(s.scroll ?? 0));
+  paint();
+  ctx.restore();
+}
+
+/** The whole run in the overview's strip (computed once per run, width, theme and extent). */
+function drawOverviewBars(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const { tl, layout: L, palette: P, dpr, cache } = s;
+  const full = new Scale(fullView(s.extent), L.plotLeft, L.plotRight);
+  const f = cache.overviewFrame;
+  if (!(f && f.tl === tl && f.palette === P && f.layout === L && f.t1 === full.view.t1 && f.dpr === dpr)) {
+    computeBars(ctx, { ...s, scale: full }, true);
+    const strip = cache.overviewStrip!;
+    strip.ctx.putImageData(strip.image!, 0, 0, 0, 0, Math.round((L.plotRight - L.plotLeft) * dpr), tl.devices);
+    cache.overviewFrame = { tl, palette: P, layout: L, t0: 0, t1: full.view.t1, dpr };
+  }
+  const width = Math.round((L.plotRight - L.plotLeft) * dpr);
+  const rows = overviewRows(L);
+  ctx.fillStyle = P.laneIdle;
+  const end = Math.min(L.plotRight, full.x(s.meta.makespan));
+  for (const [top, height] of rows) ctx.fillRect(L.plotLeft, top, end - L.plotLeft, height);
+  const strip = cache.overviewStrip!.canvas;
+  if (rows.length === tl.devices) {
+    ctx.imageSmoothingEnabled = false;
+    rows.forEach(([top, height], d) => ctx.drawImage(strip, 0, d, width, 1, L.plotLeft, top, width / dpr, height));
+  } else {
+    // fewer pixel rows than devices: neighbours average into each
+    ctx.imageSmoothingEnabled = true;
+    ctx.drawImage(strip, 0, 0, width, tl.devices, L.plotLeft, L.overviewTop, width / dpr, L.overviewHeight);
+  }
+  ctx.imageSmoothingEnabled = true;
+}
+
 /** Paint the whole frame; the context is already scaled to CSS pixels. */
 export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
   const { layout: L, palette: P } = s;
   ctx.fillStyle = P.background;
   ctx.fillRect(0, 0, L.width, L.height);
   const tk = ticks(s.scale.view, L.plotRight - L.plotLeft);
-  const idleRight = Math.min(L.plotRight, s.scale.x(s.meta.makespan));
-  for (let d = 0; d < L.devices; d++) {
-    ctx.fillStyle = s.hatch ?? P.laneIdle;
-    ctx.fillRect(L.plotLeft, L.rowTop[d], idleRight - L.plotLeft, L.rowHeight);
+  if (L.overviewHeight) {
+    drawOverviewBars(ctx, s);
+    drawOverviewWindow(ctx, s);
   }
+  const idleRight = Math.min(L.plotRight, s.scale.x(s.meta.makespan));
+  inRowsViewport(ctx, s, L.plotLeft, L.plotRight, () => {
+    ctx.fillStyle = s.hatch ?? P.laneIdle;
+    for (let d = 0; d < L.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], idleRight - L.plotLeft, L.rowHeight);
+  });
   drawGrid(ctx, s, tk.values);
+  const stats: DrawStats = { ops: 0, rects: 0, labels: 0, clipped: 0 };
+  inRowsViewport(ctx, s, L.plotLeft, L.plotRight, () => {
+    ctx.font = `600 ${barLabelPx(L.rowHeight)}px ${FONT}`;
+    const { labelList, ...bars } = drawOps(ctx, s);
+    Object.assign(stats, bars);
+    if (s.overlay) drawOverlay(ctx, s, s.overlay);
+    stats.labels = drawLabels(ctx, labelList, barLabelPx(L.rowHeight));
+    const lanes = { ...s, cache: s.cache, hoverTransfer: s.hoverTransfer ?? -1 };
+    drawLanes(ctx, lanes);
+    drawFuture(ctx, s);
+    drawSelection(ctx, s);
+    if (s.overlay) drawOverlaySelection(ctx, s, s.overlay);
+    drawLaneSelection(ctx, lanes, s.selectedMb, (ax, ay, bx, by, solid) => arrow(ctx, ax, ay, bx, by, solid));
+    drawDevice(ctx, s);
+    drawHover(ctx, s);
+  });
   ctx.save();
   ctx.beginPath();
   ctx.rect(L.plotLeft, 0, L.plotRight - L.plotLeft, L.height);
   ctx.clip();
-  ctx.font = `600 ${L.roomy ? PX.label : PX.tiny}px ${FONT}`;
-  const { labelList, ...stats } = drawOps(ctx, s);
-  if (s.overlay) drawOverlay(ctx, s, s.overlay);
-  stats.labels = drawLabels(ctx, labelList, L.roomy ? 11 : 9);
-  const lanes = { ...s, cache: s.cache, hoverTransfer: s.hoverTransfer ?? -1 };
-  drawLanes(ctx, lanes);
-  drawFuture(ctx, s);
-  drawSelection(ctx, s);
-  if (s.overlay) drawOverlaySelection(ctx, s, s.overlay);
-  drawLaneSelection(ctx, lanes, s.selectedMb, (ax, ay, bx, by, solid) => arrow(ctx, ax, ay, bx, by, solid));
-  drawDevice(ctx, s);
   drawEnd(ctx, s);
-  drawHover(ctx, s);
   drawMemory(ctx, s);
   ctx.restore();
   drawAxis(ctx, s, tk);
+  drawEndLabel(ctx, s);
   drawCursor(ctx, s);
-  stats.clipped = drawGutter(ctx, s);
+  drawScrollbar(ctx, s);
+  const cut = { count: 0 };
+  inRowsViewport(ctx, s, 0, L.plotLeft, () => drawGutter(ctx, s, cut));
+  drawOverviewLabel(ctx, s);
+  drawMemoryLabels(ctx, s, cut);
+  stats.clipped = cut.count;
   return stats;
 }

@@ -4,7 +4,7 @@
 // labels (labels.ts), the tooltip and the header's badge. Python computed every number; this
 // only converts units and picks words.
 
-import { num } from "./format";
+import { number } from "./format";
 import type { Meta } from "./meta";
 
 const PREFIXES = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -39,9 +39,9 @@ export function memoryUnit(meta: Meta): MemoryUnit {
   return { factor: b / Math.pow(1024, k), label: PREFIXES[k] };
 }
 
-/** An amount of memory (in activation units) as shown: "28.8 GiB", or "10.72" without bytes. */
+/** An amount of memory (in activation units) as shown: "28.8 GiB", or "10.7" without bytes. */
 export function formatMemory(x: number, u: MemoryUnit): string {
-  return u.label ? `${num(x * u.factor, 3)} ${u.label}` : num(x, 4);
+  return u.label ? number(x * u.factor, u.label) : number(x);
 }
 
 /** With a capacity the lanes show what it is compared with, activations on top of the static

@@ -4,7 +4,7 @@
 import { FLAG_PAIR_F, KIND_B, KIND_I, KIND_MASK, KIND_W, type Timeline } from "./data";
 import { CHUNK_PATTERNS, DOWN, UP, chunkPatternKind } from "./draw";
 import { capacityOf, fitBadge, formatMemory, memoryUnit, overDevices } from "./fit";
-import { bytes, num, percent, withUnit } from "./format";
+import { number, share, size } from "./format";
 import { KEY_ZOOM } from "./input";
 import { type Meta, segmentsOf } from "./meta";
 import type { Palette } from "./theme";
@@ -54,18 +54,20 @@ function titleOf(title: string, o: HeaderOptions): HTMLElement {
 
 /** "p=4 · m=4 · k=2 segments (bars: microbatch.segment) · f=1 b=1 w=1 · 64 ops": a forward-only
  * program has no b or w to give, a segmented one counts whole microbatches, one with F&B pairs
- * gives their time fb. */
+ * gives their time fb (in a comparison too, where the other costs are left out). */
 export function sizesText(meta: Meta, compact: boolean): string {
   const v = meta.stages_per_device > 1 ? ` · v=${meta.stages_per_device}` : "";
-  const comm = meta.comm > 0 ? ` · comm=${num(meta.comm)}` : "";
+  const comm = meta.comm > 0 ? ` · comm=${number(meta.comm)}` : "";
   const unit = meta.time_unit ? ` ${meta.time_unit}` : "";
   const k = segmentsOf(meta);
   const m = k > 1 ? meta.whole_microbatches ?? Math.round(meta.microbatches / k) : meta.microbatches;
   const segments = k > 1 ? ` · k=${k} segments${compact ? "" : " (bars: microbatch.segment)"}` : "";
-  const pairs = typeof meta.fb === "number" ? ` fb=${num(meta.fb)}` : "";
-  const backward = meta.forward_only ? "" : ` b=${num(meta.b)} w=${num(meta.w)}${pairs}`;
-  const costs = compact ? "" : ` · f=${num(meta.f)}${backward}${comm}${unit}`;
-  return `p=${meta.devices} · m=${m}${segments}${v}${costs} · ${meta.ops.toLocaleString("en-US")} ops`;
+  const pairs = typeof meta.fb === "number" ? ` fb=${number(meta.fb)}` : "";
+  const backward = meta.forward_only ? "" : ` b=${number(meta.b)} w=${number(meta.w)}${pairs}`;
+  // a comparison's header leaves out the costs its runs share, but not the pair's time, which
+  // only the runs with F&B pairs have
+  const costs = compact ? (pairs ? ` ·${pairs}${unit}` : "") : ` · f=${number(meta.f)}${backward}${comm}${unit}`;
+  return `p=${meta.devices} · m=${m}${segments}${v}${costs} · ${number(meta.ops)} ops`;
 }
 
 /** What the bubble of a forward-only program is, as Result defines it. */
@@ -100,7 +102,7 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
   const cfPeak = cf?.peak_activation ? max(cf.peak_activation) : null;
   const staticMax = max(meta.static_memory) ?? 0;
   const u = memoryUnit(meta);
-  const amount = (x: number) => (u.label ? formatMemory(x, u) : num(x, 4));
+  const amount = (x: number) => formatMemory(x, u);
   const cfMemory = cfPeak === null ? null : amount(cfPeak + staticMax);
   const capacity = capacityOf(meta);
   const memoryCard = metric("peak memory", amount(peak), closed(cfMemory),
@@ -113,7 +115,7 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
     memoryCard.append(el("span", "ppviz-metric-closed", `of ${amount(capacity)} capacity`));
   }
   const metrics = el("div", "ppviz-metrics");
-  const time = (x: number) => withUnit(num(x, 5), meta.time_unit);
+  const time = (x: number) => number(x, meta.time_unit);
   const cards: HTMLElement[] = [
     metric("makespan", time(meta.makespan), closed(cf ? time(cf.makespan) : null),
       `simulated end of the last op${caveat}`),
@@ -128,19 +130,19 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
       metric("first output", typeof first === "number" ? time(first) : "–",
         closed(typeof cfFirst === "number" ? time(cfFirst) : null),
         `time to first output: when the last stage finishes its first microbatch${caveat}`),
-      metric("throughput", typeof throughput === "number" ? `${num(throughput, 4)} ${per}` : "–",
-        closed(typeof cfThroughput === "number" ? num(cfThroughput, 4) : null),
+      metric("throughput", typeof throughput === "number" ? number(throughput, per) : "–",
+        closed(typeof cfThroughput === "number" ? number(cfThroughput) : null),
         `steady-state throughput in microbatches ${per}: m − 1 outputs over the time from the first output to the ` +
           `last (none for m = 1)${caveat}`),
-      metric("fill + drain", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
+      metric("fill + drain", share(meta.bubble_fraction), closed(cf ? share(cf.bubble_fraction) : null),
         `the bubble of a forward-only program, idle / (p × makespan), is ${INFERENCE_BUBBLE}` +
           (cf ? `; closed form, idle per device: ${cf.bubble_formula}` : "") + caveat),
     );
     // what this bubble is, in a few words on the card itself
     cards[cards.length - 1].append(el("span", "ppviz-metric-closed", "idle once per batch, not per output"));
   } else {
-    cards.push(metric("bubble", percent(meta.bubble_fraction), closed(cf ? percent(cf.bubble_fraction) : null),
-      `idle / (p × makespan); bubble rate (makespan − ideal) / ideal = ${percent(meta.bubble_rate)}` +
+    cards.push(metric("bubble", share(meta.bubble_fraction), closed(cf ? share(cf.bubble_fraction) : null),
+      `idle / (p × makespan); bubble rate (makespan − ideal) / ideal = ${share(meta.bubble_rate)}` +
         (cf ? `; closed form, idle per device: ${cf.bubble_formula}` : "") + caveat));
   }
   const comm = communicationCard(meta);
@@ -160,16 +162,16 @@ function communicationCard(meta: Meta): HTMLElement | null {
   if (!c) return null;
   const worst = max(c.exposed_comm) ?? 0;
   const total = c.exposed_comm.reduce((a, b) => a + b, 0);
-  const share = meta.makespan > 0 ? total / (meta.devices * meta.makespan) : 0;
-  const time = (x: number) => withUnit(num(x, 4), meta.time_unit);
+  const part = meta.makespan > 0 ? total / (meta.devices * meta.makespan) : 0;
+  const time = (x: number) => number(x, meta.time_unit);
   const links = c.devices_per_node
     ? `${c.topology ? `${c.topology}, ` : ""}${c.devices_per_node} devices per node; within a node ${c.intra}; between nodes ${c.inter}`
     : `one link between every pair of devices: ${c.intra}`;
-  return metric("exposed comm", time(worst), `max per device · ${percent(share)} of all`,
+  return metric("exposed comm", time(worst), `max per device · ${share(part)} of all`,
     `idle time spent waiting for communication (latency, transfers, busy links, blocking batches` +
       `${meta.offload ? ", reloads from host memory" : ""}): the most on any ` +
       `device, and the total over all devices as a share of p × makespan (${time(total)}); ` +
-      `${c.count.toLocaleString("en-US")} transfers of ${bytes(c.bytes)}, p2p ${c.p2p ?? "–"}; ${links}`);
+      `${number(c.count)} transfers of ${size(c.bytes)}, p2p ${c.p2p ?? "–"}; ${links}`);
 }
 
 /** The header of a chart with nothing to draw (a run its schedule refused): the title only. */
@@ -240,22 +242,24 @@ function chunkItems(chunks: number, P: Palette, compact: boolean): HTMLElement[]
 }
 
 /** The two directions of a bidirectional placement, as the bars mark them: a band along the
- * top edge (and ▼ in the label) for the first replica, along the bottom (▲) for the second. */
+ * top edge and ▼ in the label for the first replica, along the bottom and ▲ for the second. Each
+ * swatch is a small bar drawn that way, its mark inside, so the two differ at a glance (a band's
+ * place alone, on two swatches of one colour, did not). */
 function directionItems(devices: number, P: Palette, compact: boolean): HTMLElement[] {
   const last = devices - 1;
-  const item = (className: string, text: string) => {
+  const shade = P.shades[0].length - 1;
+  const item = (className: string, mark: string, text: string) => {
     const entry = el("span", "ppviz-legend-item ppviz-legend-direction");
-    const swatch = el("span", `ppviz-swatch ${className}`);
-    // a light shade of F with its band in the ink the bars use on it: the band reads at a glance
-    // (on the full F colour the band is white, which vanishes against the page)
-    const shade = P.shades[0].length - 1;
+    const swatch = el("span", `ppviz-swatch ppviz-dir ${className}`, mark);
+    // a light shade of F with its band and mark in the ink the bars use on it
     swatch.style.backgroundColor = P.shades[0][shade];
+    swatch.style.color = P.ink[0][shade];
     swatch.style.setProperty("--ppviz-band", P.ink[0][shade]);
     entry.append(swatch, document.createTextNode(text));
     return entry;
   };
   return [
-    item("ppviz-dir-down", compact ? `${DOWN} down` : `${DOWN} down: device 0 → ${last} (first replica)`),
-    item("ppviz-dir-up", compact ? `${UP} up` : `${UP} up: device ${last} → 0 (second replica)`),
+    item("ppviz-dir-down", DOWN, compact ? "down" : `down: device 0 → ${last} (first replica)`),
+    item("ppviz-dir-up", UP, compact ? "up" : `up: device ${last} → 0 (second replica)`),
   ];
 }

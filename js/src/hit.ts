@@ -4,10 +4,12 @@ import { type Timeline, slotOf, upperBound } from "./data";
 import { type Layout, inPlot, laneAt } from "./layout";
 import type { Scale } from "./scale";
 
-/** The op (the F of an F&B pair for a pair) drawn at (x, y), or -1. A bar narrower than a
- * pixel is still found when the pointer is within `tolerance` pixels of it. */
-export function hitTest(tl: Timeline, layout: Layout, scale: Scale, x: number, y: number, tolerance = 3): number {
-  const lane = laneAt(layout, y);
+/** The op (the F of an F&B pair for a pair) drawn at canvas (x, y) with the rows scrolled by
+ * `scroll`, or -1. A bar narrower than a pixel is still found when the pointer is within
+ * `tolerance` pixels of it. */
+export function hitTest(tl: Timeline, layout: Layout, scale: Scale, x: number, y: number, tolerance = 3,
+  scroll = 0): number {
+  const lane = laneAt(layout, y, scroll);
   if (!lane || lane.area !== "gantt" || !inPlot(layout, x) || lane.device >= tl.devices) return -1;
   const lo = tl.offsets[lane.device];
   const hi = tl.offsets[lane.device + 1];

@@ -2,13 +2,18 @@
 // A plain vertical wheel belongs to the page (a notebook scrolls past the chart); zooming
 // needs Ctrl or ⌘, which is also what Chromium sends for a trackpad pinch.
 
-export type WheelAction = { kind: "scroll" } | { kind: "pan"; px: number } | { kind: "zoom"; factor: number };
+/** "scroll": the page's (or, when the chart's rows scroll, theirs first), `px` down. */
+export type WheelAction = { kind: "scroll"; px: number } | { kind: "pan"; px: number } | { kind: "zoom"; factor: number };
 
 export type KeyAction =
   | { kind: "zoom"; factor: number }
   | { kind: "pan"; share: number }
+  | { kind: "rows"; by: number; unit: "row" | "page" }
   | { kind: "reset" }
   | { kind: "clear" };
+
+/** One ↑ or ↓ key press scrolls the rows (when they scroll) by this many. */
+export const KEY_ROWS = 3;
 
 /** The zoom modifier as this platform's keyboard names it. */
 export const KEY_ZOOM = typeof navigator !== "undefined" && /Mac|iPhone|iPad/.test(navigator.platform) ? "⌘" : "Ctrl";
@@ -28,7 +33,7 @@ export function wheelAction(e: Wheel): WheelAction {
   const dy = e.deltaY * unit;
   if (e.ctrlKey || e.metaKey) return { kind: "zoom", factor: Math.exp(-dy * ZOOM_PER_PX) };
   if (Math.abs(dx) > Math.abs(dy)) return { kind: "pan", px: dx };
-  return { kind: "scroll" };
+  return { kind: "scroll", px: dy };
 }
 
 type Key = Pick<KeyboardEvent, "key" | "ctrlKey" | "metaKey" | "altKey">;
@@ -49,6 +54,14 @@ export function keyAction(e: Key): KeyAction | null {
       return { kind: "pan", share: -KEY_PAN_SHARE };
     case "ArrowRight":
       return { kind: "pan", share: KEY_PAN_SHARE };
+    case "ArrowUp":
+      return { kind: "rows", by: -KEY_ROWS, unit: "row" };
+    case "ArrowDown":
+      return { kind: "rows", by: KEY_ROWS, unit: "row" };
+    case "PageUp":
+      return { kind: "rows", by: -1, unit: "page" };
+    case "PageDown":
+      return { kind: "rows", by: 1, unit: "page" };
     case "Escape":
       return { kind: "clear" };
     default:

@@ -5,7 +5,8 @@
 
 import style from "../../ppviz/style.json";
 import { excessText, formatMemory, isOver, laneBase, lanePeak, memoryUnit } from "./fit";
-import { HEAT_ABOVE, memoryLaneHeight, rowHeightFor } from "./layout";
+import { share } from "./format";
+import { HEAT_ABOVE, MIN_ROW, memoryLaneHeight, rowHeightFor } from "./layout";
 import type { Meta } from "./meta";
 
 export const FONT = style.font.family;
@@ -20,9 +21,24 @@ export interface GutterFonts {
   roomy: boolean;
   head: string;
   small: string;
-  /** a one-line row label */
+  /** a one-line row label, and the smaller one it takes where the chart is too narrow for it */
   row: string;
+  narrow: string;
   memory: string;
+}
+
+/** The overview strip's name in the gutter, what it is and what it does, each with its font. */
+export const OVERVIEW_LABEL: [[string, string], [string, string]] = [["whole run", `600 ${PX.label}px ${FONT}`],
+  ["drag the window", `${PX.label}px ${FONT}`]];
+
+/** The size of the microbatch labels inside bars of a row this tall. */
+export function barLabelPx(rowHeight: number): number {
+  return rowHeight >= MIN_ROW ? PX.label : PX.tiny;
+}
+
+/** The size of a one-line row label in the gutter (a roomy row's "device d" is PX.text). */
+export function rowLabelPx(rowHeight: number): number {
+  return rowHeight >= 24 ? PX.text : rowHeight >= 14 ? PX.label : PX.tiny;
 }
 
 export function gutterFonts(rowHeight: number, memHeight: number): GutterFonts {
@@ -30,14 +46,15 @@ export function gutterFonts(rowHeight: number, memHeight: number): GutterFonts {
     roomy: rowHeight >= 24,
     head: `600 ${PX.text}px ${FONT}`,
     small: `${PX.caption}px ${FONT}`,
-    row: `${rowHeight >= 14 ? PX.label : PX.tiny}px ${FONT}`,
+    row: `${rowLabelPx(rowHeight)}px ${FONT}`,
+    narrow: `${PX.tiny}px ${FONT}`,
     memory: `${memHeight >= 16 ? PX.label : PX.tiny}px ${FONT}`,
   };
 }
 
 export function idleShare(meta: Meta, d: number): string {
   const idle = meta.makespan > 0 ? (meta.idle[d] ?? 0) / meta.makespan : 0;
-  return ` ${Math.round(idle * 100)}% idle`;
+  return ` ${share(idle)} idle`;
 }
 
 /** A one-line row label: "3 · stages 3, 11". */
@@ -71,7 +88,7 @@ export function memoryLabel(meta: Meta, d: number, roomy: boolean, value: number
 
 /** The gutter's width in CSS pixels for these labels, before the chart's width caps it. */
 export function gutterWidth(ctx: CanvasRenderingContext2D, meta: Meta, devices: number, memory: boolean,
-  compact: boolean): number {
+  compact: boolean, overview = false): number {
   const rowHeight = rowHeightFor(devices, compact);
   const fonts = gutterFonts(rowHeight, memoryLaneHeight(rowHeight, devices));
   let widest = 0;
@@ -94,6 +111,7 @@ export function gutterWidth(ctx: CanvasRenderingContext2D, meta: Meta, devices: 
       widest = Math.max(widest, measure(font, label.first), label.second === null ? 0 : measure(font, label.second));
     }
   }
+  if (overview) for (const [text, font] of OVERVIEW_LABEL) widest = Math.max(widest, measure(font, text));
   return Math.ceil(widest) + LABEL_GAP + LEFT_PAD;
 }
 

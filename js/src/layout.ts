@@ -1,9 +1,16 @@
-// Geometry of the canvas in CSS pixels: gutter, Gantt rows, axis and memory lanes.
+// Geometry of the canvas in CSS pixels: gutter, the overview strip, Gantt rows, axis and memory
+// lanes. Rows keep a readable height however many devices there are; past ROWS_MAX_PX of them the
+// rows scroll inside a viewport [ganttTop, ganttBottom), and rowTop (like laneTop) is in the
+// rows' own coordinates, which equal the canvas's when the rows are scrolled to the top.
 
 export interface Layout {
   width: number;
   height: number;
   devices: number;
+  /** the overview strip of the whole run above the rows (0 high when there is none): a row of
+   * overviewRow px per device, from overviewTop */
+  overviewTop: number;
+  overviewHeight: number;
   /** the plot spans x in [plotLeft, plotRight] */
   plotLeft: number;
   plotRight: number;
@@ -12,8 +19,11 @@ export interface Layout {
   rowTop: number[];
   /** vertical inset of an op bar inside its row */
   barInset: number;
+  /** the rows' viewport on the canvas: [ganttTop, ganttBottom) */
   ganttTop: number;
   ganttBottom: number;
+  /** how far the rows scroll: their height beyond the viewport (0 when they all show) */
+  scrollMax: number;
   axisTop: number;
   memTitleTop: number;
   memHeight: number;
@@ -45,11 +55,26 @@ export const RIGHT_PAD = 18;
 export const AXIS_HEIGHT = 28;
 export const MEM_TITLE = 22;
 
+/** The least row height: rows stay this tall (their labels at PX.label, their bars' labels
+ * inside them) and scroll, rather than shrinking past legibility. */
+export const MIN_ROW = 20;
+export const MIN_COMPACT_ROW = 14;
+/** The rows' viewport at most (CSS px): beyond it they scroll. */
+export const ROWS_MAX_PX = 480;
+export const COMPACT_ROWS_MAX_PX = 150;
+
 export function rowHeightFor(devices: number, compact = false): number {
-  if (compact) return devices <= 8 ? 16 : Math.max(6, Math.min(16, Math.floor(128 / devices)));
+  if (compact) return devices <= 8 ? 16 : Math.max(MIN_COMPACT_ROW, Math.min(16, Math.floor(128 / devices)));
   if (devices <= 8) return 30;
-  return Math.max(10, Math.min(30, Math.floor(320 / devices)));
+  return Math.max(MIN_ROW, Math.min(30, Math.floor(320 / devices)));
 }
+
+/** The overview strip's height: a few pixels per device, within bounds (a comparison's is lower). */
+export function overviewHeightFor(devices: number, compact = false): number {
+  return compact ? Math.max(12, Math.min(32, 2 * devices)) : Math.max(24, Math.min(64, 4 * devices));
+}
+/** space between the overview and the rows */
+export const OVERVIEW_GAP = 12;
 
 /** A memory lane's height: a little less than a row's, or a heat strip's row (2 to 6 px). */
 export function memoryLaneHeight(rowHeight: number, devices: number): number {
@@ -65,19 +90,26 @@ export function transferLaneHeight(rowHeight: number, bands = 2): number {
 
 /** `compact` (the charts of a comparison): thin rows, no memory lanes, the shared gutter.
  * `gutter`: the width the row labels need (labels.ts); without it, the shared gutter.
- * `laneBands`: 0, or a transfer lane of 2 or 4 bands under each row (Layout.laneBands). */
+ * `laneBands`: 0, or a transfer lane of 2 or 4 bands under each row (Layout.laneBands).
+ * `overview`: the overview strip above the rows. */
 export function computeLayout(width: number, devices: number, memory: boolean, compact = false,
-  gutter?: number, laneBands = 0): Layout {
+  gutter?: number, laneBands = 0, overview = false): Layout {
   const rowHeight = rowHeightFor(devices, compact);
   const laneHeight = laneBands ? transferLaneHeight(rowHeight, laneBands) : 0;
   memory = memory && !compact;
   const heat = memory && devices > HEAT_ABOVE;
-  const gap = rowHeight >= 20 ? 6 : rowHeight >= 12 ? 2 : 1;
-  const top = compact ? 4 : 8;
+  const gap = rowHeight >= 24 ? 6 : rowHeight >= 12 ? 3 : 1;
+  const overviewTop = compact ? 4 : 8;
+  const overviewHeight = overview ? overviewHeightFor(devices, compact) : 0;
+  const top = overview ? overviewTop + overviewHeight + (compact ? OVERVIEW_GAP / 2 : OVERVIEW_GAP) : overviewTop;
   const rowTop: number[] = [];
   for (let d = 0; d < devices; d++) rowTop.push(top + d * (rowHeight + laneHeight + gap));
   const laneTop = laneHeight ? rowTop.map((y) => y + rowHeight) : [];
-  const ganttBottom = devices ? rowTop[devices - 1] + rowHeight + laneHeight : top;
+  const rowsBottom = devices ? rowTop[devices - 1] + rowHeight + laneHeight : top;
+  // whole rows in the viewport when it scrolls, so that its edge does not cut one in two at rest
+  const pitch = rowHeight + laneHeight + gap;
+  const most = compact ? COMPACT_ROWS_MAX_PX : ROWS_MAX_PX;
+  const ganttBottom = rowsBottom - top <= most ? rowsBottom : top + Math.max(1, Math.floor((most + gap) / pitch)) * pitch - gap;
   const axisTop = ganttBottom + 4;
   const memTitleTop = axisTop + AXIS_HEIGHT;
   const memHeight = memory ? memoryLaneHeight(rowHeight, devices) : 0;
@@ -97,6 +129,8 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
     width,
     height: Math.ceil(memBottom + 10),
     devices,
+    overviewTop,
+    overviewHeight,
     plotLeft,
     plotRight: Math.max(plotLeft + 10, width - RIGHT_PAD),
     rowHeight,
@@ -104,6 +138,7 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
     barInset: rowHeight >= 20 ? 3 : rowHeight >= 6 ? 1 : 0,
     ganttTop: top,
     ganttBottom,
+    scrollMax: rowsBottom - ganttBottom,
     axisTop,
     memTitleTop,
     memHeight,
@@ -119,13 +154,28 @@ export function computeLayout(width: number, devices: number, memory: boolean, c
 
 export type Lane = { area: "gantt" | "memory" | "transfer"; device: number };
 
-/** The row under y (a Gantt row or a memory lane), or null between rows. */
-export function laneAt(layout: Layout, y: number): Lane | null {
-  for (let d = 0; d < layout.devices; d++) {
-    if (y >= layout.rowTop[d] && y < layout.rowTop[d] + layout.rowHeight) return { area: "gantt", device: d };
-    if (layout.laneHeight && y >= layout.laneTop[d] && y < layout.laneTop[d] + layout.laneHeight) {
-      return { area: "transfer", device: d };
+/** Whether canvas y is in the rows' viewport. */
+export function inRows(layout: Layout, y: number): boolean {
+  return y >= layout.ganttTop && y < layout.ganttBottom;
+}
+
+/** Whether canvas y is in the overview strip. */
+export function inOverview(layout: Layout, y: number): boolean {
+  return layout.overviewHeight > 0 && y >= layout.overviewTop - 2 && y < layout.overviewTop + layout.overviewHeight + 2;
+}
+
+/** The row under canvas y (a Gantt row, its transfer lane or a memory lane), or null between
+ * rows; `scroll` is how far the rows are scrolled. */
+export function laneAt(layout: Layout, y: number, scroll = 0): Lane | null {
+  if (inRows(layout, y)) {
+    const c = y + scroll;
+    for (let d = 0; d < layout.devices; d++) {
+      if (c >= layout.rowTop[d] && c < layout.rowTop[d] + layout.rowHeight) return { area: "gantt", device: d };
+      if (layout.laneHeight && c >= layout.laneTop[d] && c < layout.laneTop[d] + layout.laneHeight) {
+        return { area: "transfer", device: d };
+      }
     }
+    return null;
   }
   for (let d = 0; d < layout.memTop.length; d++) {
     if (y >= layout.memTop[d] && y < layout.memTop[d] + layout.memHeight) return { area: "memory", device: d };
@@ -138,8 +188,22 @@ export function inPlot(layout: Layout, x: number): boolean {
 }
 
 /** The device whose row label (in the gutter left of the plot) is at (x, y), or -1. */
-export function labelAt(layout: Layout, x: number, y: number): number {
+export function labelAt(layout: Layout, x: number, y: number, scroll = 0): number {
   if (x < 0 || x >= layout.plotLeft) return -1;
-  const lane = laneAt(layout, y);
+  const lane = laneAt(layout, y, scroll);
   return lane && lane.area === "gantt" ? lane.device : -1;
+}
+
+/** The devices whose rows show (partly) in the viewport at this scroll: [first, last]. */
+export function rowsInView(layout: Layout, scroll: number): [number, number] {
+  let first = -1;
+  let last = -1;
+  for (let d = 0; d < layout.devices; d++) {
+    const top = layout.rowTop[d] - scroll;
+    if (top + layout.rowHeight > layout.ganttTop && top < layout.ganttBottom) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  }
+  return [Math.max(0, first), Math.max(0, last)];
 }

@@ -9,8 +9,8 @@
 
 import { type MemoryCurves, lowerBound, memoryAt, rangeMax, upperBound } from "./data";
 import type { Scene } from "./draw";
-import { num } from "./format";
 import { capacityOf, formatMemory, isOver, laneBase, lanesWithStatic, memoryUnit } from "./fit";
+import { number } from "./format";
 import { FONT, PX, fit, gutterFonts, memoryLabel } from "./labels";
 import type { Layout } from "./layout";
 import { closedPeak, type Meta } from "./meta";
@@ -33,25 +33,11 @@ export function memoryTop(mem: MemoryCurves, meta: Meta, heat = false): number {
 
 /** Height in px of a line's label at a lane's right end. */
 export const LABEL_HEIGHT = 10;
-/** Gap in px a gridline's label keeps from each dashed line (closed-form peak, capacity): nearer,
- * it reads as the dashed line's value. */
-export const LABEL_CLEARANCE = 4;
 
 /** The rows [top, bottom] a label of the line at y covers: above the line, or below it where the
  * lane's top (laneTop) leaves no room. */
 export function labelBox(y: number, laneTop: number): [number, number] {
   return y - LABEL_HEIGHT < laneTop ? [y + 2, y + 2 + LABEL_HEIGHT] : [y - LABEL_HEIGHT, y];
-}
-
-/** The gridline to label on a lane: the highest whose label (labelBox) stays `clearance` px clear
- * of every dashed line's y in `avoid`; null when none does. */
-export function labelledGridline(grid: number[], y: (v: number) => number, avoid: number[], laneTop: number,
-  clearance = LABEL_CLEARANCE): number | null {
-  for (let i = grid.length - 1; i >= 0; i--) {
-    const [a, b] = labelBox(y(grid[i]), laneTop);
-    if (avoid.every((v) => v < a - clearance || v > b + clearance)) return grid[i];
-  }
-  return null;
 }
 
 /** Gridline values inside a lane `height` px tall: 1, 2 or 5 × 10^k apart, at least 10 px
@@ -210,9 +196,9 @@ function lineLabel(ctx: CanvasRenderingContext2D, s: Scene, d: number, y: number
   ctx.fillText(text, L.plotRight - 3, bottom - 0.5);
 }
 
-/** Gridlines at round values (of the unit shown), the closed-form peaks and the capacity dashed,
- * the capacity labelled (with the excess of a device over it) and the highest gridline whose
- * label keeps clear of the dashed lines labelled too. */
+/** Gridlines at round values (of the unit shown; the section's note gives their step, so that no
+ * lane ends in a lone number that reads as its value), the closed-form peaks and the capacity
+ * dashed, each dashed line labelled with what it is. */
 function drawScale(ctx: CanvasRenderingContext2D, s: Scene, top: number, lanes: number): void {
   const { layout: L, palette: P, meta } = s;
   const u = memoryUnit(meta);
@@ -269,24 +255,16 @@ function drawScale(ctx: CanvasRenderingContext2D, s: Scene, top: number, lanes: 
   // labels at the lane's right end, where runs have drained their memory
   ctx.textAlign = "right";
   const cap = capacity === null ? "" : `capacity ${formatMemory(capacity, u)}`;
+  ctx.font = `${PX.tiny}px ${FONT}`;
   for (let d = 0; d < lanes; d++) {
-    const avoid: number[] = [];
     const cf = dashed[d];
-    if (typeof cf === "number") avoid.push(cf);
     if (capacity !== null) {
       const y = L.memTop[d] + capY;
-      avoid.push(y);
-      ctx.font = `${PX.tiny}px ${FONT}`;
       // in a lane too low for it beside the line, the section's note gives the capacity
       if (labelBox(y, L.memTop[d])[1] <= L.memTop[d] + L.memHeight) lineLabel(ctx, s, d, y, cap, isOver(meta, d) ? P.oom : P.muted);
-    }
-    const label = labelledGridline(grid, (v) => Math.round(laneY(L, d, v, top)), avoid, L.memTop[d]);
-    ctx.font = `${PX.tiny}px ${FONT}`;
-    const amount = (v: number) => (u.label ? formatMemory(v, u) : num(v, 4));
-    if (label !== null) lineLabel(ctx, s, d, Math.round(laneY(L, d, label, top)), amount(label), P.muted);
-    else if (typeof cf === "number" && capacity === null) {
-      // no gridline clear of the dashed peak: the dashed line says its own value
-      lineLabel(ctx, s, d, Math.round(cf), `closed form ${amount(laneBase(meta, d) + (closedPeak(meta, d) ?? 0))}`, P.muted);
+    } else if (typeof cf === "number") {
+      lineLabel(ctx, s, d, Math.round(cf), `closed form ${formatMemory(laneBase(meta, d) + (closedPeak(meta, d) ?? 0), u)}`,
+        P.muted);
     }
   }
 }
@@ -356,7 +334,7 @@ export function drawMemoryLabels(ctx: CanvasRenderingContext2D, s: Scene, cut: {
     ctx.strokeRect(x - 0.5, y + 0.5, rampWidth + 1, 11);
     x += rampWidth + 4;
     ctx.fillStyle = P.muted;
-    const topText = u.label ? formatMemory(top, u) : num(top, 3);
+    const topText = formatMemory(top, u);
     ctx.fillText(topText, x, y);
     x += ctx.measureText(topText).width + 16;
     const what = withStatic ? "memory (activations + static)" : "memory";
@@ -365,12 +343,15 @@ export function drawMemoryLabels(ctx: CanvasRenderingContext2D, s: Scene, cut: {
       `a row per device${cap}; hover for values`, ""];
   } else {
     const dashed = meta.closed_form?.applies && meta.closed_form.peak_activation;
+    const step = memoryGrid(top * u.factor, L.memHeight)[0];
+    const every = step === undefined ? "" : `, a gridline every ${number(step, u.label || null)}`;
     const stacked = withStatic ? "activations over the grey static memory (weights, gradients, optimizer), " : "";
     const cap = capacity === null ? "" : ` · long dashes: device capacity ${formatMemory(capacity, u)}`;
     const closed = dashed ? (capacity === null ? " · dashed: closed-form peak" : " · short dashes: closed-form peak") : "";
-    notes = [`one scale on every lane: ${stacked}in ${unit}${closed}${cap}`,
-      `one scale, in ${u.label || "activation units"}${withStatic ? " · grey: static" : ""}${dashed ? " · dashed: closed form" : ""}` +
-        (capacity === null ? "" : ` · capacity ${formatMemory(capacity, u)}`), ""];
+    notes = [`one scale on every lane${every}: ${stacked}in ${unit}${closed}${cap}`,
+      `one scale${every}, in ${u.label || "activation units"}${withStatic ? " · grey: static" : ""}` +
+        `${dashed ? " · dashed: closed form" : ""}${capacity === null ? "" : ` · capacity ${formatMemory(capacity, u)}`}`,
+      `one scale, in ${u.label || "activation units"}`, ""];
   }
   // the longest note that fits
   const room = L.plotRight - x;

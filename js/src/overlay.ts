@@ -10,7 +10,7 @@
 import style from "../../ppviz/style.json";
 import { FLAG_PAIR_B, FLAG_PAIR_F, type Timeline, deviceOf, endOf, slotOf, toBytes } from "./data";
 import type { Scene } from "./draw";
-import { num, withUnit } from "./format";
+import { PRECISE, number, share } from "./format";
 import type { Layout } from "./layout";
 import type { Meta } from "./meta";
 import type { Scale } from "./scale";
@@ -215,7 +215,7 @@ export function drawOverlaySelection(ctx: CanvasRenderingContext2D, s: Scene, ov
 
 /** A residual with its sign: "+2.16 ms", "-0.375 ms", "0 ms". */
 export function signed(x: number, unit: string): string {
-  return withUnit(`${x > 0 ? "+" : ""}${num(x, 3)}`, unit);
+  return `${x > 0 ? "+" : ""}${number(x, unit)}`;
 }
 
 /** The tooltip rows an overlay adds to op k's (an F&B pair: its F): its simulated span, its
@@ -225,8 +225,8 @@ export function overlayRows(tl: Timeline, meta: Meta, ov: Overlay, k: number): [
   const g = ghostOf(tl, ov, k);
   const sign = (x: number) => signed(x, "");
   const rows: [string, string][] = [
-    ["simulated", withUnit(`${num(g.start)} – ${num(g.end)}`, unit)],
-    ["residual", withUnit(`start ${sign(ov.startRes[k])} · duration ${sign(ov.durRes[k])} · end ${sign(g.lateEnd)}`, unit)],
+    ["simulated", `${number(g.start, null, PRECISE)} – ${number(g.end, unit, PRECISE)}`],
+    ["residual", `start ${sign(ov.startRes[k])} · duration ${sign(ov.durRes[k])} · end ${signed(g.lateEnd, unit)}`],
   ];
   const parts: string[] = [];
   const eps = 5e-4 * Math.max(meta.makespan, 1e-12);
@@ -235,12 +235,12 @@ export function overlayRows(tl: Timeline, meta: Meta, ov: Overlay, k: number): [
   if (ov.hostGap[k] >= eps) parts.push(`host gap ${sign(ov.hostGap[k])}`);
   const upstream = ov.startRes[k] - Math.max(ov.commExcess[k], 0) - ov.hostGap[k];
   if (Math.abs(upstream) >= eps) parts.push(`earlier ops ${sign(upstream)}`);
-  rows.push(["attribution", parts.length ? withUnit(parts.join(" · "), unit) : "as simulated"]);
+  rows.push(["attribution", parts.length ? `${parts.join(" · ")}${unit ? ` ${unit}` : ""}` : "as simulated"]);
   const sum = overlaySummary(meta);
   const d = deviceOf(tl, slotOf(tl, k));
   if (sum && d < sum.finish.length) {
-    rows.push([`device ${d}`, withUnit(`ends ${sign(sum.finish[d])} · busy ${sign(sum.compute_excess[d])} · ` +
-      `gaps ${num(sum.host_gaps[d], 3)}`, unit)]);
+    rows.push([`device ${d}`, `ends ${sign(sum.finish[d])} · busy ${sign(sum.compute_excess[d])} · ` +
+      `gaps ${number(sum.host_gaps[d], unit)}`]);
   }
   return rows;
 }
@@ -297,12 +297,12 @@ export function fillOverlaySummary(box: HTMLElement, meta: Meta | null, maxEnd =
     return;
   }
   const unit = meta.time_unit;
-  const time = (t: number) => withUnit(num(t, 4), unit);
+  const time = (t: number) => number(t, unit);
   const [tm, ts] = sum.pipeline_time;
   const [bm, bs] = sum.bubble_fraction;
-  const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+  const pct = share;
   const diff = el("div", `ppviz-overlay-note ${signClass(sum.difference)}`,
-    `${signed(sum.difference, unit)} (${sum.difference >= 0 ? "+" : ""}${((tm / ts - 1) * 100).toFixed(1)} %)`);
+    `${signed(sum.difference, unit)} (${sum.difference >= 0 ? "+" : ""}${share(tm / ts - 1)})`);
   const step = card("step time", el("div", "ppviz-overlay-value", `${time(tm)} measured`),
     el("div", "ppviz-overlay-note", `${time(ts)} ${sum.label}`), diff);
   const bubble = card("bubble", el("div", "ppviz-overlay-value", `${pct(bm)} measured`),
@@ -335,7 +335,7 @@ export function fillOverlaySummary(box: HTMLElement, meta: Meta | null, maxEnd =
     item("background: var(--ppviz-early)", "measured ends earlier"),
     el("br", ""),
     item("border: none; border-top: 2px solid var(--ppviz-late); height: 2px", "start: simulated → measured"),
-    el("div", "ppviz-overlay-note", `full colour at ±${withUnit(num(maxEnd, 3), unit)} end residual`));
+    el("div", "ppviz-overlay-note", `full colour at ±${number(maxEnd, unit)} end residual`));
   box.replaceChildren(step, bubble, why, ends, key);
 }
 
@@ -343,6 +343,6 @@ export function fillOverlaySummary(box: HTMLElement, meta: Meta | null, maxEnd =
 export function overlayAria(meta: Meta): string {
   const sum = overlaySummary(meta);
   if (!sum) return "";
-  return `, with its ${sum.label} under each bar (measured ${num(sum.pipeline_time[0], 4)}, simulated ${num(sum.pipeline_time[1], 4)})`;
+  return `, with its ${sum.label} under each bar (measured ${number(sum.pipeline_time[0], meta.time_unit)}, simulated ${number(sum.pipeline_time[1], meta.time_unit)})`;
 }
 

@@ -1,7 +1,7 @@
 // The replay bar under a chart: play/pause, a scrubber over [0, makespan] and the time read-out.
 // It owns the replay cursor; the view draws the cursor and each device's memory at it.
 
-import { num } from "./format";
+import { number } from "./format";
 
 /** Milliseconds a replay of the whole run takes, whatever its makespan. */
 const PLAY_MS = 8000;
@@ -18,10 +18,12 @@ export class Replay {
   private frame = 0;
   private readonly disposers: (() => void)[] = [];
 
-  /** `makespan()` is the run's end (0 while there is no run); `changed()` asks for a repaint. */
+  /** `makespan()` is the run's end (0 while there is no run), `unit()` its time unit; `changed()`
+   * asks for a repaint. */
   constructor(
     private readonly makespan: () => number,
     private readonly changed: () => void,
+    private readonly unit: () => string = () => "",
   ) {
     this.el.className = "ppviz-player";
     this.play.className = "ppviz-play";
@@ -105,7 +107,7 @@ export class Replay {
       this.timeText.textContent = "replay: memory at t per device";
     } else {
       this.scrub.value = String(makespan > 0 ? Math.round((this.cursor / makespan) * 1000) : 0);
-      this.timeText.textContent = `t = ${num(this.cursor, 5)} of ${num(makespan, 5)}`;
+      this.timeText.textContent = `t = ${number(this.cursor, this.unit())} of ${number(makespan, this.unit())}`;
     }
   }
 

@@ -2,7 +2,7 @@
 // It is never displayed: anywidget runs this once per model (initialize), so the links work
 // whether or not a view of it exists. The Gantt charts reach it through jslinks of their
 // selected_* and time_window traits; the Altair chart's _vl_selections and _params arrive as
-// chart_selections and chart_params. Here, clicks in the chart become the selection, and the
+// _chart_selections and _chart_params. Here, clicks in the chart become the selection, and the
 // selection and the theme become the chart's params.
 
 import { type Selection, applyPicks, desiredParams, paramsUpdate } from "./compare";
@@ -25,16 +25,16 @@ export function linkCompareState(model: CompareStateModel, doc: Document = docum
   const sync = () => {
     queued = false;
     if (!active) return;
-    const picks = applyPicks(model.get("chart_selections") ?? {}, selectionOf(model));
+    const picks = applyPicks(model.get("_chart_selections") ?? {}, selectionOf(model));
     if (picks) {
-      model.set("chart_selections", picks.selections);
+      model.set("_chart_selections", picks.selections);
       model.set("selected_schedule", picks.selection.schedule);
       model.set("selected_device", picks.selection.device);
     }
     const theme = model.get("theme");
     const dark = theme === "dark" || (theme !== "light" && hostTheme(doc) === "dark");
-    const params = paramsUpdate(model.get("chart_params") ?? {}, desiredParams(selectionOf(model), dark));
-    if (params) model.set("chart_params", params);
+    const params = paramsUpdate(model.get("_chart_params") ?? {}, desiredParams(selectionOf(model), dark));
+    if (params) model.set("_chart_params", params);
     if (picks || params) model.save_changes();
   };
   // A jslink ignores changes made while it is still passing one on (and JupyterChart resets
@@ -44,7 +44,7 @@ export function linkCompareState(model: CompareStateModel, doc: Document = docum
     queued = true;
     queueMicrotask(sync);
   };
-  const events = ["chart_selections", "chart_params", "selected_schedule", "selected_device", "theme"].map((t) => `change:${t}`);
+  const events = ["_chart_selections", "_chart_params", "selected_schedule", "selected_device", "theme"].map((t) => `change:${t}`);
   for (const e of events) model.on(e, later);
   const unwatch = watchTheme(later, doc);
   later();

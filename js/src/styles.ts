@@ -47,8 +47,12 @@ export const CSS = `
 .ppviz-legend-hint { color: var(--ppviz-muted); font-size: ${px.label}px; margin-left: auto; }
 .ppviz-legend-direction { color: var(--ppviz-fg); font-weight: 600; }
 .ppviz-legend-direction .ppviz-swatch { height: 12px; }
-.ppviz-dir-down { box-shadow: inset 0 3px 0 var(--ppviz-band); }
-.ppviz-dir-up { box-shadow: inset 0 -3px 0 var(--ppviz-band); }
+.ppviz-legend-direction .ppviz-swatch.ppviz-dir {
+  width: 26px; height: 16px; display: inline-flex; align-items: center; justify-content: center;
+  font-size: ${px.xs}px; line-height: 1;
+}
+.ppviz-dir-down { box-shadow: inset 0 4px 0 var(--ppviz-band); padding-top: 3px; }
+.ppviz-dir-up { box-shadow: inset 0 -4px 0 var(--ppviz-band); padding-bottom: 3px; }
 .ppviz-chunk-1 { background-image: repeating-linear-gradient(135deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px); }
 .ppviz-chunk-2 { background-image: repeating-linear-gradient(45deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px); }
 .ppviz-chunk-3 {
@@ -80,10 +84,13 @@ export const CSS = `
   color: var(--ppviz-error); background: var(--ppviz-error-bg); border: 1px solid var(--ppviz-error);
 }
 .ppviz-error[hidden] { display: none; }
+.ppviz-error-dismissable { cursor: pointer; }
 .ppviz-plot { position: relative; width: 100%; overflow: hidden; touch-action: none; }
 .ppviz-plot canvas { display: block; cursor: crosshair; user-select: none; -webkit-user-select: none; }
 .ppviz-plot canvas.ppviz-grabbing { cursor: grabbing; }
 .ppviz-plot canvas.ppviz-pointing { cursor: pointer; }
+.ppviz-plot canvas.ppviz-grab { cursor: grab; }
+.ppviz-plot canvas.ppviz-resize { cursor: ew-resize; }
 .ppviz-tooltip {
   position: absolute; left: 0; top: 0; z-index: 2; pointer-events: none; max-width: 340px;
   padding: 8px 10px; border-radius: 8px; font-size: ${px.text}px; line-height: 1.45;
@@ -124,7 +131,8 @@ export const CSS = `
 .ppviz-compact .ppviz-plot { margin-top: 3px; }
 .ppviz-compact .ppviz-title { flex-direction: row; align-items: baseline; gap: 10px; white-space: nowrap; }
 .ppviz-compact .ppviz-name, .ppviz-compact .ppviz-name-button { font-size: ${px.compactTitle}px; }
-.ppviz-compact .ppviz-metrics { flex-wrap: nowrap; gap: 18px; white-space: nowrap; }
+/* a narrow output wraps the metrics rather than cutting them */
+.ppviz-compact .ppviz-metrics { flex-wrap: wrap; gap: 2px 18px; white-space: nowrap; }
 .ppviz-compact .ppviz-metric {
   display: inline-flex; align-items: baseline; gap: 5px; padding: 0; border: 0; background: none; min-width: 0;
 }

@@ -15,7 +15,7 @@ import {
   memoryAt,
   waitedFor,
 } from "./data";
-import { num, withUnit } from "./format";
+import { PRECISE, number } from "./format";
 import { capacityOf, excessText, formatMemory, isOver, laneBase, lanesWithStatic, memoryUnit } from "./fit";
 import { closedPeak, type Meta, microbatchLabel, segmentsOf } from "./meta";
 import { inputTransferRows } from "./transfers";
@@ -35,7 +35,7 @@ export interface TooltipContent {
 function waitText(tl: Timeline, meta: Meta, k: number): string {
   const w = waitedFor(tl, k);
   const d = deviceOf(tl, k);
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const time = (t: number) => number(t, meta.time_unit, PRECISE);
   if (w >= 0) {
     const from = deviceOf(tl, w);
     const moved = inputTransfer(tl, k);
@@ -68,7 +68,7 @@ function microbatchText(meta: Meta, index: number): string {
 export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent {
   const d = deviceOf(tl, k);
   const where = meta.rows[d] ? `${d} (${meta.rows[d]})` : String(d);
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const time = (t: number) => number(t, meta.time_unit, PRECISE);
   const times: [string, string][] = [
     ["start", time(tl.start[k])],
     ["end", time(endOf(tl, k))],
@@ -113,9 +113,9 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
 export function describeMemory(mem: MemoryCurves, meta: Meta, d: number, t: number): TooltipContent {
   const value = memoryAt(mem, d, t);
   const u = memoryUnit(meta);
-  const amount = (x: number) => (u.label ? formatMemory(x, u) : num(x, 4));
+  const amount = (x: number) => formatMemory(x, u);
   const base = laneBase(meta, d);
-  const rows: [string, string][] = [["time", withUnit(num(t, 5), meta.time_unit)]];
+  const rows: [string, string][] = [["time", number(t, meta.time_unit, PRECISE)]];
   if (lanesWithStatic(meta)) {
     rows.push(["memory", `${amount(base + value)} (activations ${amount(value)} + static ${amount(base)})`],
       ["device's peak", amount(meta.peak_memory[d] ?? 0)]);

@@ -1,5 +1,5 @@
 // The synced traits, one description per Python model: the only place the front end learns
-// their names and types. tests/test_traits.py checks these keys against the Python traitlets.
+// their names and types. tests/test_architecture.py checks these keys against the Python traitlets.
 
 import type { Meta } from "./meta";
 
@@ -7,27 +7,32 @@ export type ThemeSetting = "auto" | "light" | "dark";
 
 /** ppviz.widgets.GanttWidget (ppviz/widgets/gantt.py). */
 export interface GanttTraits {
-  /** the timeline in the wire format (ARCHITECTURE.md, "Wire format"; decoded by data.ts) */
-  timeline: DataView;
-  /** the memory curves in the wire format */
-  memory: DataView;
-  /** empty, or a measured run's simulation and residuals per op (overlay.ts; ppviz/widgets/overlay.py) */
-  overlay: DataView;
-  meta: Meta;
+  // public: what users observe and set from Python
   error: string;
   /** "" or what the kernel is doing for this chart ("simulating 1,000,000 ops…"): the chart dims and says so */
   busy: string;
   selected_microbatch: number;
   selected_op: number;
   selected_device: number;
+  selected_schedule: string;
   theme: ThemeSetting;
-  compact: boolean;
   time_extent: number;
   /** [t0, t1], or [] for the whole time axis */
   time_window: number[];
-  run_name: string;
-  color: string;
-  selected_schedule: string;
+  // private: the wire, and what a comparison sets up
+  /** the timeline in the wire format (ARCHITECTURE.md, "Wire format"; decoded by data.ts) */
+  _timeline: DataView;
+  /** the memory curves in the wire format */
+  _memory: DataView;
+  /** empty, or a measured run's simulation and residuals per op (overlay.ts; ppviz/widgets/overlay.py) */
+  _overlay: DataView;
+  _meta: Meta;
+  _compact: boolean;
+  _run_name: string;
+  _color: string;
+  /** the span a dense run opens on (opening.ts), 0 until a chart has chosen it; a comparison's
+   * charts share it, the smallest winning */
+  _opening_span: number;
 }
 
 /** ppviz.widgets.comparison.CompareState: never displayed, it links a comparison's views. */
@@ -38,8 +43,9 @@ export interface CompareStateTraits {
   selected_microbatch: number;
   time_window: number[];
   theme: ThemeSetting;
-  chart_selections: Record<string, unknown>;
-  chart_params: Record<string, unknown>;
+  _opening_span: number;
+  _chart_selections: Record<string, unknown>;
+  _chart_params: Record<string, unknown>;
 }
 
 /** The part of anywidget's model (``AnyModel<T>``) the front end uses, typed by trait name; the

@@ -10,8 +10,8 @@ import {
   FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
   endOf, isHostCopy,
 } from "./data";
-import { bytes, num, withUnit } from "./format";
-import type { Layout } from "./layout";
+import { PRECISE, number, share, size } from "./format";
+import { type Layout, inRows } from "./layout";
 import type { Meta } from "./meta";
 import { Strip, type ViewKey, rgbaWord, span } from "./pixels";
 import type { Scale } from "./scale";
@@ -81,9 +81,12 @@ export function transferAt(tl: Timeline, d: number, half: LaneHalf, t: number, t
   return best;
 }
 
-/** The transfer under (x, y) when (x, y) is in a transfer lane, or -1. */
-export function hitTransfer(tl: Timeline, L: Layout, scale: Scale, x: number, y: number, tolerance = 3): number {
-  if (!L.laneHeight || x < L.plotLeft || x > L.plotRight) return -1;
+/** The transfer under canvas (x, y) when (x, y) is in a transfer lane (the rows scrolled by
+ * `scroll`), or -1. */
+export function hitTransfer(tl: Timeline, L: Layout, scale: Scale, x: number, y: number, tolerance = 3,
+  scroll = 0): number {
+  if (!L.laneHeight || x < L.plotLeft || x > L.plotRight || !inRows(L, y)) return -1;
+  y += scroll;
   for (let d = 0; d < Math.min(tl.devices, L.devices); d++) {
     const top = L.laneTop[d];
     if (y >= top && y < top + L.laneHeight) {
@@ -284,10 +287,10 @@ function kindName(tl: Timeline, i: number): string {
  * (a reload: "host → device 3, 1.2–1.5 ms, queued 0 ms"). */
 export function transferLine(tl: Timeline, meta: Meta, i: number): string {
   const tr = tl.transfers;
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const time = (t: number) => number(t, meta.time_unit, PRECISE);
   if (isHostCopy(tr, i)) {
     const way = tr.kind[i] === HOST_OFFLOAD ? `device ${tr.src[i]} → host` : `host → device ${tr.dst[i]}`;
-    return `${way}, ${num(tr.start[i])}–${time(tr.end[i])}, queued ${time(tr.start[i] - tr.ready[i])}`;
+    return `${way}, ${number(tr.start[i], null, PRECISE)}–${time(tr.end[i])}, queued ${time(tr.start[i] - tr.ready[i])}`;
   }
   const c = meta.communication;
   const n = c?.devices_per_node;
@@ -295,8 +298,8 @@ export function transferLine(tl: Timeline, meta: Meta, i: number): string {
   return [
     `device ${tr.src[i]} → ${tr.dst[i]}`,
     link,
-    c ? bytes(c.bytes) : "",
-    `${num(tr.start[i])}–${time(tr.end[i])}`,
+    c ? size(c.bytes) : "",
+    `${number(tr.start[i], null, PRECISE)}–${time(tr.end[i])}`,
     `queued ${time(tr.start[i] - tr.ready[i])}`,
   ].filter(Boolean).join(", ");
 }
@@ -305,7 +308,7 @@ export function transferLine(tl: Timeline, meta: Meta, i: number): string {
  * copy of an F's activation to the host, or the reload a backward waited for. */
 export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "input transfer"): [string, string][] {
   const tr = tl.transfers;
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const time = (t: number) => number(t, meta.time_unit, PRECISE);
   const rows: [string, string][] = [];
   if (tr.outOfOp[k] >= 0) rows.push(["offload", transferLine(tl, meta, tr.outOfOp[k])]);
   const reload = tr.reloadOf[k];
@@ -328,7 +331,7 @@ export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "
 export function describeTransfer(tl: Timeline, meta: Meta, i: number): { title: string; rows: [string, string][] } {
   if (isHostCopy(tl.transfers, i)) return describeHostCopy(tl, meta, i);
   const tr = tl.transfers;
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const time = (t: number) => number(t, meta.time_unit, PRECISE);
   const p = tr.producer[i];
   const c = tr.consumer[i];
   const queued = tr.start[i] - tr.ready[i];
@@ -338,7 +341,7 @@ export function describeTransfer(tl: Timeline, meta: Meta, i: number): { title: 
   ];
   const link = linkText(meta, tr.src[i], tr.dst[i]);
   if (link) rows.push(["link", link]);
-  if (meta.communication) rows.push(["bytes", bytes(meta.communication.bytes)]);
+  if (meta.communication) rows.push(["bytes", size(meta.communication.bytes)]);
   rows.push(
     ["ready", time(tr.ready[i])],
     ["start", time(tr.start[i])],
@@ -356,14 +359,14 @@ export function describeTransfer(tl: Timeline, meta: Meta, i: number): { title: 
 /** The tooltip of host copy i: an offload after its F, or a reload before its backward. */
 function describeHostCopy(tl: Timeline, meta: Meta, i: number): { title: string; rows: [string, string][] } {
   const tr = tl.transfers;
-  const time = (t: number) => withUnit(num(t), meta.time_unit);
+  const time = (t: number) => number(t, meta.time_unit, PRECISE);
   const k = tr.producer[i];  // the op it serves
   const offload = tr.kind[i] === HOST_OFFLOAD;
   const queued = tr.start[i] - tr.ready[i];
-  const share = meta.offload ? `${num(meta.offload.share)} of ` : "";
+  const part = meta.offload ? `${share(meta.offload.share)} of ` : "";
   const rows: [string, string][] = [
-    ["kind", offload ? `${share}the activation to host memory (offload)`
-      : `${share}the activation back from host memory (reload)`],
+    ["kind", offload ? `${part}the activation to host memory (offload)`
+      : `${part}the activation back from host memory (reload)`],
     [offload ? "from → to" : "to", offload ? `device ${tr.src[i]} → host` : `host → device ${tr.dst[i]}`],
   ];
   if (meta.offload) rows.push(["host link", meta.offload.link]);

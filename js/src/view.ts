@@ -8,13 +8,15 @@
 import { emphasisOf } from "./compare";
 import { type MemoryCurves, type Timeline, decodeMemory, decodeTimeline, endOf, deviceOf, slotOf } from "./data";
 import { DrawCache, type Scene, draw, makeHatch } from "./draw";
-import type { GanttModel } from "./traits";
+import type { GanttModel, GanttTraits } from "./traits";
 import { type HeaderOptions, fillHeader, fillLegend, fillTitle } from "./header";
 import { hitTest } from "./hit";
-import { type Layout, computeLayout, inPlot, labelAt, laneAt } from "./layout";
-import { gutterWidth } from "./labels";
-import type { Meta } from "./meta";
-import { Scale, type TimeView, clampView, fullView, isFull, panBy, zoomAt } from "./scale";
+import { type Layout, computeLayout, inOverview, inPlot, inRows, labelAt, laneAt, rowHeightFor, rowsInView } from "./layout";
+import { FONT, barLabelPx, gutterWidth, rowLabelPx } from "./labels";
+import { type Meta, segmentsOf } from "./meta";
+import { openingView, readableSpan } from "./opening";
+import { type OverviewGrip, gripAt, overviewTime, windowBox } from "./overview";
+import { MIN_SPAN_FRACTION, Scale, type TimeView, clampView, fullView, isFull, panBy, zoomAt } from "./scale";
 import { Replay } from "./replay";
 import { CSS, themeVariables } from "./styles";
 import { type Palette, type ThemeName, hostTheme, palette, watchTheme } from "./theme";
@@ -38,6 +40,13 @@ export interface DebugHooks {
   timings(): { decodeMs: number; firstDrawMs: number; loadedAt: number };
   /** paint now instead of at the next frame; returns the draw's ms */
   redraw(): number;
+  /** how far the rows are scrolled (px), and scroll them */
+  getScroll(): number;
+  setScroll(px: number): void;
+  /** the detail view's window on the overview strip (client pixels), or null without a strip */
+  overviewWindow(): { x: number; y: number; width: number; height: number } | null;
+  /** the rows' geometry: row height, its label's font size, the rows' viewport and how far it scrolls */
+  geometry(): { rowHeight: number; rowLabelPx: number; rowsTop: number; rowsBottom: number; scrollMax: number } | null;
 }
 
 const DRAG_PX = 3;
@@ -88,7 +97,14 @@ export class GanttView {
   private draws = 0;
   private decodeMs = 0;
   private firstDrawMs = -1;
-  private drag: { x: number; view: TimeView; moved: boolean } | null = null;
+  /** a press on the chart: a pan of the detail view, or (grip) a move or resize of the overview's window */
+  private drag: { x: number; y: number; view: TimeView; scroll: number; moved: boolean; grip: OverviewGrip | null } | null = null;
+  /** how far the rows are scrolled in their viewport (px) */
+  private rowScroll = 0;
+  /** new data waits for its first paint to choose the window it opens on (opening.ts) */
+  private opening = false;
+  /** the span this run opens on, shared with the other charts of a comparison; Infinity: whole */
+  private openingSpan = Infinity;
   /** set while this view writes time_window, so that it does not read its own change back */
   private publishing = false;
   private readonly disposers: (() => void)[] = [];
@@ -115,7 +131,10 @@ export class GanttView {
     this.busyBox.setAttribute("role", "status");
     this.hint.hidden = true;
     this.plot.append(this.canvas, this.tooltip, this.busyBox, this.hint);
-    this.replay = new Replay(() => this.meta?.makespan ?? 0, () => this.requestDraw());
+    this.replay = new Replay(() => this.meta?.makespan ?? 0, () => {
+      this.dismissError();
+      this.requestDraw();
+    }, () => this.meta?.time_unit ?? "");
     this.root.append(style, this.header, this.overlayBox, this.errorBox, this.legend, this.plot, this.replay.el);
     el.append(this.root);
 
@@ -139,7 +158,7 @@ export class GanttView {
     this.root.classList.toggle("ppviz-compact", compact);
     this.replay.el.hidden = compact;
     try {
-      const meta = this.model.get("meta");
+      const meta = this.model.get("_meta");
       if (!meta || typeof meta.devices !== "number") {
         this.tl = this.meta = this.mem = this.overlay = null;
         fillOverlaySummary(this.overlayBox, null);
@@ -149,11 +168,11 @@ export class GanttView {
         return;
       }
       this.plot.hidden = false;
-      this.tl = decodeTimeline(this.model.get("timeline"));
-      const memory = this.model.get("memory");
+      this.tl = decodeTimeline(this.model.get("_timeline"));
+      const memory = this.model.get("_memory");
       this.mem = memory && (memory as ArrayBufferView).byteLength ? decodeMemory(memory) : null;
       this.meta = meta;
-      this.overlay = decodeOverlay(this.model.get("overlay"), this.tl.n);
+      this.overlay = decodeOverlay(this.model.get("_overlay"), this.tl.n);
     } catch (err) {
       this.errorBox.hidden = false;
       this.errorBox.textContent = String((err as Error).message ?? err);
@@ -162,6 +181,9 @@ export class GanttView {
     this.decodeMs = performance.now() - t;
     this.firstDrawMs = -1;
     this.view = this.modelView();
+    this.opening = true;
+    this.openingSpan = Infinity;
+    this.rowScroll = 0;
     this.hover = -1;
     this.layout = null;
     fillHeader(this.header, this.meta, this.headerOptions());
@@ -177,6 +199,19 @@ export class GanttView {
     const message = String(this.model.get("error") ?? "");
     this.errorBox.hidden = message === "";
     this.errorBox.textContent = message;
+    // over a chart, a refusal is news about a change that was not made: the next look at the
+    // chart (a zoom, a pan, the replay, a click; or a click on the banner) puts it away. A chart
+    // with nothing to draw keeps it: it is what the chart says.
+    this.errorBox.classList.toggle("ppviz-error-dismissable", this.tl !== null);
+    this.errorBox.title = this.tl !== null ? "click to dismiss" : "";
+  }
+
+  /** Put away a refusal shown over a chart (and tell Python: error is ""). */
+  private dismissError(): void {
+    if (!this.tl || !this.model.get("error")) return;
+    this.model.set("error", "");
+    this.model.save_changes();
+    this.showError();
   }
 
   /** The kernel is working for this chart: dim it and say what it does, until new data arrives. */
@@ -196,6 +231,7 @@ export class GanttView {
       this.loadQueued = false;
       if (this.destroyed) return;
       this.load();
+      this.showError();
       this.showEmphasis();
     });
   };
@@ -205,7 +241,7 @@ export class GanttView {
     return typeof v === "number" ? v : -1;
   }
 
-  private text(name: "run_name" | "color" | "selected_schedule" | "error" | "busy"): string {
+  private text(name: "_run_name" | "_color" | "selected_schedule" | "error" | "busy"): string {
     const v = this.model.get(name);
     return typeof v === "string" ? v : "";
   }
@@ -215,15 +251,16 @@ export class GanttView {
   }
 
   private compact(): boolean {
-    return this.model.get("compact") === true;
+    return this.model.get("_compact") === true;
   }
 
   private headerOptions(): HeaderOptions {
-    return { compact: this.compact(), color: this.text("color"), run: this.text("run_name") };
+    return { compact: this.compact(), color: this.text("_color"), run: this.text("_run_name") };
   }
 
   /** An op selects its microbatch and device; -1 (a click on empty space) clears both. */
   private select(op: number): void {
+    this.dismissError();
     const tl = this.tl;
     const mb = tl && op >= 0 ? tl.mb[op] : -1;
     // the op first: onMicrobatch would clear an op of another microbatch
@@ -241,7 +278,7 @@ export class GanttView {
   }
 
   private toggleRun(): void {
-    const run = this.text("run_name");
+    const run = this.text("_run_name");
     if (!run) return;
     this.model.set("selected_schedule", this.text("selected_schedule") === run ? "" : run);
     this.model.save_changes();
@@ -260,10 +297,10 @@ export class GanttView {
 
   private showEmphasis = (): void => {
     const data = this.root.dataset;
-    const run = this.text("run_name");
+    const run = this.text("_run_name");
     data.emphasis = emphasisOf(run, this.text("selected_schedule"));
     data.selectedDevice = String(this.int("selected_device"));
-    const color = this.text("color");
+    const color = this.text("_color");
     if (color) this.root.style.setProperty("--ppviz-run", color);
     else this.root.style.removeProperty("--ppviz-run");
     const button = this.header.querySelector(".ppviz-name-button");
@@ -297,6 +334,54 @@ export class GanttView {
     this.hideTooltip();
     this.requestDraw();
   };
+
+  /** The span a chart readable at this width opens on (opening.ts), merged with the other charts
+   * of a comparison (`_opening_span`, shared through a jslink: the smallest wins, so that every
+   * chart's ops carry their labels). An empty window, or the one the charts opened on, becomes the
+   * new opening window; a window a user chose stays. */
+  private resolveOpening(plotWidth: number): void {
+    const tl = this.tl!;
+    const extent = this.extent();
+    this.ctx.font = `600 ${barLabelPx(rowHeightFor(tl.devices, this.compact()))}px ${FONT}`;
+    const own = readableSpan(this.ctx, tl, segmentsOf(this.meta!), plotWidth);
+    const shared = Number(this.model.get("_opening_span")) || 0;
+    // a span of the whole axis or more says nothing: this run is readable whole
+    const merged = Math.min(extent, own, shared > 0 ? shared : Infinity);
+    const w = this.model.get("time_window");
+    const opened = !Array.isArray(w) || w.length === 0 || (shared > 0 && w[0] === 0 && w[1] === shared);
+    this.openingSpan = merged;
+    const v = opened ? openingView(merged, extent) : null;
+    const writes: [keyof GanttTraits, unknown][] = [];
+    if (merged < extent && merged !== shared) writes.push(["_opening_span", merged]);
+    if (opened) {
+      this.view = v ?? fullView(extent);
+      if (v || (Array.isArray(w) && w.length)) writes.push(["time_window", v ? [v.t0, v.t1] : []]);
+    }
+    if (!writes.length) return;
+    this.publishing = true;
+    try {
+      for (const [name, value] of writes) this.model.set(name, value as never);
+      this.model.save_changes();
+    } finally {
+      this.publishing = false;
+    }
+  }
+
+  /** Another chart of the comparison opened on a smaller span: the strip follows (the window
+   * itself arrives through time_window). */
+  private onOpeningSpan = (): void => {
+    if (this.publishing || !this.meta) return;
+    const shared = Number(this.model.get("_opening_span")) || 0;
+    if (shared > 0 && shared < this.openingSpan) {
+      this.openingSpan = shared;
+      this.requestDraw();
+    }
+  };
+
+  /** The overview strip shows while the chart opened on part of the run. */
+  private overviewShown(): boolean {
+    return this.openingSpan < this.extent() * (1 - 1e-9);
+  }
 
   // Theme ------------------------------------------------------------------------------
 
@@ -355,10 +440,18 @@ export class GanttView {
     const dpr = window.devicePixelRatio || 1;
     let layout = this.layout;
     const lanes = this.laneBands();
+    if (this.opening) {
+      // the plot's width with the overview's name in the gutter: a run that opens on a window has one
+      const gutter = gutterWidth(this.ctx, meta, tl.devices, this.mem !== null, this.compact(), true);
+      const probe = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter, lanes);
+      this.opening = false;
+      this.resolveOpening(probe.plotRight - probe.plotLeft);
+    }
+    const overview = this.overviewShown();
     if (!layout || layout.width !== width || layout.devices !== tl.devices || dpr !== this.dpr ||
-        layout.laneBands !== lanes) {
-      const gutter = gutterWidth(this.ctx, meta, tl.devices, this.mem !== null, this.compact());
-      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter, lanes);
+        layout.laneBands !== lanes || (layout.overviewHeight > 0) !== overview) {
+      const gutter = gutterWidth(this.ctx, meta, tl.devices, this.mem !== null, this.compact(), overview);
+      layout = this.layout = computeLayout(width, tl.devices, this.mem !== null, this.compact(), gutter, lanes, overview);
       this.canvas.width = Math.round(layout.width * dpr);
       this.canvas.height = Math.round(layout.height * dpr);
       this.canvas.style.width = `${layout.width}px`;
@@ -366,6 +459,7 @@ export class GanttView {
       if (dpr !== this.dpr) this.hatch = null;
       this.dpr = dpr;
     }
+    this.rowScroll = Math.min(Math.max(0, this.rowScroll), layout.scrollMax);
     const ctx = this.ctx;
     if (!this.hatch) this.hatch = makeHatch(ctx, this.palette, dpr);
     const t = performance.now();
@@ -376,11 +470,16 @@ export class GanttView {
     const data = this.root.dataset;
     data.drawMs = ms.toFixed(2);
     data.ops = String(stats.ops);
+    // the run's ops, in view or not: what a test or benchmark waits for after a new result
+    data.runOps = String(tl.n);
     data.rects = String(stats.rects);
     data.labels = String(stats.labels);
     data.clipped = String(stats.clipped);
     data.memory = layout.heat ? "heat" : layout.memTop.length ? "lanes" : "none";
     data.transfers = tl.transfers.count ? (layout.laneHeight ? "shown" : "hidden") : "none";
+    data.overview = layout.overviewHeight ? "shown" : "none";
+    const [first, last] = rowsInView(layout, this.rowScroll);
+    data.rows = `${first}-${last}`;
     data.draws = String(++this.draws);
     data.theme = this.themeName;
     return ms;
@@ -406,6 +505,7 @@ export class GanttView {
       extent: this.extent(),
       cache: this.cache,
       overlay: this.overlay,
+      scroll: this.rowScroll,
     };
   }
 
@@ -415,6 +515,7 @@ export class GanttView {
 
   /** Zoom or pan made here: shown, and written to time_window for Python and linked charts. */
   private setView(v: TimeView): void {
+    this.dismissError();
     this.view = v;
     this.hideTooltip();
     this.requestDraw();
@@ -427,6 +528,17 @@ export class GanttView {
     }
   }
 
+  /** Scroll the rows (px from the top); true when they moved. */
+  private setScroll(px: number): boolean {
+    const max = this.layout?.scrollMax ?? 0;
+    const next = Math.min(Math.max(0, px), max);
+    if (next === this.rowScroll) return false;
+    this.rowScroll = next;
+    this.hideTooltip();
+    this.requestDraw();
+    return true;
+  }
+
   // Input ------------------------------------------------------------------------------
 
   private local(e: MouseEvent): { x: number; y: number } {
@@ -436,7 +548,47 @@ export class GanttView {
 
   private opAt(x: number, y: number): number {
     const scale = this.scale();
-    return this.tl && this.layout && scale ? hitTest(this.tl, this.layout, scale, x, y) : -1;
+    return this.tl && this.layout && scale ? hitTest(this.tl, this.layout, scale, x, y, 3, this.rowScroll) : -1;
+  }
+
+  /** Whether canvas (x, y) is on the overview strip. */
+  private onOverview(x: number, y: number): boolean {
+    const L = this.layout;
+    return L !== null && inOverview(L, y) && x >= L.plotLeft - 6 && x <= L.plotRight + 6;
+  }
+
+  private windowBox() {
+    return windowBox(this.layout!, this.view, this.extent(), this.rowScroll);
+  }
+
+  /** A press beside the overview's window: the window centred there (in time, and on the device
+   * under the pointer when the rows scroll). */
+  private jumpTo(x: number, y: number): void {
+    const L = this.layout!;
+    const extent = this.extent();
+    const span = this.view.t1 - this.view.t0;
+    const t = overviewTime(L, extent, x);
+    this.setView(clampView({ t0: t - span / 2, t1: t + span / 2 }, extent));
+    if (L.scrollMax > 0) {
+      const d = Math.min(L.devices - 1, Math.max(0, Math.floor(((y - L.overviewTop) / L.overviewHeight) * L.devices)));
+      this.setScroll(L.rowTop[d] + L.rowHeight / 2 - (L.ganttTop + L.ganttBottom) / 2);
+    }
+  }
+
+  /** Moving or resizing the overview's window by (dx, dy) px since the press. */
+  private dragWindow(drag: NonNullable<GanttView["drag"]>, dx: number, dy: number): void {
+    const L = this.layout!;
+    const extent = this.extent();
+    const dt = (dx / Math.max(1, L.plotRight - L.plotLeft)) * extent;
+    const v = drag.view;
+    const least = extent * MIN_SPAN_FRACTION;
+    if (drag.grip === "left") this.setView(clampView({ t0: Math.min(v.t0 + dt, v.t1 - least), t1: v.t1 }, extent));
+    else if (drag.grip === "right") this.setView(clampView({ t0: v.t0, t1: Math.max(v.t1 + dt, v.t0 + least) }, extent));
+    else {
+      this.setView(panBy(v, dt, extent));
+      const rows = L.ganttBottom - L.ganttTop + L.scrollMax;
+      if (L.scrollMax > 0) this.setScroll(drag.scroll + dy * (rows / L.overviewHeight));
+    }
   }
 
   private listen<K extends keyof HTMLElementEventMap>(
@@ -453,12 +605,26 @@ export class GanttView {
     const c = this.canvas;
     this.listen(c, "pointerdown", (e) => {
       if (e.button !== 0) return;
-      this.drag = { x: e.clientX, view: this.view, moved: false };
+      const { x, y } = this.local(e);
+      let grip: OverviewGrip | null = null;
+      if (this.onOverview(x, y)) {
+        grip = gripAt(this.windowBox(), x);
+        if (grip === "jump") {
+          this.jumpTo(x, y);
+          grip = "move";
+        }
+      }
+      this.drag = { x: e.clientX, y: e.clientY, view: this.view, scroll: this.rowScroll, moved: false, grip };
       c.setPointerCapture?.(e.pointerId);
       this.root.focus({ preventScroll: true });
     });
     this.listen(c, "pointermove", (e) => {
       const drag = this.drag;
+      if (drag?.grip) {
+        drag.moved = true;
+        this.dragWindow(drag, e.clientX - drag.x, e.clientY - drag.y);
+        return;
+      }
       if (drag) {
         const dx = e.clientX - drag.x;
         if (drag.moved || Math.abs(dx) > DRAG_PX) {
@@ -476,9 +642,9 @@ export class GanttView {
       this.drag = null;
       c.classList.remove("ppviz-grabbing");
       if (c.hasPointerCapture?.(e.pointerId)) c.releasePointerCapture(e.pointerId);
-      if (drag && !drag.moved && e.type === "pointerup") {
+      if (drag && !drag.grip && !drag.moved && e.type === "pointerup") {
         const { x, y } = this.local(e);
-        const label = this.layout ? labelAt(this.layout, x, y) : -1;
+        const label = this.layout ? labelAt(this.layout, x, y, this.rowScroll) : -1;
         if (label >= 0) this.toggleDevice(label);
         else this.select(this.opAt(x, y));
       }
@@ -505,6 +671,7 @@ export class GanttView {
       e.preventDefault();
       this.resetView();
     });
+    this.listen(this.errorBox, "click", () => this.dismissError());
     this.listen(this.header, "click", (e) => {
       if ((e.target as Element | null)?.closest(".ppviz-name-button")) this.toggleRun();
     });
@@ -514,19 +681,20 @@ export class GanttView {
     const onSelection = () => this.requestDraw();
     const onError = () => this.showError();
     const handlers: [string, () => void][] = [
-      ["change:timeline", onData],
-      ["change:memory", onData],
-      ["change:overlay", onData],
-      ["change:meta", onData],
-      ["change:compact", onData],
-      ["change:color", onData],
-      ["change:run_name", onData],
+      ["change:_timeline", onData],
+      ["change:_memory", onData],
+      ["change:_overlay", onData],
+      ["change:_meta", onData],
+      ["change:_compact", onData],
+      ["change:_color", onData],
+      ["change:_run_name", onData],
       ["change:selected_microbatch", this.onMicrobatch],
       ["change:selected_op", onSelection],
       ["change:selected_device", this.showEmphasis],
       ["change:selected_schedule", this.showEmphasis],
       ["change:time_window", this.onWindow],
       ["change:time_extent", this.onWindow],
+      ["change:_opening_span", this.onOpeningSpan],
       ["change:error", onError],
       ["change:busy", this.showBusy],
       ["change:theme", this.applyTheme],
@@ -546,12 +714,18 @@ export class GanttView {
   private hoverAt(e: PointerEvent): void {
     const { x, y } = this.local(e);
     const layout = this.layout;
-    this.pointerX = layout && inPlot(layout, x) ? x : null;
-    const op = this.opAt(x, y);
-    this.canvas.classList.toggle("ppviz-pointing", op >= 0 || (layout !== null && labelAt(layout, x, y) >= 0));
-    const lane = layout && this.pointerX !== null ? laneAt(layout, y) : null;
+    const overview = this.onOverview(x, y);
+    const grip = overview ? gripAt(this.windowBox(), x) : null;
+    this.canvas.classList.toggle("ppviz-resize", grip === "left" || grip === "right");
+    this.canvas.classList.toggle("ppviz-grab", grip === "move");
+    this.pointerX = layout && inPlot(layout, x) && !overview ? x : null;
+    const op = overview ? -1 : this.opAt(x, y);
+    this.canvas.classList.toggle("ppviz-pointing", grip === "jump" || op >= 0 ||
+      (layout !== null && labelAt(layout, x, y, this.rowScroll) >= 0));
+    const lane = layout && this.pointerX !== null ? laneAt(layout, y, this.rowScroll) : null;
     const memoryAt = lane?.area === "memory" && this.mem && this.meta ? this.scale()!.t(x) : null;
-    const transfer = op < 0 && lane?.area === "transfer" && this.tl ? hitTransfer(this.tl, layout!, this.scale()!, x, y) : -1;
+    const transfer = op < 0 && lane?.area === "transfer" && this.tl
+      ? hitTransfer(this.tl, layout!, this.scale()!, x, y, 3, this.rowScroll) : -1;
     if (op !== this.hover || memoryAt !== this.memoryHover?.t || transfer !== this.hoverTransfer) {
       this.hover = op;
       this.hoverTransfer = transfer;
@@ -580,17 +754,27 @@ export class GanttView {
    * zoom around the pointer; a sideways wheel pans. */
   private onWheel(e: WheelEvent): void {
     const scale = this.scale();
-    if (!scale || !this.meta || !this.layout) return;
-    const { x } = this.local(e);
-    if (!inPlot(this.layout, x)) return;
+    const L = this.layout;
+    if (!scale || !this.meta || !L) return;
+    const { x, y } = this.local(e);
     const action = wheelAction(e);
+    // rows that scroll take the wheel until they reach their end, as a scrolling box does
+    if (action.kind === "scroll" && L.scrollMax > 0 && inRows(L, y) && this.setScroll(this.rowScroll + action.px)) {
+      e.preventDefault();
+      return;
+    }
+    const overview = this.onOverview(x, y);
+    if (!inPlot(L, x) && !overview) return;
     if (action.kind === "scroll") {
       this.showHint();
       return;
     }
     e.preventDefault();
-    if (action.kind === "pan") this.setView(panBy(this.view, action.px / scale.k, this.extent()));
-    else this.setView(zoomAt(this.view, action.factor, scale.t(x), this.extent()));
+    const extent = this.extent();
+    // on the strip, the pointer's time is the strip's (the whole run), not the detail view's
+    const anchor = overview ? overviewTime(L, extent, x) : scale.t(x);
+    if (action.kind === "pan") this.setView(panBy(this.view, overview ? action.px * extent / (L.plotRight - L.plotLeft) : action.px / scale.k, extent));
+    else this.setView(zoomAt(this.view, action.factor, Math.min(Math.max(anchor, this.view.t0), this.view.t1), extent));
   }
 
   /** Keys while the chart has focus: + and − zoom (around the pointer, or the middle), 0
@@ -605,7 +789,12 @@ export class GanttView {
       const scale = this.scale();
       if (!scale || !this.meta || !this.layout) return;
       if (action.kind === "reset") this.resetView();
-      else if (action.kind === "pan") this.setView(panBy(this.view, action.share * (this.view.t1 - this.view.t0), this.extent()));
+      else if (action.kind === "rows") {
+        const L = this.layout;
+        if (L.scrollMax <= 0) return;
+        const step = action.unit === "page" ? L.ganttBottom - L.ganttTop : L.rowTop[Math.min(1, L.devices - 1)] - L.rowTop[0];
+        this.setScroll(this.rowScroll + action.by * step);
+      } else if (action.kind === "pan") this.setView(panBy(this.view, action.share * (this.view.t1 - this.view.t0), this.extent()));
       else {
         const x = this.pointerX ?? (this.layout.plotLeft + this.layout.plotRight) / 2;
         this.setView(zoomAt(this.view, action.factor, scale.t(x), this.extent()));
@@ -618,15 +807,18 @@ export class GanttView {
   /** Esc: the selection, else the run's emphasis, else the replay; false when nothing was set. */
   private clearSelection(): boolean {
     if (this.selectedMb() >= 0 || this.int("selected_device") >= 0) this.select(-1);
-    else if (this.text("run_name") && this.text("selected_schedule")) {
+    else if (this.text("_run_name") && this.text("selected_schedule")) {
       this.model.set("selected_schedule", "");
       this.model.save_changes();
     } else return this.replay.clear();
     return true;
   }
 
+  /** Back to the window the chart opened on (the whole run when it is readable whole), rows at the top. */
   private resetView(): void {
-    if (this.meta) this.setView(fullView(this.extent()));
+    if (!this.meta) return;
+    this.setView(openingView(this.openingSpan, this.extent()) ?? fullView(this.extent()));
+    this.setScroll(0);
   }
 
   /** A plain wheel over the chart scrolls the page; say once in a while how to zoom instead. */
@@ -656,7 +848,7 @@ export class GanttView {
         const d = deviceOf(tl, slot);
         return {
           x: r.left + x0,
-          y: r.top + L.rowTop[d] + L.barInset,
+          y: r.top + L.rowTop[d] + L.barInset - this.rowScroll,
           width: scale.x(endOf(tl, slot)) - x0,
           height: L.rowHeight - 2 * L.barInset,
         };
@@ -668,7 +860,24 @@ export class GanttView {
         if (!tl || !scale || !layout || !layout.laneHeight || i < 0 || i >= tl.transfers.count) return null;
         const b = transferBox({ tl, layout, scale }, i, half);
         const r = this.canvas.getBoundingClientRect();
-        return { x: r.left + b.x, y: r.top + b.y, width: b.w, height: b.h };
+        return { x: r.left + b.x, y: r.top + b.y - this.rowScroll, width: b.w, height: b.h };
+      },
+      getScroll: () => this.rowScroll,
+      setScroll: (px) => {
+        this.setScroll(px);
+      },
+      geometry: () => {
+        const L = this.layout;
+        if (!L) return null;
+        const r = this.canvas.getBoundingClientRect();
+        return { rowHeight: L.rowHeight, rowLabelPx: rowLabelPx(L.rowHeight), rowsTop: r.top + L.ganttTop,
+          rowsBottom: r.top + L.ganttBottom, scrollMax: L.scrollMax };
+      },
+      overviewWindow: () => {
+        if (!this.layout?.overviewHeight) return null;
+        const b = this.windowBox();
+        const r = this.canvas.getBoundingClientRect();
+        return { x: r.left + b.x0, y: r.top + b.y0, width: b.x1 - b.x0, height: b.y1 - b.y0 };
       },
       getView: () => ({ ...this.view }),
       setView: (t0, t1) => this.setView({ t0, t1 }),

@@ -7,7 +7,7 @@ import { labelOf } from "../src/draw";
 import { capacityOf, excessText, fitBadge, formatMemory, laneBase, lanePeak, memoryUnit, overDevices } from "../src/fit";
 import { fillHeader, fillLegend, sizesText } from "../src/header";
 import { TWO_LINE_LANE, memoryLabel, memoryLine } from "../src/labels";
-import { LABEL_CLEARANCE, labelBox, labelledGridline, memoryGrid, memoryTop } from "../src/memory";
+import { labelBox, memoryTop } from "../src/memory";
 import type { Meta } from "../src/meta";
 import { microbatchLabel } from "../src/meta";
 import { LIGHT } from "../src/theme";
@@ -126,37 +126,12 @@ describe("memory in real units", () => {
   });
 });
 
-describe("the label of a memory lane's gridline", () => {
-  // zb-h1, p = 4, m = 8: lanes 27 px tall, scale 0..4.4, gridlines at 2 and 4; device 1's
-  // closed-form peak 3.94 is dashed 2.8 px below the lane's top
-  const H = 27;
-  const top = 4.4;
-  const y = (v: number) => Math.round(H - (v / top) * H);
-
+describe("the label of a dashed line at a lane's end", () => {
   it("puts a label above its line, or below it where the lane's top leaves no room", () => {
     expect(labelBox(20, 0)).toEqual([10, 20]);
     expect(labelBox(3, 0)).toEqual([5, 15]);
   });
 
-  it("never sits within a few pixels of a dashed line, where it would read as that line's value", () => {
-    const grid = memoryGrid(top, H);
-    expect(grid).toEqual([2, 4]);
-    const peak = H - (3.94 / top) * H;
-    // the 4 is beside the peak line, and so is the 2's label (above its line, up to the peak's)
-    expect(labelledGridline(grid, y, [peak], 0)).toBeNull();
-    // a lower peak leaves the 4 clear
-    expect(labelledGridline(grid, y, [H - (1 / top) * H], 0)).toBe(4);
-    // with no dashed line the highest gridline is labelled, as before
-    expect(labelledGridline(grid, y, [], 0)).toBe(4);
-    // every label chosen keeps the clearance from every dashed line
-    for (let p = 0.05; p < top; p += 0.05) {
-      const py = H - (p / top) * H;
-      const g = labelledGridline(grid, y, [py], 0);
-      if (g === null) continue;
-      const [a, b] = labelBox(y(g), 0);
-      expect(py < a - LABEL_CLEARANCE || py > b + LABEL_CLEARANCE).toBe(true);
-    }
-  });
 });
 
 describe("segmented and forward-only programs", () => {

@@ -242,9 +242,9 @@ export function modelFor(devices: number, spec: { ops: OpSpec[]; makespan: numbe
   const timeline = encodeTimeline(devices, spec.ops);
   const memory = encodeMemory(Array.from({ length: devices }, () => [[0, 0], [1, 1], [spec.makespan / 2, 2], [spec.makespan, 0]]));
   return new FakeModel({
-    timeline: new DataView(timeline.buffer),
-    memory: new DataView(memory.buffer),
-    meta: metaFor(devices, spec.ops, spec.makespan),
+    _timeline: new DataView(timeline.buffer),
+    _memory: new DataView(memory.buffer),
+    _meta: metaFor(devices, spec.ops, spec.makespan),
     ...extra,
   });
 }

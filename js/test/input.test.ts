@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KEY_PAN_SHARE, KEY_ZOOM_FACTOR, keyAction, wheelAction } from "../src/input";
+import { KEY_PAN_SHARE, KEY_ROWS, KEY_ZOOM_FACTOR, keyAction, wheelAction } from "../src/input";
 
 const wheel = (deltaY: number, extra: Partial<WheelEvent> = {}) =>
   ({ deltaX: 0, deltaY, deltaMode: 0, ctrlKey: false, metaKey: false, ...extra }) as WheelEvent;
@@ -8,8 +8,8 @@ const key = (k: string, extra: Partial<KeyboardEvent> = {}) =>
 
 describe("wheel gestures", () => {
   it("leave a plain vertical wheel to the page", () => {
-    expect(wheelAction(wheel(120))).toEqual({ kind: "scroll" });
-    expect(wheelAction(wheel(-3, { deltaMode: 1 }))).toEqual({ kind: "scroll" });
+    expect(wheelAction(wheel(120))).toEqual({ kind: "scroll", px: 120 });
+    expect(wheelAction(wheel(-3, { deltaMode: 1 }))).toEqual({ kind: "scroll", px: -48 });
   });
 
   it("zoom with Ctrl or ⌘ (a pinch in Chromium), in for up, out for down, by the same factor each way", () => {
@@ -41,6 +41,13 @@ describe("keys", () => {
     expect(keyAction(key("ArrowLeft"))).toEqual({ kind: "pan", share: -KEY_PAN_SHARE });
     expect(keyAction(key("ArrowRight"))).toEqual({ kind: "pan", share: KEY_PAN_SHARE });
     expect(keyAction(key("Escape"))).toEqual({ kind: "clear" });
+  });
+
+  it("scroll the rows (when they scroll) by a few rows or a page", () => {
+    expect(keyAction(key("ArrowDown"))).toEqual({ kind: "rows", by: KEY_ROWS, unit: "row" });
+    expect(keyAction(key("ArrowUp"))).toEqual({ kind: "rows", by: -KEY_ROWS, unit: "row" });
+    expect(keyAction(key("PageDown"))).toEqual({ kind: "rows", by: 1, unit: "page" });
+    expect(keyAction(key("PageUp"))).toEqual({ kind: "rows", by: -1, unit: "page" });
   });
 
   it("leave the browser's and the host's shortcuts alone", () => {

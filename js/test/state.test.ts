@@ -12,8 +12,8 @@ function stateModel(extra: Record<string, unknown> = {}): FakeModel {
     selected_schedule: "",
     selected_device: -1,
     theme: "light",
-    chart_selections: { ppviz_pick_0: { value: {}, store: [] }, ppviz_pick_1: { value: {}, store: [] } },
-    chart_params: { ...PARAMS },
+    _chart_selections: { ppviz_pick_0: { value: {}, store: [] }, ppviz_pick_1: { value: {}, store: [] } },
+    _chart_params: { ...PARAMS },
     ...extra,
   });
   return model;
@@ -37,31 +37,31 @@ describe("CompareState front end", () => {
     const model = stateModel();
     link(model);
     await settled();
-    model.set("chart_selections", { ...model.state.chart_selections as object, ppviz_pick_0: clicked({ name: "zb-h1" }) });
+    model.set("_chart_selections", { ...model.state._chart_selections as object, ppviz_pick_0: clicked({ name: "zb-h1" }) });
     expect(model.state.selected_schedule).toBe("");  // not while the jslink is passing the change on
     await settled();
     expect(model.state.selected_schedule).toBe("zb-h1");
-    expect((model.state.chart_selections as Record<string, unknown>).ppviz_pick_0).toEqual(consumed());
-    expect(model.state.chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-h1" });
+    expect((model.state._chart_selections as Record<string, unknown>).ppviz_pick_0).toEqual(consumed());
+    expect(model.state._chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-h1" });
     expect(model.saves).toBeGreaterThan(0);
 
     // the same mark again: JupyterChart sees a change because the entry was consumed
-    model.set("chart_selections", { ...model.state.chart_selections as object, ppviz_pick_0: clicked({ name: "zb-h1" }) });
+    model.set("_chart_selections", { ...model.state._chart_selections as object, ppviz_pick_0: clicked({ name: "zb-h1" }) });
     await settled();
     expect(model.state.selected_schedule).toBe("");
-    expect(model.state.chart_params).toEqual(PARAMS);
+    expect(model.state._chart_params).toEqual(PARAMS);
 
-    model.set("chart_selections", { ...model.state.chart_selections as object, ppviz_pick_1: clicked({ name: "1f1b", device: 6 }) });
+    model.set("_chart_selections", { ...model.state._chart_selections as object, ppviz_pick_1: clicked({ name: "1f1b", device: 6 }) });
     await settled();
     expect([model.state.selected_schedule, model.state.selected_device]).toEqual(["1f1b", 6]);
-    expect(model.state.chart_params).toEqual({ ...PARAMS, ppviz_schedule: "1f1b", ppviz_device: 6 });
+    expect(model.state._chart_params).toEqual({ ...PARAMS, ppviz_schedule: "1f1b", ppviz_device: 6 });
   });
 
   it("answers the chart through jslinks, which drop changes made while they pass one on", async () => {
     const chart = new FakeModel({ _vl_selections: { ppviz_pick_0: { value: {}, store: [] } }, _params: { ...PARAMS } });
     const model = stateModel();
-    jslink(chart, "_vl_selections", model, "chart_selections");
-    jslink(chart, "_params", model, "chart_params");
+    jslink(chart, "_vl_selections", model, "_chart_selections");
+    jslink(chart, "_params", model, "_chart_params");
     link(model);
     await settled();
     chart.set("_vl_selections", { ppviz_pick_0: clicked({ name: "zb-v", device: 1 }) });
@@ -79,7 +79,7 @@ describe("CompareState front end", () => {
     model.set("selected_device", 3);
     model.set("selected_schedule", "zb-v");
     await settled();
-    expect(model.state.chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-v", ppviz_device: 3 });
+    expect(model.state._chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-v", ppviz_device: 3 });
     expect(model.saves).toBe(saves + 1);
   });
 
@@ -87,10 +87,10 @@ describe("CompareState front end", () => {
     const model = stateModel({ selected_schedule: "zb-v", theme: "dark" });
     link(model);
     await settled();
-    expect(model.state.chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-v", ppviz_dark: true });
-    model.set("chart_params", { ...PARAMS });
+    expect(model.state._chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-v", ppviz_dark: true });
+    model.set("_chart_params", { ...PARAMS });
     await settled();
-    expect(model.state.chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-v", ppviz_dark: true });
+    expect(model.state._chart_params).toEqual({ ...PARAMS, ppviz_schedule: "zb-v", ppviz_dark: true });
   });
 
   it("follows the host theme when the theme is auto, live", async () => {
@@ -98,14 +98,14 @@ describe("CompareState front end", () => {
     const model = stateModel({ theme: "auto" });
     link(model);
     await settled();
-    expect((model.state.chart_params as Record<string, unknown>).ppviz_dark).toBe(false);
+    expect((model.state._chart_params as Record<string, unknown>).ppviz_dark).toBe(false);
     document.body.setAttribute("data-jp-theme-light", "false");
     await settled();
     await settled();
-    expect((model.state.chart_params as Record<string, unknown>).ppviz_dark).toBe(true);
+    expect((model.state._chart_params as Record<string, unknown>).ppviz_dark).toBe(true);
     model.set("theme", "light");
     await settled();
-    expect((model.state.chart_params as Record<string, unknown>).ppviz_dark).toBe(false);
+    expect((model.state._chart_params as Record<string, unknown>).ppviz_dark).toBe(false);
   });
 
   it("is what the bundle's initialize starts for a CompareState model, and nothing else", async () => {
@@ -114,7 +114,7 @@ describe("CompareState front end", () => {
     const cleanup = widget.initialize({ model, signal: controller.signal } as never) as () => void;
     expect(model.listenerCount()).toBeGreaterThan(0);
     await settled();
-    expect((model.state.chart_params as Record<string, unknown>).ppviz_schedule).toBe("1f1b");
+    expect((model.state._chart_params as Record<string, unknown>).ppviz_schedule).toBe("1f1b");
     // no view of the state: render draws nothing
     const el = document.createElement("div");
     expect(widget.render({ model, el, signal: controller.signal } as never)).toBeUndefined();
@@ -123,7 +123,7 @@ describe("CompareState front end", () => {
     expect(model.listenerCount()).toBe(0);
     expect(cleanup).toBeTypeOf("function");
 
-    const gantt = new FakeModel({ meta: {} });
+    const gantt = new FakeModel({ _meta: {} });
     expect(widget.initialize({ model: gantt } as never)).toBeUndefined();
     expect(gantt.listenerCount()).toBe(0);
   });

@@ -94,13 +94,16 @@ describe("the lanes' layout", () => {
         expect(outH).toBeGreaterThanOrEqual(1.5);
         expect(inH).toBe(outH);
         expect(outTop + outH).toBeLessThanOrEqual(inTop);
-        expect(laneAt(L, L.laneTop[d] + 1)).toEqual({ area: "transfer", device: d });
-        expect(laneAt(L, L.rowTop[d] + 1)).toEqual({ area: "gantt", device: d });
+        // rows past the viewport are found with the rows scrolled to them
+        const scroll = Math.min(L.scrollMax, Math.max(0, L.rowTop[d] - L.ganttTop));
+        expect(laneAt(L, L.laneTop[d] + 1 - scroll, scroll)).toEqual({ area: "transfer", device: d });
+        expect(laneAt(L, L.rowTop[d] + 1 - scroll, scroll)).toEqual({ area: "gantt", device: d });
       }
-      expect(L.ganttBottom).toBe(L.laneTop[p - 1] + L.laneHeight);
+      expect(L.ganttBottom + L.scrollMax).toBe(L.laneTop[p - 1] + L.laneHeight);
     }
     expect(computeLayout(1000, 8, true, false, undefined, 2).laneHeight).toBe(10);
-    expect(computeLayout(1000, 64, true, false, undefined, 2).laneHeight).toBe(4);
+    // rows keep their height at any p (they scroll), and so does the lane under each
+    expect(computeLayout(1000, 64, true, false, undefined, 2).laneHeight).toBe(10);
   });
 });
 
@@ -275,9 +278,9 @@ describe("the view's transfer switch", () => {
   function model(transfers: TransferSpec[]) {
     const memory = encodeMemory([[[0, 0], [MAKESPAN, 0]], [[0, 0], [MAKESPAN, 0]]]);
     return new FakeModel({
-      timeline: new DataView(encodeTimeline(2, OPS, transfers).buffer),
-      memory: new DataView(memory.buffer),
-      meta: meta(transfers.length ? {} : { communication: null }),
+      _timeline: new DataView(encodeTimeline(2, OPS, transfers).buffer),
+      _memory: new DataView(memory.buffer),
+      _meta: meta(transfers.length ? {} : { communication: null }),
     });
   }
 
@@ -307,9 +310,9 @@ describe("the view's transfer switch", () => {
   it("names offload's host copies in the legend, with the colour of their own", async () => {
     const memory = encodeMemory([[[0, 0], [7, 0]]]);
     const v = new GanttView(host, new FakeModel({
-      timeline: new DataView(encodeTimeline(1, HOST_OPS, HOST_COPIES).buffer),
-      memory: new DataView(memory.buffer),
-      meta: metaFor(1, HOST_OPS, 7, { offload: { share: 1, link: "latency 0, 1 bytes per time unit", count: 2 } }),
+      _timeline: new DataView(encodeTimeline(1, HOST_OPS, HOST_COPIES).buffer),
+      _memory: new DataView(memory.buffer),
+      _meta: metaFor(1, HOST_OPS, 7, { offload: { share: 1, link: "latency 0, 1 bytes per time unit", count: 2 } }),
     }) as never);
     await nextFrame();
     expect(v.root.dataset.transfers).toBe("shown");
@@ -325,9 +328,9 @@ describe("the view's transfer switch", () => {
 
   it("names transfers and host copies together when a run has both", async () => {
     const v = new GanttView(host, new FakeModel({
-      timeline: new DataView(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]).buffer),
-      memory: new DataView(encodeMemory([[[0, 0], [8, 0]], [[0, 0], [8, 0]]]).buffer),
-      meta: meta({ offload: { share: 1, link: "latency 0 ms, 64 GB/s", count: 2 } }),
+      _timeline: new DataView(encodeTimeline(2, OPS, [...TRANSFERS, ...MIXED_COPIES]).buffer),
+      _memory: new DataView(encodeMemory([[[0, 0], [8, 0]], [[0, 0], [8, 0]]]).buffer),
+      _meta: meta({ offload: { share: 1, link: "latency 0 ms, 64 GB/s", count: 2 } }),
     }) as never);
     await nextFrame();
     const legend = v.root.querySelector(".ppviz-legend")!.textContent!;
@@ -429,13 +432,13 @@ describe("offload's host copies in the lanes", () => {
     const off = describeTransfer(tl, hostMeta, 0);
     expect(off.title).toBe("offload to host · after 0F0");
     expect(rows(off)).toMatchObject({
-      kind: "0.5 of the activation to host memory (offload)", "from → to": "device 0 → host",
+      kind: "50 % of the activation to host memory (offload)", "from → to": "device 0 → host",
       "host link": "latency 0 ms, 25 GB/s", start: "1 ms", end: "3 ms", queued: "0 ms", after: "0F0, done at 1 ms",
     });
     const back = describeTransfer(tl, hostMeta, 1);
     expect(back.title).toBe("reload from host · for 0B0");
     expect(rows(back)).toMatchObject({
-      kind: "0.5 of the activation back from host memory (reload)", to: "host → device 0",
+      kind: "50 % of the activation back from host memory (reload)", to: "host → device 0",
       queued: "1 ms for a busy link or its offload", for: "0B0, started 5 ms",
     });
     // the ops' own tooltips name their copies

@@ -342,12 +342,18 @@ def pareto_chart(runs, *, metric: str = "fraction") -> alt.LayerChart:
 
 @shown_offline
 @checked_arguments
-def comparison_charts(runs, *, metric: str = "fraction") -> alt.VConcatChart:
+def comparison_charts(runs, *, metric: str = "fraction", columns: int = 2) -> alt.VConcatChart:
     """Bubble and the bubble/memory Pareto scatter side by side, peak memory per device below
     and, when some run models its links (``Config.topology``), its exposed communication and
     volume (:func:`communication_chart`) at the bottom; one shared colour per run. Every run is
-    simulated once."""
+    simulated once.
+
+    ``columns=1`` stacks every chart, about 560 px wide in all: a notebook output of 600 px (a
+    1,000 px window with JupyterLab's side bar open) then shows its text at full size, where two
+    columns (830 px) would be scaled down to about 7 px."""
     metric_of(metric, BUBBLE_METRICS)
+    if columns not in (1, 2):
+        raise ConfigError("columns", columns, "give 1 (every chart stacked) or 2 (bubble and Pareto side by side)")
     runs = Runs.of(runs)
     height = max(260, 30 * len(runs.names))
     # about 830 px wide in all, so a notebook's output shows it at full size: the legend runs
@@ -355,12 +361,13 @@ def comparison_charts(runs, *, metric: str = "fraction") -> alt.VConcatChart:
     # where runs share colours every chart names its runs itself (axes, labels, a table), and a
     # legend could not tell them apart
     legend = not runs.labelled
-    side_by_side = _level_titles(_bubble(runs, metric, legend=legend and "bottom", height=height, width=300),
-                                 _pareto(runs, metric, height, width=320, legend=legend))
-    top = alt.hconcat(*side_by_side, spacing=36)
-    rows = [top, _memory(runs, width=720)]
+    stacked = columns == 1
+    bubble = _bubble(runs, metric, legend=legend and "bottom", height=height, width=300)
+    pareto = _pareto(runs, metric, height, width=320 if not stacked else 340, legend=legend)
+    rows = [bubble, pareto] if stacked else [alt.hconcat(*_level_titles(bubble, pareto), spacing=36)]
+    rows.append(_memory(runs, width=720 if not stacked else 400))
     if any(r.config.topology is not None for r in runs.results):
-        rows.append(_communication(runs, legend))
+        rows.append(_communication(runs, legend, one_column=stacked))
     # (the memory table's colour is its own, a scale of memory)
     return alt.vconcat(*rows, spacing=30).resolve_scale(color="shared" if legend else "independent")
 
@@ -631,7 +638,7 @@ def _byte_unit(largest: float) -> tuple[str, float]:
     return _BYTE_UNITS[k], 1000.0 ** k
 
 
-def _communication(runs: Runs, legend: bool = True) -> alt.HConcatChart:
+def _communication(runs: Runs, legend: bool = True, one_column: bool = False) -> alt.HConcatChart | alt.VConcatChart:
     rows = []
     for name, r in zip(runs.names, runs.results):
         t = r.transfers
@@ -687,6 +694,8 @@ def _communication(runs: Runs, legend: bool = True) -> alt.HConcatChart:
         width=360, height=alt.Step(band),
         title=_title("Exposed communication per schedule", "solid: idle waiting for communication (its share is "
                      "the label), faded: waiting for compute", "together: the bubble fraction"))
+    if one_column:
+        return alt.vconcat(exposed, volume, spacing=30).resolve_scale(color="shared")
     return alt.hconcat(exposed, volume, spacing=40).resolve_scale(color="shared")
 
 

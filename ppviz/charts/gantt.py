@@ -11,9 +11,10 @@ import numpy as np
 from ..core.closed_form import caveat
 from ..core.engine import as_run
 from ..core.errors import ConfigError, checked_arguments
+from ..core.numbers import number, share
 from ..core.result import Result
-from ..core.style import SHADE_ORDER, SLOT_OF, kind_paints
-from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, format_number, memory_unit, summarize_steps, time_title
+from ..core.style import SHADE_ORDER, SLOT_OF, kind_paints, rgb
+from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
 from .style import LABEL_SIZE, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
 
@@ -84,23 +85,24 @@ def _lane_bands(r: Result) -> int:
     return 4 if len(r.transfers) and len(r.host_copies) else 2
 
 
-def _lane_pieces(r: Result, width: int) -> list[dict]:
+def _lane_pieces(r: Result, width: int, window: tuple[float, float]) -> list[dict]:
     """The lane under each device's row as the widget paints it: each band (``_lane_bands``; a
     piece's ``half``, 0 or 1, and with four bands its ``band``, 0 to 3 from the top) one pixel
     column at a time (a later transfer over an earlier one), drawn as runs of columns of one paint;
     in columns of 2, 4, … pixels where that many runs would pass the row limit."""
     columns = 1
     while True:
-        pieces = _painted(r, max(1, width // columns))
+        pieces = _painted(r, max(1, width // columns), window)
         if len(pieces) <= MAX_ROWS or columns >= width:
             return pieces
         columns *= 2
 
 
-def _painted(r: Result, width: int) -> list[dict]:
-    """The lane's runs when its time axis is ``width`` columns."""
+def _painted(r: Result, width: int, window: tuple[float, float]) -> list[dict]:
+    """The lane's runs when the time axis (the window [t0, t1]) is ``width`` columns."""
     t, h = r.transfers, r.host_copies
-    px = width / r.makespan
+    t0, t1 = window
+    px = width / (t1 - t0)
     bands = _lane_bands(r)
     split = bands == 4
     # (device, band, start, end, paint) of every piece, in the order the widget paints them
@@ -112,9 +114,11 @@ def _painted(r: Result, width: int) -> list[dict]:
                np.full(int((~offload).sum()), 2))]
     columns = np.zeros((r.devices, bands, width), np.int8)  # 0: empty, else the paint + 1
     for device, band, start, end, paint in items:
-        a = np.clip(np.floor(np.asarray(start) * px).astype(np.int64), 0, width - 1)
-        b = np.clip(np.maximum(np.ceil(np.asarray(end) * px).astype(np.int64), a + 1), 1, width)
-        for d, x0, x1, k in zip(np.asarray(device).tolist(), a.tolist(), b.tolist(), paint.tolist()):
+        inside = (np.asarray(end) > t0) & (np.asarray(start) < t1)
+        device, start, end, paint = (np.asarray(x)[inside] for x in (device, start, end, paint))
+        a = np.clip(np.floor((start - t0) * px).astype(np.int64), 0, width - 1)
+        b = np.clip(np.maximum(np.ceil((end - t0) * px).astype(np.int64), a + 1), 1, width)
+        for d, x0, x1, k in zip(device.tolist(), a.tolist(), b.tolist(), paint.tolist()):
             columns[d, band, x0:x1] = k + 1
     pieces = []
     for cell, row in enumerate(columns.reshape(-1, width)):
@@ -123,7 +127,7 @@ def _painted(r: Result, width: int) -> list[dict]:
         where = {"device": device, "half": band * 2 // bands} | ({"band": band} if split else {})
         for x0, x1 in zip(edges[:-1].tolist(), edges[1:].tolist()):
             if row[x0]:
-                pieces.append(where | {"start": x0 / px, "end": x1 / px, "paint": _LANE_PAINTS[row[x0] - 1]})
+                pieces.append(where | {"start": t0 + x0 / px, "end": t0 + x1 / px, "paint": _LANE_PAINTS[row[x0] - 1]})
     return pieces
 
 
@@ -147,11 +151,17 @@ class _Pieces:
     absorbed: bool  # runs also swallow idle gaps narrower than that
 
 
-def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
+def _gantt_pieces(r: Result, width: int, merge_above: int, window: tuple[float, float] | None = None) -> _Pieces:
+    """The pieces of the ops in ``window`` ([t0, t1], all of the run by default) across ``width`` px."""
     program, o = r.program, r.ops
     makespan = r.makespan
+    t0, t1 = window or (0.0, makespan)
     # the widget draws a pair once, and its second op adds no time
     slot = np.flatnonzero(~np.r_[False, program.pair[:-1]])
+    slot = slot[(o.end[slot] > t0) & (o.start[slot] < t1)]
+    if not len(slot):
+        idle = [{"device": d, "start": t0, "end": min(t1, makespan)} for d in range(r.devices)]
+        return _Pieces([], [], idle, 0, 0, 1, False)
     dev, s, e = o.device[slot], o.start[slot], o.end[slot]
     kind = o.kind[slot].astype(object)
     kind[program.pair[slot]] = "F&B"
@@ -167,7 +177,7 @@ def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
     last = np.r_[first[1:] - 1, n - 1]
 
     def plan(pixels: int, absorb: bool):
-        t = pixels * makespan / width
+        t = pixels * (t1 - t0) / width
         narrow = (e - s) < t
         joined = same & narrow[:-1] & narrow[1:] & ((gap <= eps) | (absorb & (gap < t)))
         group = np.cumsum(np.r_[True, ~joined]) - 1
@@ -225,10 +235,11 @@ def _gantt_pieces(r: Result, width: int, merge_above: int) -> _Pieces:
             top += t / total
 
     between = np.flatnonzero(same & ~joined & (gap > eps))
-    spans = list(zip(dev[first].tolist(), [0.0] * len(first), s[first].tolist()))
+    end = min(t1, makespan)
+    spans = list(zip(dev[first].tolist(), [t0] * len(first), s[first].tolist()))
     spans += zip(dev[between].tolist(), e[between].tolist(), s[between + 1].tolist())
-    spans += zip(dev[last].tolist(), e[last].tolist(), [makespan] * len(last))
-    spans += [(d, 0.0, makespan) for d in sorted(set(range(r.devices)) - set(dev.tolist()))]
+    spans += zip(dev[last].tolist(), e[last].tolist(), [end] * len(last))
+    spans += [(d, t0, end) for d in sorted(set(range(r.devices)) - set(dev.tolist()))]
     gaps = [{"device": d, "start": a, "end": b} for d, a, b in sorted(spans) if b - a > eps]
     return _Pieces(ops, bands, gaps, len(runs), len(members), pixels, absorb)
 
@@ -258,7 +269,7 @@ def _hatch(gaps: list[dict], px: float, row: float, pad: float, lane_share: floa
             for a, b, c_ in zip(xa.tolist(), xb.tolist(), c.tolist()) if b > a]
 
 
-def _lane_layers(lanes: list[dict], bands: int, devices: int, makespan: float, bottom: float, pad: float,
+def _lane_layers(lanes: list[dict], bands: int, devices: int, span: tuple[float, float], bottom: float, pad: float,
                  th: _GanttTheme, x, y_scale: alt.Scale, color: alt.Color) -> list[alt.Chart]:
     """The rail of each half-lane under the bars, and the lane's pieces on it (in their band)."""
     top, end = bottom + 0.05, 1 - pad / 2  # a thin gap under the bar
@@ -280,7 +291,7 @@ def _lane_layers(lanes: list[dict], bands: int, devices: int, makespan: float, b
                                          link_bottom=f"datum.device + {tops}[datum.band] + {band}")
 
     y = [alt.Y("link_top:Q", scale=y_scale, axis=None), alt.Y2("link_bottom:Q")]
-    rails = [{"device": d, "half": half, "start": 0.0, "end": makespan} for d in range(devices) for half in (0, 1)]
+    rails = [{"device": d, "half": half, "start": span[0], "end": span[1]} for d in range(devices) for half in (0, 1)]
     return [on_half(alt.Chart({"values": rails})).mark_rect(color=th.rail, aria=False).encode(
                 x("start:Q"), x2="end:Q", y=y[0], y2=y[1]),
             in_band(alt.Chart({"values": lanes})).mark_rect().encode(
@@ -294,7 +305,7 @@ def _lane_layers(lanes: list[dict], bands: int, devices: int, makespan: float, b
 @checked_arguments
 def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 900,
                 row_height: int | None = None, theme: str = "light",
-                merge_above: int = 3000) -> alt.LayerChart | alt.VConcatChart:
+                merge_above: int = 3000, window=None) -> alt.LayerChart | alt.VConcatChart:
     """A static Gantt chart of one run in the widget's look, for SVG / PNG export and papers.
 
     One row per device (labelled with its stages and idle share); ops coloured by kind (F blue,
@@ -310,6 +321,11 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     that is too many rows, gaps narrower than a pixel join their run as a grey band, then runs
     widen). The subtitle says when this happened. ``run`` is one run: a Config, Program, Result
     or schedule name.
+
+    ``window`` is the span of time drawn: by default the whole run when its ops are wide enough
+    for their labels across ``width``, else (as the widget opens) the span from its start in which
+    90 % of them are (:func:`readable_span`), under an overview strip of the whole run with that
+    window marked; ``(t0, t1)`` draws that span under the strip, ``"all"`` the whole run without it.
     """
     r = as_run(run)
     if not isinstance(theme, str) or theme not in GANTT_THEMES:
@@ -320,15 +336,20 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     width = _whole(width, "width", 200, 10_000)
     merge_above = _whole(merge_above, "merge_above", 0, MAX_ROWS)
     p = r.devices
-    row = int(np.clip(480 // p, 16, 34)) if row_height is None else _whole(row_height, "row_height", 8, 120)
     makespan = r.makespan
     if not makespan > 0:
         raise ConfigError("item", r, "give a run whose ops take time (the makespan is 0)")
+    t0, t1 = _window(r, window, width)
+    overview = (t0, t1) != (0.0, makespan)
+    # a window's rows keep room for its labels (bars of 12 px), however many devices
+    row = int(np.clip(480 // p, 18 if overview else 16, 34)) if row_height is None else \
+        _whole(row_height, "row_height", 8, 120)
     th = GANTT_THEMES[theme]
-    pieces = _gantt_pieces(r, width, merge_above)
-    px = width / makespan
+    pieces = _gantt_pieces(r, width, merge_above, (t0, t1))
+    px = width / (t1 - t0)
     pad = _BAR_INSET_PX / row if row >= 14 else 0.1
-    lanes = _lane_pieces(r, width) if (len(r.transfers) or len(r.host_copies)) and row >= _LANE_MIN_ROW else None
+    lanes = _lane_pieces(r, width, (t0, t1)) if (len(r.transfers) or len(r.host_copies)) and row >= _LANE_MIN_ROW \
+        else None
     paints = _paints(th, lanes is not None)
     # a bar spans [pad, bottom] of its row; a lane, when drawn, the rest below it
     lane_share = _LANE_SHARE if lanes is not None else 0
@@ -337,7 +358,8 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     time_axis = alt.Axis(title=time_title(r.config), titleColor=th.muted, titleFontWeight="normal",
                          titleFontSize=LABEL_SIZE, labelColor=th.muted, labelFontSize=LABEL_SIZE, domainColor=th.axis,
                          tickColor=th.axis, gridColor=th.grid, gridOpacity=0.07, labelFlush=True)
-    x_scale = alt.Scale(domain=[0, makespan], nice=False, zero=False)
+    # a window's ops that run past its edges are cut there (clamped to the scale's range)
+    x_scale = alt.Scale(domain=[t0, t1], nice=False, zero=False, clamp=overview)
 
     def x(field: str) -> alt.X:
         # every layer names the same axis, so the merged axis keeps it
@@ -372,7 +394,8 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
                  alt.Tooltip("end:Q", title="until", format=".4~g")])
     layers = [gaps]
     if lanes is not None:
-        layers += _lane_layers(lanes, _lane_bands(r), r.devices, makespan, bottom, pad, th, x, y_scale, color)
+        layers += _lane_layers(lanes, _lane_bands(r), r.devices, (t0, min(t1, makespan)), bottom, pad, th, x, y_scale,
+                               color)
     hatch = _hatch(pieces.gaps, px, row, pad, lane_share)
     if hatch:
         layers.append(alt.Chart({"values": hatch}).mark_rule(
@@ -415,36 +438,119 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     heads = []
     for d in range(p):
         stages = r.program.placement.describe(d) if r.program.placement is not None else ""
-        idle = f"{r.idle[d] / makespan:.0%} idle"
+        idle = f"{share(r.idle[d] / makespan)} idle"
         heads.append({"device": d, "name": f"device {d}", "detail": f"{stages} · {idle}" if stages else idle})
     two_lines = row >= 26
     head = alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.5")
     layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=-7 if two_lines else 0,
                                  fontSize=TEXT_SIZE if row >= 20 else TICK_SIZE, fontWeight="bold", color=th.foreground).encode(
-        x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="name:N"))
+        x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="name:N"))
     if two_lines:
         layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=8, fontSize=TICK_SIZE,
                                      color=th.muted).encode(
-            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="detail:N"))
+            x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="detail:N"))
     gantt = alt.layer(*layers).properties(width=width, height=p * row, view=alt.ViewBackground(stroke=None))
 
-    title = _gantt_title(r, pieces, th, width, lanes is not None)
-    if not memory:
+    title = _gantt_title(r, pieces, th, width, lanes is not None, (t0, t1) if overview else None, window is None)
+    parts = ([_overview(r, th, width, (t0, t1))] if overview else []) + [gantt]
+    if memory:
+        parts.append(_memory_lanes(r, th, width, row, x_scale, (t0, t1)))
+    if len(parts) == 1:
         return gantt.properties(title=title, background=th.background, padding=16)
-    return alt.vconcat(gantt, _memory_lanes(r, th, width, row, x_scale), spacing=22).properties(
-        title=title, background=th.background, padding=16)
+    return alt.vconcat(*parts, spacing=22).properties(title=title, background=th.background, padding=16)
 
 
-def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes: bool = False) -> alt.TitleParams:
+#: the share of ops the opening window gives room for their labels, as the widget's (js/src/opening.ts)
+READABLE_SHARE = 0.9
+
+
+def readable_span(r: Result, width: int) -> float:
+    """The span of time (from 0) across ``width`` px in which 90 % of the run's ops are wide enough
+    for their microbatch labels (the chart's own rule for a label: its digits and padding), as the
+    widget opens a dense run; the makespan or more when the whole run is readable."""
+    o, program = r.ops, r.program
+    slot = np.flatnonzero(~np.r_[False, program.pair[:-1]] & (o.end - o.start > 0))
+    if not len(slot):
+        return float("inf")
+    digits = lambda mb: np.floor(np.log10(np.maximum(mb, 1))).astype(np.int64) + 1  # noqa: E731
+    chars = digits(o.microbatch[slot])
+    pair = program.pair[slot]
+    after = np.minimum(slot + 1, len(o) - 1)
+    chars = np.where(pair, chars + 1 + digits(o.microbatch[after]), chars)
+    need = (chars * _DIGIT_PX + _LABEL_PAD_PX + 1) / (o.end[slot] - o.start[slot])
+    return width / float(np.quantile(need, READABLE_SHARE, method="lower"))
+
+
+def _window(r: Result, window, width: int) -> tuple[float, float]:
+    makespan = r.makespan
+    if window is None:
+        return 0.0, min(makespan, readable_span(r, width))
+    if isinstance(window, str) and window == "all":
+        return 0.0, makespan
+    try:
+        t0, t1 = (float(t) for t in window)
+    except (TypeError, ValueError):
+        t0 = t1 = float("nan")
+    if not 0 <= t0 < t1 or not np.isfinite(t1):
+        raise ConfigError("window", window, f"give (t0, t1) with 0 <= t0 < t1 (the run ends at {number(makespan)}), "
+                          "'all' for the whole run, or None for a readable window from its start")
+    return t0, min(t1, makespan)
+
+
+def _overview(r: Result, th: _GanttTheme, width: int, window: tuple[float, float]) -> alt.LayerChart:
+    """The whole run in a strip a few pixels per device, each kind in its colour and idle in the
+    lane's grey, the window drawn below outlined and the rest dimmed, as the widget's strip."""
+    p, makespan = r.devices, r.makespan
+    height = int(np.clip(4 * p, 24, 64))
+    pieces = _gantt_pieces(r, width, 0)
+    base = {k: "#%02x%02x%02x" % tuple(round(v + (255 - v) * th.steps[0]) for v in rgb(c))
+            for k, c in zip(("F", "B", "W", "F&B"), th.kinds)}
+    rows = [{"device": op["device"], "start": op["start"], "end": op["end"], "colour": base[SLOT_OF[op["kind"]]]}
+            for op in pieces.ops]
+    rows += [{"device": b["device"], "start": b["start"], "end": b["end"], "top": b["top"], "bottom": b["bottom"],
+              "colour": th.idle if b["kind"] == "idle" else base[SLOT_OF[b["kind"]]]} for b in pieces.bands]
+    x_scale = alt.Scale(domain=[0, makespan], nice=False, zero=False)
+    y_scale = alt.Scale(domain=[0, p], reverse=True, nice=False, zero=False)
+    x = lambda field: alt.X(field, type="quantitative", scale=x_scale, axis=None)  # noqa: E731
+    gap = 0.12 if height / p >= 3 else 0.0  # a hairline between devices where they have the pixels
+    chart = alt.Chart({"values": rows}).transform_calculate(
+        y0=f"datum.device + {gap} + (isValid(datum.top) ? datum.top : 0) * {1 - gap}",
+        y1=f"datum.device + {gap} + (isValid(datum.bottom) ? datum.bottom : 1) * {1 - gap}")
+    t0, t1 = window
+    layers = [
+        alt.Chart({"values": [{"d": 0}]}).mark_rect(color=th.idle, aria=False).encode(
+            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(makespan),
+            y=alt.YDatum(0, type="quantitative", scale=y_scale, axis=None), y2=alt.Y2Datum(p)),
+        chart.mark_rect(aria=False).encode(x("start:Q"), x2="end:Q", y=alt.Y("y0:Q", scale=y_scale, axis=None),
+                                           y2="y1:Q", color=alt.Color("colour:N", scale=None)),
+    ]
+    outside = [{"a": 0.0, "b": t0}, {"a": t1, "b": makespan}]
+    layers.append(alt.Chart({"values": [o for o in outside if o["b"] > o["a"]]}).mark_rect(
+        color=th.background, opacity=0.5, aria=False).encode(x("a:Q"), x2="b:Q"))
+    layers.append(alt.Chart({"values": [{"a": t0, "b": t1}]}).mark_rect(
+        fill=None, stroke=th.foreground, strokeWidth=1.5, cornerRadius=2).encode(x("a:Q"), x2="b:Q"))
+    layers.append(alt.Chart({"values": [{"text": "whole run"}]}).mark_text(
+        align="right", baseline="middle", dx=-10, fontSize=LABEL_SIZE, fontWeight="bold", color=th.foreground).encode(
+        x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None),
+        y=alt.YDatum(p / 2, type="quantitative", scale=y_scale, axis=None), text="text:N"))
+    return alt.layer(*layers).properties(width=width, height=height, view=alt.ViewBackground(stroke=None))
+
+
+def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes: bool = False,
+                 window: tuple[float, float] | None = None, readable: bool = False) -> alt.TitleParams:
     c, program, cf = r.config, r.program, r.closed_form
     wrap = max(60, int((width + 120) / 6.8))  # characters of 12 px text across the chart
     name = c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule)
     v = f" · v={c.stages_per_device}" if c.stages_per_device > 1 else ""
-    comm = f" · comm={c.comm:g}" if c.comm > 0 else ""
+    unit = c.time_unit or None
+    comm = f" · comm={number(c.comm)}" if c.comm > 0 else ""
     # a segmented program's bars are numbered by segment index (microbatch·k + segment)
     k = f" · k={program.segments} segments (bars: microbatch·{program.segments} + segment)" if program.segments > 1 else ""
-    costs = f"f={c.f:g}" if program.forward_only else f"f={c.f:g} b={c.b:g} w={c.w:g}"
-    sizes = f"p={r.devices} · m={program.whole_microbatches}{k}{v} · {costs}{comm} · {len(r.ops):,} ops"
+    # an F&B pair's time where the program has pairs (DualPipe's), as the widget's header gives it
+    fb = f" fb={number(c.fb if c.fb is not None else c.f + c.b + c.w)}" if program.pair.any() else ""
+    costs = f"f={number(c.f)}" if program.forward_only else f"f={number(c.f)} b={number(c.b)} w={number(c.w)}{fb}"
+    sizes = (f"p={r.devices} · m={program.whole_microbatches}{k}{v} · {costs}{comm}{' ' + unit if unit else ''} · "
+             f"{number(len(r.ops))} ops")
     star = "" if cf is None or cf.applies else "*"
 
     def closed(text: str | None) -> str:
@@ -453,21 +559,28 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
     peak = float(r.peak_memory.max())
     cf_peak = None
     if cf is not None and cf.peak_activation:
-        cf_peak = format_number(max(cf.peak_activation) + float(r.static_memory.max()))
+        cf_peak = number(max(cf.peak_activation) + float(r.static_memory.max()))
     in_bytes = ""
     if c.activation_bytes:
-        unit = memory_unit([r])
-        in_bytes = f" = {format_number(peak * unit.factors[0])} {unit.label}"
+        memory = memory_unit([r])
+        in_bytes = f" = {number(peak * memory.factors[0], memory.label)}"
     # an inference batch idles only while the pipeline fills and drains: its figures are the first
     # output and the steady throughput, and its idle share is called what it is
     idle_name = "fill + drain" if program.forward_only else "bubble"
-    first = (f"first output {format_number(r.time_to_first_output)} · throughput {format_number(r.throughput)} · "
+    per = f"per {unit}" if unit else "per unit of time"
+    first = (f"first output {number(r.time_to_first_output, unit)} · throughput {number(r.throughput, per)} · "
              if program.forward_only else "")
-    metrics = (f"makespan {format_number(r.makespan)}{closed(format_number(cf.makespan) if cf else None)} · {first}"
-               f"{idle_name} {r.bubble_fraction:.1%} of p × makespan"
-               f"{closed(f'{cf.bubble_fraction:.1%}' if cf else None)} · "
-               f"peak memory {format_number(peak)}{in_bytes}{closed(cf_peak)}")
+    metrics = (f"makespan {number(r.makespan, unit)}{closed(number(cf.makespan, unit) if cf else None)} · {first}"
+               f"{idle_name} {share(r.bubble_fraction)} of p × makespan"
+               f"{closed(share(cf.bubble_fraction) if cf else None)} · "
+               f"peak memory {number(peak)}{in_bytes}{closed(cf_peak)}")
     lines = [sizes, metrics]
+    if window is not None:
+        t0, t1 = window
+        span = f"{number(t0)} to {number(t1, unit)}" if t0 > 0 else f"the first {number(t1, unit)}"
+        why = ", where its ops have room for their labels" if readable else ""
+        lines.append(f"above, the whole run ({number(r.makespan, unit)}) with the window drawn below marked: {span}{why} "
+                     "(window=(t0, t1) draws another, window='all' all of it)")
     if lanes:
         if _lane_bands(r) == 4:
             lines.append("the lane under each row: sends, offloads to host (top half); reloads, receives (bottom half)")
@@ -487,7 +600,8 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
                            subtitleColor=th.muted, subtitleFontSize=TEXT_SIZE, subtitlePadding=6, offset=10)
 
 
-def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt.Scale) -> alt.LayerChart:
+def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt.Scale,
+                  window: tuple[float, float]) -> alt.LayerChart:
     """Each device's activation memory over time, one lane each on one scale. With a memory
     capacity, as the widget draws it: the activations stacked on the static memory, the capacity
     dashed, and a device over it red above the line, its excess in its label."""
@@ -503,17 +617,19 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
     peaks = (r.peak_memory if capacity is not None else r.peak_activation) * k
     curves, heads, rules = [], [], []
     top = 0.0 if capacity is None else capacity * k
+    t0, t1 = window
+    end = min(t1, r.makespan)
     for d in range(p):
-        times, values = r.memory.curve(d)
+        times, values = _in_window(*r.memory.curve(d), t0, end)
         st, sv = summarize_steps(times, values, per_device)
-        if st[-1] < r.makespan:
-            st, sv = np.r_[st, r.makespan], np.r_[sv, sv[-1]]
+        if st[-1] < end:
+            st, sv = np.r_[st, end], np.r_[sv, sv[-1]]
         b = float(base[d])
         curves += [{"device": d, "time": float(t), "memory": float(v) * k + b, "static": b} for t, v in zip(st, sv)]
         over = capacity is not None and not r.fits[d]
-        excess = f"  +{format_number(float(r.excess[d]) * k)} over" if over else ""
+        excess = f"  +{number(float(r.excess[d]) * k, _label(unit))} over" if over else ""
         heads.append({"device": d, "peak": float(peaks[d]),
-                      "text": f"device {d}  peak {format_number(float(peaks[d]))}{excess}",
+                      "text": f"device {d}  peak {number(float(peaks[d]), _label(unit))}{excess}",
                       "colour": th.over if over else th.muted})
         if d < len(closed):
             rules.append({"device": d, "closed": float(closed[d]) * k + b})
@@ -524,7 +640,7 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
     y_scale = alt.Scale(domain=[0, p], reverse=True, nice=False, zero=False)
     lanes = alt.Chart({"values": [{"device": d} for d in range(p)]}).transform_calculate(
         lane_top="datum.device + 0.1", lane_bottom="datum.device + 1").mark_rect(color=th.lane, aria=False).encode(
-        x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+        x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(end),
         y=alt.Y("lane_top:Q", scale=y_scale, axis=None), y2="lane_bottom:Q")
     memory_tooltip = [alt.Tooltip("device:O"), alt.Tooltip("time:Q", title="from time", format=".4~g"),
                       alt.Tooltip("memory:Q", title=f"{'memory' if capacity is not None else 'activation memory'} "
@@ -541,7 +657,7 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         if statics:
             layers.append(alt.Chart({"values": statics}).transform_calculate(
                 level=level.format("static"), bottom="datum.device + 1").mark_rect(color=th.static, aria=False).encode(
-                x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+                x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(end),
                 y=alt.Y("level:Q", scale=y_scale, axis=None), y2="bottom:Q",
                 tooltip=[alt.Tooltip("device:O"), alt.Tooltip("static:Q", title=f"static memory ({unit.label})",
                                                                format=".4~g")]))
@@ -559,19 +675,19 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
                  "alpha": 0.6 if r.fits[d] else 1.0} for d in range(p)]
         layers.append(alt.Chart({"values": caps}).transform_calculate(level=level.format("cap")).mark_rule(
             strokeDash=[7, 3], strokeWidth=1.25).encode(
-            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+            x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(end),
             y=alt.Y("level:Q", scale=y_scale, axis=None),
             color=alt.Color("colour:N", scale=None), opacity=alt.Opacity("alpha:Q", scale=None),
             tooltip=[alt.Tooltip("device:O"), alt.Tooltip("cap:Q", title=f"capacity ({unit.label})", format=".4~g")]))
     if rules:
         layers.append(alt.Chart({"values": rules}).transform_calculate(level=level.format("closed")).mark_rule(
             color=th.closed, strokeDash=[4, 3], strokeWidth=1, opacity=0.55).encode(
-            x=alt.XDatum(0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(r.makespan),
+            x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(end),
             y=alt.Y("level:Q", scale=y_scale, axis=None),
             tooltip=[alt.Tooltip("device:O"), alt.Tooltip("closed:Q", title="closed-form peak", format=".4~g")]))
     layers.append(alt.Chart({"values": heads}).transform_calculate(y="datum.device + 0.55").mark_text(
         align="right", baseline="middle", dx=-10, fontSize=LABEL_SIZE if lane >= 16 else SMALL_SIZE).encode(
-        x=alt.XDatum(0, type="quantitative", scale=x_scale), y=alt.Y("y:Q", scale=y_scale, axis=None),
+        x=alt.XDatum(t0, type="quantitative", scale=x_scale), y=alt.Y("y:Q", scale=y_scale, axis=None),
         text="text:N", color=alt.Color("colour:N", scale=None)))
     what = ("memory" if capacity is not None else "activation memory") + \
         (f" ({unit.label})" if unit.label != ACTIVATION_UNIT else "")
@@ -579,7 +695,7 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         ("; dashed: closed-form peak" if rules else "")
     if capacity is not None:
         over = int(np.count_nonzero(~r.fits))
-        amount = format_number(capacity * k) + (f" {unit.label}" if unit.label != ACTIVATION_UNIT else "")
+        amount = number(capacity * k, _label(unit))
         subtitle = [subtitle, f"activations over the grey static memory (weights, gradients, optimizer); long dashes: "
                               f"device capacity {amount}" +
                     (f", {over} of {p} devices over it (red)" if over else ", every device fits")]
@@ -587,3 +703,18 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         width=width, height=p * lane, view=alt.ViewBackground(stroke=None),
         title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=TEXT_SIZE,
                               subtitleColor=th.muted, subtitleFontSize=LABEL_SIZE, orient="top", offset=6))
+
+
+def _label(unit) -> str | None:
+    """A memory unit's name beside a number: GiB and the like, none for activation units (the
+    chart's note says what they are)."""
+    return None if unit.label == ACTIVATION_UNIT else unit.label
+
+
+def _in_window(times: np.ndarray, values: np.ndarray, t0: float, t1: float) -> tuple[np.ndarray, np.ndarray]:
+    """A step curve's points in [t0, t1], starting with the value it holds at t0."""
+    i = max(0, int(np.searchsorted(times, t0, side="right")) - 1)
+    j = max(i + 1, int(np.searchsorted(times, t1, side="right")))
+    t, v = times[i:j].copy(), values[i:j]
+    t[0] = max(t[0], t0)
+    return t, v

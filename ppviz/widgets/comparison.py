@@ -42,7 +42,7 @@ import traitlets
 from ..analysis.comparison import Comparison
 from ..charts import comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
-from ..charts.style import CHART, FONT_FAMILY
+from ..charts.style import CHART, FONT_FAMILY, LABEL_SIZE
 from ..charts.style import THEMES as PALETTES
 from ..core.errors import ConfigError, checked_arguments
 from ..core.numbers import number
@@ -64,7 +64,9 @@ _INK = {role: (PALETTES["light"][key], PALETTES["dark"][key])
         for role, key in (("background", "background"), ("fg", "foreground"), ("muted", "muted"), ("axis", "axis"),
                           ("grid", "chartGrid"))}
 #: colours ppviz.charts gives text and closed-form marks, redrawn light on dark
-_DARK_LITERALS = {CHART["text"]: "fg", CHART["closedForm"]: "fg", CHART["subtitle"]: "muted"}
+_DARK_LITERALS = {CHART["text"]: "fg", CHART["closedForm"]: "fg", CHART["subtitle"]: "muted",
+                  # the halo that keeps a point's name clear of the marks is the page's colour
+                  CHART["labelHalo"]: "background"}
 
 # The linked Altair charts ----------------------------------------------------------------------
 
@@ -166,12 +168,15 @@ def _link(chart, *, dark: bool = False):
     # room between the panel's border and the titles, axis labels and legend
     chart.padding = {"left": 14, "right": 14, "top": 12, "bottom": 10}
     fg, muted = _theme_expr("fg"), _theme_expr("muted")
+    # no text under 11 px: Vega-Lite's axis labels default to 10
     chart.config = {
         "font": FONT_FAMILY,
-        "title": {"color": fg, "subtitleColor": muted},
+        "title": {"color": fg, "subtitleColor": muted, "subtitleFontSize": LABEL_SIZE},
         "axis": {"labelColor": muted, "titleColor": fg, "domainColor": _theme_expr("axis"),
-                 "tickColor": _theme_expr("axis"), "gridColor": _theme_expr("grid")},
-        "legend": {"labelColor": fg, "titleColor": fg},
+                 "tickColor": _theme_expr("axis"), "gridColor": _theme_expr("grid"),
+                 "labelFontSize": LABEL_SIZE, "titleFontSize": LABEL_SIZE},
+        "legend": {"labelColor": fg, "titleColor": fg, "labelFontSize": LABEL_SIZE, "titleFontSize": LABEL_SIZE},
+        "header": {"labelFontSize": LABEL_SIZE, "titleFontSize": LABEL_SIZE},
         "view": {"stroke": _theme_expr("grid")},
     }
     return chart
@@ -179,8 +184,10 @@ def _link(chart, *, dark: bool = False):
 
 def _chart(results: list[Result], metric: str, dark: bool):
     # SVG keeps the marks in the DOM (tests click them); no actions menu, whose editor link
-    # would go online (ppviz.charts.to_svg / to_png export offline)
-    chart = chart_widget(_link(comparison_charts(results, metric=metric), dark=dark),
+    # would go online (ppviz.charts.to_svg / to_png export offline). One column: about 560 px,
+    # so that a 600 px output (a 1,000 px window with JupyterLab's side bar open) shows its text
+    # at full size; the SVG shrinks to fit anything narrower
+    chart = chart_widget(_link(comparison_charts(results, metric=metric, columns=1), dark=dark),
                    embed_options={"renderer": "svg", "actions": False})
     chart.add_class("ppviz-compare-charts")
     return chart
@@ -188,17 +195,20 @@ def _chart(results: list[Result], metric: str, dark: bool):
 
 # Widgets ---------------------------------------------------------------------------------------
 
-#: the traits every Gantt chart of a comparison shares with its CompareState
+#: the traits every Gantt chart of a comparison shares with its CompareState (and the Comparison)
 SHARED = ("selected_schedule", "selected_device", "selected_microbatch", "time_window")
+#: shared by the charts only: the span they open on, the smallest any of them chose (so that
+#: every run's ops carry their labels in the one window they open on)
+_OPENING = "_opening_span"
 
 
 class CompareState(anywidget.AnyWidget):
     """The selection and view a comparison's widgets share, kept in the browser.
 
     Never displayed: its front end (``initialize`` in the widget bundle) links the Altair
-    chart to the Gantt charts, as this module's docstring describes.
-    ``chart_selections`` and ``chart_params`` mirror the chart's ``_vl_selections`` and
-    ``_params``.
+    chart to the Gantt charts, as this module's docstring describes. The selection, the time
+    window and the theme are public, as on the Gantt charts; ``_chart_selections`` and
+    ``_chart_params`` are private mirrors of the chart's ``_vl_selections`` and ``_params``.
     """
 
     _esm = BUNDLE
@@ -209,8 +219,9 @@ class CompareState(anywidget.AnyWidget):
     selected_microbatch = traitlets.Int(-1).tag(sync=True)
     time_window = traitlets.List(traitlets.Float()).tag(sync=True)
     theme = traitlets.Enum(list(THEMES), default_value="auto").tag(sync=True)
-    chart_selections = traitlets.Dict().tag(sync=True)
-    chart_params = traitlets.Dict().tag(sync=True)
+    _opening_span = traitlets.Float(0.0, min=0.0).tag(sync=True)
+    _chart_selections = traitlets.Dict().tag(sync=True)
+    _chart_params = traitlets.Dict().tag(sync=True)
 
     @traitlets.validate("time_window")
     def _valid_window(self, proposal):
@@ -248,16 +259,16 @@ class ComparisonView(ipywidgets.VBox):
         self.chart = _chart(results, comparison.metric, dark=theme == "dark")
         self.gantts = []
         for name, result, refusal in comparison.entries:
-            options = dict(compact=True, theme=theme, time_extent=comparison.time_extent, run_name=name)
+            options = dict(_compact=True, theme=theme, time_extent=comparison.time_extent, _run_name=name)
             if result is None:
-                gantt = GanttWidget(None, meta={"title": name}, error=refusal, **options)
+                gantt = GanttWidget(None, _meta={"title": name}, error=refusal, **options)
             else:
-                gantt = GanttWidget(result, color=colors[name], **options)
+                gantt = GanttWidget(result, _color=colors[name], **options)
             self.gantts.append(gantt)
         self.links = [ipywidgets.jslink((self.state, trait), (gantt, trait))
-                      for gantt in self.gantts for trait in SHARED]
-        self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "chart_selections")),
-                       ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
+                      for gantt in self.gantts for trait in (*SHARED, _OPENING)]
+        self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "_chart_selections")),
+                       ipywidgets.jslink((self.chart, "_params"), (self.state, "_chart_params"))]
         fit = ""
         if comparison.fits is not None:
             ranking = comparison.ranking
@@ -265,9 +276,10 @@ class ComparisonView(ipywidgets.VBox):
             fit = f"<b>{len(ranking)} of {len(results)} fit</b> in device memory{fastest} · "
         extent = number(comparison.time_extent, comparison.time_unit)
         hint = ipywidgets.HTML(
-            f"{fit}<b>One time axis</b>, 0 to {escape(extent)} (the longest makespan) · click a run's name, bar or "
-            "point to emphasise it · a device's label or an op to highlight that device everywhere · Ctrl + scroll "
-            "(or + / −) to zoom and drag to pan all the timelines · Esc clears")
+            f"{fit}<b>One time axis</b>, 0 to {escape(extent)} (the longest makespan), "
+            "each run whole in the strip above its rows · click a run's name, bar or point to emphasise it · a device's "
+            "label or an op to highlight that device everywhere · Ctrl + scroll (or + / −), drag, or the strip's "
+            "window to move all the timelines · Esc clears")
         hint.add_class("ppviz-compare-hint")
         stack = ipywidgets.VBox(self.gantts)
         stack.add_class("ppviz-compare-gantts")

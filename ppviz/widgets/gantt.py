@@ -22,46 +22,52 @@ BUNDLE = pathlib.Path(__file__).resolve().parent.parent / "static" / "widget.js"
 class GanttWidget(anywidget.AnyWidget):
     """The canvas Gantt chart of one simulated result.
 
-    ``selected_microbatch`` (−1 for none) and ``selected_op`` (an index into
-    ``result.ops``, −1 for none) follow clicks in the chart and can be set from Python;
-    ``selected_device`` (−1 for none) follows clicks on a device's row label or an op.
-    ``theme`` is ``"auto"`` (follow the host), ``"light"`` or ``"dark"``.
+    Public traits are what a user observes and sets:
 
-    ``time_window`` is the span of time in view, ``[t0, t1]``, or ``[]`` for all of it; it
-    follows zoom and pan and can be set from Python. The time axis spans
-    ``[0, max(makespan, time_extent)]``, so charts given the same ``time_extent`` share one
-    scale. ``compact`` draws a one-line header and no memory lanes or replay bar.
-    ``run_name``, ``color`` and ``selected_schedule`` place the chart in a comparison
-    (:func:`ppviz.compare`): clicking its title selects ``run_name``, and while another run
-    is selected the chart is dimmed.
+    - ``selected_microbatch`` (−1 for none) and ``selected_op`` (an index into ``result.ops``,
+      −1 for none) follow clicks in the chart; ``selected_device`` (−1 for none) follows clicks
+      on a device's row label or an op. Set them from Python to make the chart follow.
+    - ``time_window`` is the span of time in the detail view, ``[t0, t1]``, or ``[]`` for all of
+      it; it follows zoom, pan and the overview, and can be set from Python. A run too dense to
+      read whole opens on a readable window (ops wide enough for their labels) from its start,
+      which the chart writes here. The time axis spans ``[0, max(makespan, time_extent)]``, so
+      charts given the same ``time_extent`` share one scale.
+    - ``theme`` is ``"auto"`` (follow the host), ``"light"`` or ``"dark"``.
+    - ``error`` is "" or a message the chart shows in a banner (``GanttWidget(None,
+      error=...)`` is a chart with nothing to draw that shows why); ``busy`` is "" or what the
+      kernel is doing for it (e.g. "simulating 1,000,000 ops…"): the chart dims and says so
+      until the next result arrives.
+    - ``selected_schedule`` is the run emphasised in a comparison (:func:`ppviz.compare`).
 
-    ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why.
-    ``busy`` is "" or what the kernel is doing for it (e.g. "simulating 1,000,000 ops…"):
-    the chart dims and says so until the next result arrives.
-
-    ``overlay`` is empty, or a measured run's simulation and residuals per op
-    (``set_result(measured, against=...)``, wire format in ``ppviz/widgets/overlay.py``); its
-    summary is ``meta["overlay"]``.
+    The rest is the chart's wire and is private: ``_timeline``, ``_memory`` and ``_overlay``
+    (binary, ARCHITECTURE.md's "Wire format"), ``_meta`` (labels and metrics), and what a
+    comparison sets up (``_compact``: a one-line header and no memory lanes or replay bar;
+    ``_run_name`` and ``_color``: clicking the title selects the run, and while another run is
+    selected the chart is dimmed; ``_opening_span``: the span the front end chose to open on,
+    which a comparison's charts share so that they open on one window). ``_overlay`` is empty, or a measured
+    run's simulation and residuals per op (``set_result(measured, against=...)``); its summary
+    is ``_meta["overlay"]``. ``self.result`` is the Result on display.
     """
 
     _esm = BUNDLE
 
-    timeline = traitlets.Bytes(b"").tag(sync=True)
-    memory = traitlets.Bytes(b"").tag(sync=True)
-    overlay = traitlets.Bytes(b"").tag(sync=True)
-    meta = traitlets.Dict().tag(sync=True)
     error = traitlets.Unicode("").tag(sync=True)
     busy = traitlets.Unicode("").tag(sync=True)
     selected_microbatch = traitlets.Int(-1).tag(sync=True)
     selected_op = traitlets.Int(-1).tag(sync=True)
     selected_device = traitlets.Int(-1).tag(sync=True)
+    selected_schedule = traitlets.Unicode("").tag(sync=True)
     theme = traitlets.Enum(["auto", "light", "dark"], default_value="auto").tag(sync=True)
-    compact = traitlets.Bool(False).tag(sync=True)
     time_extent = traitlets.Float(0.0, min=0.0).tag(sync=True)
     time_window = traitlets.List(traitlets.Float()).tag(sync=True)
-    run_name = traitlets.Unicode("").tag(sync=True)
-    color = traitlets.Unicode("").tag(sync=True)
-    selected_schedule = traitlets.Unicode("").tag(sync=True)
+    _timeline = traitlets.Bytes(b"").tag(sync=True)
+    _memory = traitlets.Bytes(b"").tag(sync=True)
+    _overlay = traitlets.Bytes(b"").tag(sync=True)
+    _meta = traitlets.Dict().tag(sync=True)
+    _compact = traitlets.Bool(False).tag(sync=True)
+    _run_name = traitlets.Unicode("").tag(sync=True)
+    _color = traitlets.Unicode("").tag(sync=True)
+    _opening_span = traitlets.Float(0.0, min=0.0).tag(sync=True)
 
     def __init__(self, result: Result | None, *, against=None, **kwargs):
         super().__init__(**kwargs)
@@ -82,13 +88,13 @@ class GanttWidget(anywidget.AnyWidget):
         self.result = result
         self.residuals = residuals
         with self.hold_sync():
-            self.timeline = encode_timeline(result)
-            self.memory = encode_memory(result)
+            self._timeline = encode_timeline(result)
+            self._memory = encode_memory(result)
             meta = describe(result)
             if residuals is not None:
                 meta["overlay"] = describe_overlay(residuals, against_label(against))
-            self.overlay = encode_overlay(residuals) if residuals is not None else b""
-            self.meta = meta
+            self._overlay = encode_overlay(residuals) if residuals is not None else b""
+            self._meta = meta
             self.error = ""
             self.busy = ""
             if self.selected_microbatch >= result.program.microbatches:
@@ -97,7 +103,9 @@ class GanttWidget(anywidget.AnyWidget):
                 self.selected_device = -1
             # op indices of a new timeline name other ops
             self.selected_op = -1
+            # a new run opens on its own readable window
             self.time_window = []
+            self._opening_span = 0.0
 
 
 def valid_window(window) -> list[float]:

@@ -29,11 +29,11 @@ window.ppvizModels = [];
 window.ppvizCleanups = [];
 for (const [i, chart] of charts.entries()) {{
   const state = {{
-    timeline: new DataView(bytes(chart.timeline).buffer),
-    memory: new DataView(bytes(chart.memory).buffer),
-    overlay: new DataView(bytes(chart.overlay).buffer),
-    meta: chart.meta, error: "", busy: "", selected_microbatch: -1, selected_op: -1, selected_device: -1,
-    theme: "{theme}", compact: false, time_extent: 0, time_window: [], run_name: "", color: "",
+    _timeline: new DataView(bytes(chart.timeline).buffer),
+    _memory: new DataView(bytes(chart.memory).buffer),
+    _overlay: new DataView(bytes(chart.overlay).buffer),
+    _meta: chart.meta, error: "", busy: "", selected_microbatch: -1, selected_op: -1, selected_device: -1,
+    theme: "{theme}", _compact: false, time_extent: 0, time_window: [], _run_name: "", _color: "",
     selected_schedule: "",
   }};
   const listeners = {{}};

@@ -25,6 +25,7 @@ import ipywidgets
 import vl_convert
 
 from ..charts import comparison_charts, gantt_chart, overlay_chart, to_png
+from ..charts.gantt import readable_span
 from ..charts.render import compact_png
 from ..core.errors import ConfigError
 from ..analysis.comparison import Comparison
@@ -72,10 +73,15 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
 
 def _comparison_chart(comparison: Comparison) -> alt.VConcatChart:
     """The runs' Gantt charts on one time scale (each plot as wide as its makespan is long
-    against the longest), above the bubble, Pareto and memory charts."""
+    against the longest, or, where the densest run is not readable whole, each the window from
+    the start in which it is, under its overview strip, as the view opens), above the bubble,
+    Pareto and memory charts."""
+    span = min(comparison.time_extent, *(readable_span(r, _WIDTH) for r in comparison.results))
     gantts = []
     for r in comparison.results:
-        gantt = gantt_chart(r, memory=False, width=max(200, round(_WIDTH * r.makespan / comparison.time_extent)))
+        end = min(span, r.makespan)
+        window = "all" if end == r.makespan and span >= comparison.time_extent else (0.0, end)
+        gantt = gantt_chart(r, memory=False, width=max(200, round(_WIDTH * end / span)), window=window)
         background = gantt.background
         gantt.padding = gantt.background = alt.Undefined  # top-level properties: the stack's own
         gantts.append(gantt)

@@ -16,9 +16,10 @@ import ipywidgets
 import traitlets
 
 from ..core.budget import estimate_ops
-from ..core.config import MAX_COST, Config
+from ..core.config import Config
 from ..core.engine import as_run, simulate
 from ..core.errors import ConfigError, PpvizError, checked_arguments
+from ..core.numbers import number
 from ..core.registry import all_specs, lookup
 from ..core.result import Result
 from .gantt import GanttWidget
@@ -36,6 +37,13 @@ FIELDS = (("devices", "p", True), ("microbatches", "m", True), ("stages_per_devi
           ("f", "f", False), ("b", "b", False), ("w", "w", False), ("comm", "comm", False))
 #: What the widget draws at most (rows and chunks); the size budget bounds the rest.
 MAX_DEVICES, MAX_V = 1024, 64
+#: The controls' widths: all of them on one line in a notebook cell of a 1,400 px window
+#: (JupyterLab with its side bar open leaves about 1,000 px)
+_WIDTHS = {"schedule": "205px", "whole": "82px", "cost": "104px", "comm": "116px"}
+#: What the comm control says with a topology, where transfers over its links take comm's place
+_TOPOLOGY = "topology"
+_TOPOLOGY_WHY = ("with a topology, each transfer costs its link's latency + comm_bytes / bandwidth; the bare comm "
+                 "latency does not apply (Config.comm stays 0)")
 
 
 @checked_arguments
@@ -141,41 +149,123 @@ def _sizes(changes: dict, config: Config) -> str:
     return "p={devices}, v={stages_per_device}, m={microbatches}".format(**merged)
 
 
+class _CostField:
+    """A cost's control (f, b, w, comm): the shared formatter's text of the config's value with its
+    unit ("41.5 ms" for 41.522575225, which stays the value run), in a box that holds it. Typing
+    another number runs it; the text of the value on display runs nothing. ``value`` is the number,
+    as on ipywidgets' number boxes: setting it from Python runs it as typing would."""
+
+    def __init__(self, name: str, label: str, value: float, unit: str, on_change, width: str):
+        self.name = name
+        self.unit = unit
+        self._value = float(value)
+        self._on_change = on_change
+        self._showing = False
+        # the label beside the box rather than the box's description: ipywidgets puts a Text's
+        # tooltip (why comm is off) on its input only when it has no description
+        self.box = ipywidgets.Text(self._text(self._value), continuous_update=False,
+                                   layout=ipywidgets.Layout(width="auto", flex="1 1 auto"))
+        name_label = ipywidgets.Label(label, layout=ipywidgets.Layout(width="auto", flex="0 0 auto", margin="0 4px 0 2px"))
+        self.widget = ipywidgets.HBox([name_label, self.box],
+                                      layout=ipywidgets.Layout(width=width, align_items="center"))
+        self.widget.add_class(f"ppviz-control-{name}")
+        self.box.observe(self._typed, names="value")
+
+    def _text(self, value: float) -> str:
+        return number(value, self.unit or None)
+
+    @property
+    def value(self) -> float:
+        return self._value
+
+    @value.setter
+    def value(self, value) -> None:
+        changed = float(value) != self._value
+        self._value = float(value)
+        self._show(self._text(self._value))
+        if changed:
+            self._on_change(self._value)
+
+    @property
+    def disabled(self) -> bool:
+        return self.box.disabled
+
+    def _show(self, text: str) -> None:
+        self._showing = True
+        try:
+            self.box.value = text
+        finally:
+            self._showing = False
+
+    def show(self, value: float, *, why_not: str = "") -> None:
+        """Show ``value`` without running it; with ``why_not`` the control is off and says so."""
+        self._value = float(value)
+        self.box.disabled = bool(why_not)
+        self.box.tooltip = why_not or f"{self.name} = {self._value!r}{' ' + self.unit if self.unit else ''}"
+        self._show(_TOPOLOGY if why_not else self._text(self._value))
+
+    def _typed(self, change) -> None:
+        if self._showing or self.box.disabled:
+            return
+        text = change["new"].strip()
+        if text == self._text(self._value):
+            return  # the value on display, as the formatter writes it: nothing to run
+        try:
+            typed = float(text.removesuffix(self.unit).strip().replace(",", "")) if text else float("nan")
+        except ValueError:
+            typed = float("nan")
+        if not typed == typed:  # NaN: not a number
+            self._show(self._text(self._value))
+            self._on_change(text, refused=True)
+            return
+        self.value = typed
+
+
 class _Controls:
     """ipywidgets for schedule, p, m, v, f/b/w and comm; each change re-simulates, and a
-    refused one puts every control back to the config on display."""
+    refused one puts every control back to the config on display. Whole numbers are number boxes;
+    the costs are :class:`_CostField`, which show the shared formatter's text."""
 
     def __init__(self, viewer: Viewer, config: Config):
         self.viewer = viewer
         custom = viewer._program is not None
         style = {"description_width": "initial"}
-        narrow = ipywidgets.Layout(width="120px")
         names = [s.name for s in all_specs() if s.builder is not None]
         self.schedule = ipywidgets.Dropdown(options=names if not custom else ["custom"],
                                             value=config.schedule if not custom else "custom",
                                             description="schedule", style=style,
-                                            layout=ipywidgets.Layout(width="230px"), disabled=custom)
+                                            layout=ipywidgets.Layout(width=_WIDTHS["schedule"]), disabled=custom)
         self.schedule.add_class("ppviz-control-schedule")
         tops = {"devices": MAX_DEVICES, "stages_per_device": MAX_V, "microbatches": 10**9}
         self.fields = {}
         for name, label, whole in FIELDS:
             if whole:
                 field = ipywidgets.BoundedIntText(getattr(config, name), min=1, max=tops[name], description=label,
-                                                  style=style, layout=narrow, disabled=custom)
+                                                  style=style, layout=ipywidgets.Layout(width=_WIDTHS["whole"]),
+                                                  disabled=custom)
+                field.add_class(f"ppviz-control-{name}")
             else:
-                # as high as Config accepts: a bound below it would show another value than the one run
-                field = ipywidgets.BoundedFloatText(getattr(config, name), min=0, max=MAX_COST, step=0.1,
-                                                    description=label, style=style, layout=narrow)
-            field.add_class(f"ppviz-control-{name}")
+                field = _CostField(name, label, getattr(config, name), config.time_unit, self._cost(name),
+                                   _WIDTHS["comm" if name == "comm" else "cost"])
             self.fields[name] = field
         self._quiet = False
         self.schedule.observe(self._on_schedule, names="value")
         for name, field in self.fields.items():
-            field.observe(lambda change, name=name: self._on_field(name, change["new"]), names="value")
-        self.box = ipywidgets.HBox([self.schedule, *self.fields.values()],
+            if not isinstance(field, _CostField):
+                field.observe(lambda change, name=name: self._on_field(name, change["new"]), names="value")
+        self.box = ipywidgets.HBox([self.schedule, *(getattr(f, "widget", f) for f in self.fields.values())],
                                    layout=ipywidgets.Layout(flex_flow="row wrap", align_items="center"))
         self.box.add_class("ppviz-controls")
-        self._sync_v_rule(config)
+        self.show(config)
+
+    def _cost(self, name: str):
+        def changed(value, refused: bool = False) -> None:
+            if refused:
+                unit = self.viewer.config.time_unit or None
+                self.viewer._refuse(ConfigError(name, value, f"give a number, e.g. {number(1.5, unit)}"))
+            else:
+                self._on_field(name, value)
+        return changed
 
     def show(self, config: Config) -> None:
         """Set every control to ``config`` without re-simulating."""
@@ -184,7 +274,11 @@ class _Controls:
             if self.viewer._program is None:
                 self.schedule.value = config.schedule
             for name, field in self.fields.items():
-                field.value = getattr(config, name)
+                if isinstance(field, _CostField):
+                    # with a topology, comm does not apply: the control says so rather than 0
+                    field.show(getattr(config, name), why_not=_TOPOLOGY_WHY if name == "comm" and config.transfers else "")
+                else:
+                    field.value = getattr(config, name)
         finally:
             self._quiet = False
         self._sync_v_rule(config)

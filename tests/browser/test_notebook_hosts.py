@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import ppviz
+from ppviz.core.numbers import number, share
 
 from .conftest import ARTIFACTS, op_centre
 
@@ -162,7 +163,7 @@ def test_show_in_a_real_notebook(browser, server):
         root = page.locator(".jp-OutputArea-output .ppviz-gantt")
         run_cell(page, root)
         page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1", timeout=30_000)
-        assert root.get_attribute("data-ops") == "64"
+        assert root.get_attribute("data-run-ops") == "64"
 
         # the kernel simulates the same config, so the ops are in the same order as here
         ops = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8)).ops
@@ -183,7 +184,7 @@ def test_show_in_a_real_notebook(browser, server):
         field = page.locator(".widget-inline-hbox", has_text="p").locator("input").nth(0)
         field.fill("6")
         field.press("Enter")
-        page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.ops === '96'", timeout=30_000)
+        page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.runOps === '96'", timeout=30_000)
     except Exception:
         ARTIFACTS.mkdir(exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / f"failed-{server['app']}.png"))
@@ -227,7 +228,8 @@ def offline_page(browser, viewport):
 def gantt_states(page):
     return page.evaluate("""[...document.querySelectorAll('.ppviz-gantt')].map(e => ({
         emphasis: e.dataset.emphasis, device: e.dataset.selectedDevice, theme: e.dataset.theme,
-        draws: Number(e.dataset.draws), view: e.ppviz.getView(), canvas: (({left, width}) => ({left, width}))(
+        draws: Number(e.dataset.draws), view: e.ppviz.getView(), overview: e.dataset.overview,
+        labels: Number(e.dataset.labels), canvas: (({left, width}) => ({left, width}))(
             e.querySelector('canvas').getBoundingClientRect())}))""")
 
 
@@ -304,15 +306,23 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
     with offline_lab(browser, tmp_path, COMPARE, SHOTS / "failed-light.png") as (server, page):
         output = open_compare(page, server["url"])
         states = gantt_states(page)
-        # one time axis: the same span and the same pixels for it in every chart
-        assert [s["view"] for s in states] == [{"t0": 0, "t1": extent}] * 5
+        # one time axis: the same window and the same pixels for it in every chart. 1,024 ops or
+        # more each in 1,600 px are too dense to read whole: they open on one readable window from
+        # the start (the span the densest run needs), with each run whole in its overview strip
+        opening = states[0]["view"]
+        assert opening["t0"] == 0 and opening["t1"] < extent / 3
+        assert [s["view"] for s in states] == [opening] * 5
         assert len({(s["canvas"]["left"], s["canvas"]["width"]) for s in states}) == 1
+        assert [s["overview"] for s in states] == ["shown"] * 5
+        assert min(s["labels"] for s in states) >= 40, states
+        wait_for(page, lambda: (server["root"] / "time_window.txt").exists() and np.allclose(
+            json.loads((server["root"] / "time_window.txt").read_text()), [0, opening["t1"]]), "the window in Python")
         # the headers and the chart give the numbers of the results
         names = page.locator(".ppviz-gantt .ppviz-name").all_inner_texts()
         assert names == FIVE
         for i, r in enumerate(results):
             values = page.locator(".ppviz-gantt").nth(i).locator(".ppviz-metric-value").all_inner_texts()
-            assert values[0] == f"{r.makespan:g}" and values[1] == f"{100 * r.bubble_fraction:.1f} %"
+            assert values[0] == number(r.makespan) and values[1] == share(r.bubble_fraction)
         bubble = mark_opacity(page, "bubble fraction = idle")
         for name, r in zip(FIVE, results):
             assert any(f"name: {name};" in label and f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%"
@@ -374,10 +384,20 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
             json.loads((root / "time_window.txt").read_text()), [view["t0"], view["t1"]]), "the window in Python")
         output.screenshot(path=str(SHOTS / "compare-light-zoomed.png"))
 
-        # narrower than the charts: they shrink to fit, no title, subtitle, label or legend cut
+        # a 1,000 px window with the side bar open: the charts fit at full size, no text under
+        # 11 px (two columns were scaled to about 7 px), no title, subtitle, label or legend cut
         page.set_viewport_size({"width": 1000, "height": 2600})
-        page.wait_for_timeout(500)
+        page.keyboard.press("Control+b")
+        page.wait_for_timeout(800)
+        assert page.locator(".jp-FileBrowser").first.is_visible()
         assert_charts_unclipped(page)
+        sizes = page.evaluate("""(() => {
+            const svg = document.querySelector('.ppviz-compare-charts svg');
+            const scale = svg.getBoundingClientRect().width / Number(svg.getAttribute('width'));
+            return {scale, smallest: Math.min(...[...svg.querySelectorAll('text')].filter(t => t.textContent.trim())
+                .map(t => parseFloat(getComputedStyle(t).fontSize) * scale))};
+        })()""")
+        assert sizes["smallest"] >= 11, sizes
         output.screenshot(path=str(SHOTS / "compare-light-narrow.png"))
 
 

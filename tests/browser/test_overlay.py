@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import ppviz
+from ppviz.core.numbers import number, share
 from ppviz.widgets import standalone_html
 
 from .conftest import op_centre
@@ -17,13 +18,13 @@ def run():
     return measured, cal, ppviz.residuals(measured, cal)
 
 
-def js_num(x: float, digits: int) -> str:
-    """The widget's num(): the float32 sent, to `digits` significant digits, trailing zeros dropped."""
-    return "%.12g" % float(f"{float(np.float32(x)):.{digits}g}")
+def js_num(x: float, digits: int = 3) -> str:
+    """The widget's number(): the float32 sent, through the shared formatter."""
+    return number(float(np.float32(x)), digits=digits)
 
 
 def signed(x: float) -> str:
-    return ("+" if np.float32(x) > 0 else "") + js_num(x, 3)
+    return ("+" if np.float32(x) > 0 else "") + js_num(x)
 
 
 def open_overlay(page, measured, against, tmp_path):
@@ -67,10 +68,10 @@ def test_the_summary_reads_step_time_bubble_and_the_split(page, tmp_path, run):
     assert box.is_visible()
     text = box.inner_text().replace("\n", " ")
     tm, ts = res.pipeline_time
-    assert f"{tm:.4g} ms measured" in text
-    assert f"{ts:.4g} ms calibrated simulation" in text
-    assert f"{100 * res.bubble_fraction[0]:.1f} % measured" in text
-    assert f"{100 * res.bubble_fraction[1]:.1f} % simulated" in text
+    assert f"{number(tm, 'ms')} measured" in text
+    assert f"{number(ts, 'ms')} calibrated simulation" in text
+    assert f"{share(res.bubble_fraction[0])} measured" in text
+    assert f"{share(res.bubble_fraction[1])} simulated" in text
     a = res.attribution
     for name, value in (("compute variance", a.compute_variance), ("communication", a.communication),
                         ("host overhead", a.host_overhead)):
@@ -101,7 +102,7 @@ def test_the_overlay_reaches_jupyterlab_through_its_trait(browser, tmp_path, run
             page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1",
                                    timeout=30_000)
             summary = " ".join(page.locator(".ppviz-overlay").inner_text().split())
-            assert f"{res.pipeline_time[0]:.4g} ms measured" in summary
+            assert f"{number(res.pipeline_time[0], 'ms')} measured" in summary
             k = int(np.argmax(np.abs(res.start)))
             text = tooltip_of(page, k)
             assert f"residual start {signed(res.start[k])} · duration {signed(res.duration[k])}" in text, text

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import ppviz
+from ppviz.core.numbers import number
 
 from .conftest import ARTIFACTS, op_centre, open_chart
 
@@ -57,8 +58,18 @@ def test_dualpipes_two_directions_are_marked(page, tmp_path):
     res = ppviz.simulate(ppviz.Config(schedule="dualpipe", devices=4, microbatches=10))
     root = open_chart(page, res, tmp_path)
     legend = " ".join(root.locator(".ppviz-legend").inner_text().split())
-    assert "▼ down: device 0 → 3 (first replica)" in legend and "▲ up: device 3 → 0 (second replica)" in legend
+    assert "down: device 0 → 3 (first replica)" in legend and "up: device 3 → 0 (second replica)" in legend
     assert "F&B overlapped pair" in legend
+    # the two swatches tell the directions apart at a glance: each a small bar with its mark
+    # inside and its band where the bars carry it (top for down, bottom for up)
+    swatches = root.locator(".ppviz-legend-direction .ppviz-swatch").evaluate_all("""els => els.map(e => {
+        const r = e.getBoundingClientRect(); const shadow = getComputedStyle(e).boxShadow;
+        return {text: e.textContent, width: r.width, height: r.height, band: Number(shadow.match(/(-?\\d+)px -?\\d+px 0px inset|inset 0px (-?\\d+)px/)?.slice(1).find(Boolean))}; })""")
+    assert [w["text"] for w in swatches] == ["▼", "▲"]
+    assert all(w["width"] >= 24 and w["height"] >= 14 for w in swatches)
+    assert swatches[0]["band"] > 0 > swatches[1]["band"], swatches
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root.locator(".ppviz-legend").screenshot(path=str(SHOTS / "dualpipe-legend.png"))
     ops = res.ops
     up = int(np.flatnonzero((ops.microbatch == 7) & (ops.kind == "F") & ~res.program.pair)[0])
     down = int(np.flatnonzero((ops.microbatch == 1) & (ops.kind == "F") & ~res.program.pair)[0])
@@ -73,7 +84,7 @@ def test_memory_lanes_show_their_scale_and_the_value_under_the_pointer(page, tmp
     res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8, time_unit="ms"))
     root = open_chart(page, res, tmp_path)
     assert root.get_attribute("data-memory") == "lanes"
-    assert root.locator(".ppviz-metric-value").first.inner_text() == f"{res.makespan:g} ms"
+    assert root.locator(".ppviz-metric-value").first.inner_text() == number(res.makespan, "ms")
     assert "start 0 ms" in tooltip_of(page, 0)
     canvas = root.locator("canvas").bounding_box()
     # device 2's lane: below the Gantt rows, found by walking down until the tooltip names it
@@ -86,19 +97,20 @@ def test_memory_lanes_show_their_scale_and_the_value_under_the_pointer(page, tmp
     else:
         pytest.fail("no memory lane of device 2 under the pointer")
     text = " ".join(tip.inner_text().split())
-    t = float(re.search(r"time ([\d.]+) ms", text).group(1))
-    shown = float(re.search(r"memory ([\d.]+)", text).group(1))
+    t = float(re.search(r"time ([\d.,]+) ms", text).group(1).replace(",", ""))
+    shown = re.search(r"memory ([\d.]+)", text).group(1)
     times, values = res.memory.curve(2)
     expected = values[np.searchsorted(times, t, side="right") - 1]
-    assert shown == pytest.approx(expected, abs=5e-4 * max(1, expected))
-    peak = float(re.search(r"device's peak ([\d.]+)", text).group(1))
-    assert peak == pytest.approx(res.peak_activation[2], rel=5e-4)
+    # the shared formatter's text, as the cards and the lanes' labels give it
+    assert shown == number(float(np.float32(expected)))
+    assert f"device's peak {number(res.peak_activation[2])}" in text
 
 
 def test_many_devices_collapse_the_memory_lanes_into_a_heat_strip(page, tmp_path):
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=32, microbatches=64))
     root = open_chart(page, res, tmp_path)
     assert root.get_attribute("data-memory") == "heat"
+    root.locator("canvas").evaluate("e => e.scrollIntoView({block: 'end'})")
     canvas = root.locator("canvas").bounding_box()
     page.mouse.move(canvas["x"] + canvas["width"] * 0.5, canvas["y"] + canvas["height"] - 14)
     tip = page.locator(".ppviz-tooltip")
@@ -217,6 +229,6 @@ def test_a_forward_only_program_shows_latency_and_throughput_not_a_backward(page
     labels = root.locator(".ppviz-metric-label").all_inner_texts()
     assert [x.lower() for x in labels] == ["makespan", "first output", "throughput", "fill + drain", "peak memory"]
     values = root.locator(".ppviz-metric-value").all_inner_texts()
-    assert values[1:3] == [f"{res.time_to_first_output:g}", f"{res.throughput:g} per unit of time"]
+    assert values[1:3] == [number(res.time_to_first_output), number(res.throughput, "per unit of time")]
     bubble = root.locator(".ppviz-metric").nth(3).get_attribute("title")
     assert "the fill and drain of this one batch" in bubble

@@ -5,6 +5,8 @@ exposed communication beside the bubble, all read against what Python simulated.
 import numpy as np
 
 import ppviz
+from ppviz.core.numbers import number
+from ppviz.core.numbers import share as percent
 
 from .conftest import ARTIFACTS, op_centre
 
@@ -41,7 +43,8 @@ def transfer_box(page, i, half):
 
 
 def ms(x) -> str:
-    return f"{float(np.float32(x)):.6g} ms"
+    """A time as the tooltips give it: the float32 sent, to six significant digits (format.ts's PRECISE)."""
+    return number(float(np.float32(x)), "ms", digits=6)
 
 
 def test_hovering_a_transfer_and_the_op_that_waited_for_it(page, tmp_path):
@@ -130,8 +133,7 @@ def test_exposed_communication_stands_beside_the_bubble(page, tmp_path):
     card = metrics[labels.index("exposed")]
     share = res.exposed_comm.sum() / (res.devices * res.makespan)
     assert card.upper().startswith("EXPOSED COMM") or card.startswith("exposed comm")
-    assert f"{float(res.exposed_comm.max()):.4g} ms" in card
-    assert f"max per device · {share * 100:.1f} % of all" in card
+    assert f"{number(float(res.exposed_comm.max()), 'ms')} max per device · {percent(share)} of all" in card
     # a run without transfers has no such card and no lane
     plain = load(page, ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, comm=0.25)), tmp_path,
                  "plain")
@@ -172,10 +174,10 @@ def test_offloads_host_copies_show_in_the_lanes_with_what_they_copy(page, tmp_pa
     assert transfer_box(page, offload, "out") is not None
     for i, half, title, rows in (
         (offload, "out", f"offload to host · after {action(h.op[offload])}",
-         ["kind 0.5 of the activation to host memory (offload)", "from → to device 1 → host",
+         ["kind 50 % of the activation to host memory (offload)", "from → to device 1 → host",
           f"after {action(h.op[offload])}, done at {ms(res.ops.end[h.op[offload]])}"]),
         (reload, "in", f"reload from host · for {action(h.op[reload])}",
-         ["kind 0.5 of the activation back from host memory (reload)", "to host → device 1",
+         ["kind 50 % of the activation back from host memory (reload)", "to host → device 1",
           f"for {action(h.op[reload])}, started {ms(res.ops.start[h.op[reload]])}"]),
     ):
         box = transfer_box(page, i, half)

@@ -6,6 +6,8 @@ JupyterLab's shortcuts ("0, 0" would restart the kernel)."""
 
 import json
 
+import pytest
+
 from .conftest import ARTIFACTS
 from .test_notebook_hosts import jupyter, run_cell, wait_for_file
 
@@ -15,7 +17,7 @@ import ppviz
 viewer = ppviz.show(ppviz.Config(schedule="1f1b", devices=8, microbatches=16))
 viewer.gantt.observe(lambda change: pathlib.Path("config.json").write_text(json.dumps(
     {"m": viewer.config.microbatches, "schedule": viewer.config.schedule, "p": viewer.config.devices})),
-    names="meta")
+    names="_meta")
 viewer
 """
 
@@ -27,13 +29,13 @@ CHANGE = """async ({name, value, ops}) => {
     const seen = {busyWhileOld: false, busyText: '', typed: null};
     const t0 = performance.now();
     const observer = new MutationObserver(() => {
-      if (root.dataset.busy && root.dataset.ops !== String(ops)) {
+      if (root.dataset.busy && root.dataset.runOps !== String(ops)) {
         seen.busyWhileOld = true;
         seen.busyText = root.dataset.busy;
         seen.typed = input.value;
         seen.busyAfterMs = performance.now() - t0;
       }
-      if (root.dataset.ops === String(ops)) {
+      if (root.dataset.runOps === String(ops)) {
         observer.disconnect();
         seen.drawnAfterMs = performance.now() - t0;
         seen.busyAtEnd = root.dataset.busy ?? '';
@@ -62,7 +64,7 @@ def test_controls_show_busy_refuse_in_place_and_keep_keys_from_jupyterlab(browse
             page.goto(server["url"])
             root = page.locator(".jp-OutputArea-output .ppviz-gantt")
             run_cell(page, root)
-            page.wait_for_function("document.querySelector('.ppviz-gantt')?.dataset.ops === '256'", timeout=30_000)
+            page.wait_for_function("document.querySelector('.ppviz-gantt')?.dataset.runOps === '256'", timeout=30_000)
             error = root.locator(".ppviz-error")
 
             # a slow change: 1F1B on 8 devices with 40,000 microbatches is 640,000 ops
@@ -79,17 +81,17 @@ def test_controls_show_busy_refuse_in_place_and_keep_keys_from_jupyterlab(browse
             error.wait_for(state="visible")
             assert "over the budget" in error.inner_text()
             page.wait_for_function("document.querySelector('.ppviz-control-microbatches input').value === '40000'")
-            assert root.get_attribute("data-ops") == "640000" and root.get_attribute("data-busy") is None
+            assert root.get_attribute("data-run-ops") == "640000" and root.get_attribute("data-busy") is None
 
             # back to a small run, then an odd p and a schedule that needs an even one
             field.fill("16")
             field.press("Enter")
-            page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.ops === '256'", timeout=30_000)
+            page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.runOps === '256'", timeout=30_000)
             assert error.is_hidden()
             devices = control(page, "devices")
             devices.fill("5")
             devices.press("Enter")
-            page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.ops === '160'", timeout=30_000)
+            page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.runOps === '160'", timeout=30_000)
             control(page, "schedule").select_option("dualpipe")
             error.wait_for(state="visible")
             assert "dualpipe needs an even number of devices" in error.inner_text()
@@ -100,8 +102,9 @@ def test_controls_show_busy_refuse_in_place_and_keep_keys_from_jupyterlab(browse
 
             # keys: zoom in the chart, then "0, 0" resets its view and does not restart the kernel
             canvas = root.locator("canvas").bounding_box()
-            page.mouse.click(canvas["x"] + canvas["width"] - 20, canvas["y"] + 10)
-            page.mouse.move(canvas["x"] + canvas["width"] * 0.5, canvas["y"] + 10)
+            rows = root.evaluate("e => e.ppviz.geometry()")  # below the overview strip, if the run has one
+            page.mouse.click(canvas["x"] + canvas["width"] - 20, rows["rowsTop"] + 1)
+            page.mouse.move(canvas["x"] + canvas["width"] * 0.5, rows["rowsTop"] + 1)
             full = root.evaluate("e => e.ppviz.getView()")
             page.keyboard.press("+")
             assert root.evaluate("e => e.ppviz.getView()") != full
@@ -113,7 +116,7 @@ def test_controls_show_busy_refuse_in_place_and_keep_keys_from_jupyterlab(browse
             # the kernel still holds the viewer: a change still re-simulates
             field.fill("24")
             field.press("Enter")
-            page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.ops === '240'", timeout=30_000)
+            page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.runOps === '240'", timeout=30_000)
             assert errors == []
         except Exception:
             ARTIFACTS.mkdir(exist_ok=True)
@@ -122,3 +125,66 @@ def test_controls_show_busy_refuse_in_place_and_keep_keys_from_jupyterlab(browse
         finally:
             context.close()
 
+
+
+MODEL_CELL = """\
+import json, pathlib
+import ppviz
+cfg = ppviz.Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"),
+                              devices=4, microbatches=16, topology="dgx-h100")
+viewer = ppviz.show(cfg)
+viewer.gantt.observe(lambda change: pathlib.Path("f.json").write_text(json.dumps(viewer.config.f)), names="_meta")
+pathlib.Path("f0.json").write_text(json.dumps(cfg.f))
+viewer
+"""
+
+LINE = """() => {
+  const box = document.querySelector('.ppviz-controls');
+  const items = [...box.children].map(e => e.getBoundingClientRect());
+  const inputs = [...box.querySelectorAll('input, select')];
+  return {tops: items.map(r => Math.round(r.top)), right: Math.max(...items.map(r => r.right)),
+          width: box.getBoundingClientRect().width,
+          clipped: inputs.filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.closest('[class*=ppviz-control-]').className)};
+}"""
+
+
+def test_a_model_configs_controls_fit_one_line_and_say_their_costs_whole(browser, tmp_path):
+    # JupyterLab in a 1,400 px window with its file browser open: the controls wrapped onto a
+    # second line, f showed 79.91747313458661 in a box that cut it, and comm showed 0 beside a topology
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    with jupyter("lab", tmp_path, MODEL_CELL) as server:
+        try:
+            page.goto(server["url"].replace("?reset", ""))
+            root = page.locator(".jp-OutputArea-output .ppviz-gantt")
+            run_cell(page, root)
+            page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1", timeout=30_000)
+            assert page.locator(".jp-SideBar .lm-mod-current, .jp-FileBrowser:visible").count() >= 1
+            line = page.evaluate(LINE)
+            # one line: every control's top within a few pixels of the others'
+            assert max(line["tops"]) - min(line["tops"]) < 8, line
+            assert line["clipped"] == [], line
+            assert control(page, "f").input_value() == "79.9 ms"
+            assert control(page, "b").input_value() == "97.7 ms"
+            comm = control(page, "comm")
+            assert comm.input_value() == "topology" and comm.is_disabled()
+            why = page.locator(".ppviz-control-comm").evaluate("e => [e, ...e.querySelectorAll('*')].map(x => x.title).join(' ')")
+            assert "each transfer costs its link's latency" in why
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.locator(".jp-OutputArea-output").first.screenshot(path=str(ARTIFACTS / "controls-model-config.png"))
+            # what the box shows, sent back, runs nothing; the value run keeps all its digits
+            f = control(page, "f")
+            f.fill("79.9 ms")
+            f.press("Enter")
+            page.wait_for_timeout(1000)
+            assert not (server["root"] / "f.json").exists()
+            f.fill("80")
+            f.press("Enter")
+            wait_for_file(server["root"] / "f.json", "80.0")
+            assert float((server["root"] / "f0.json").read_text()) == pytest.approx(79.91747313458661, abs=1e-12)
+        except Exception:
+            ARTIFACTS.mkdir(exist_ok=True)
+            page.screenshot(path=str(ARTIFACTS / "failed-controls-model.png"))
+            raise
+        finally:
+            context.close()
