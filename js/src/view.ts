@@ -146,8 +146,10 @@ export class GanttView {
         this.plot.hidden = true;
         fillTitle(this.header, String(meta?.title ?? ""), this.headerOptions());
         this.legend.replaceChildren();
+        this.showEmpty();
         return;
       }
+      this.root.hidden = false;
       this.plot.hidden = false;
       this.tl = decodeTimeline(this.model.get("timeline"));
       const memory = this.model.get("memory");
@@ -177,6 +179,13 @@ export class GanttView {
     const message = String(this.model.get("error") ?? "");
     this.errorBox.hidden = message === "";
     this.errorBox.textContent = message;
+    this.showEmpty();
+  }
+
+  /** A chart with no data, no title and no error (GanttWidget(None), set_result(None)) shows nothing. */
+  private showEmpty(): void {
+    const meta = this.model.get("meta");
+    this.root.hidden = this.meta === null && !String(meta?.title ?? "") && !String(this.model.get("error") ?? "");
   }
 
   /** The kernel is working for this chart: dim it and say what it does, until new data arrives. */

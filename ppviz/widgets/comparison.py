@@ -26,7 +26,10 @@ Every link runs in the browser, so the views stay linked while the kernel is bus
   expressions.
 
 Each linked model still syncs to the kernel, so Python sees every change (observe the
-:class:`Comparison`'s ``selected_*`` traits) and can make one (set them).
+:class:`Comparison`'s ``selected_*`` traits) and can make one (set them). marimo has no jslink:
+there the same pairs are linked in the kernel when marimo displays the comparison
+(``Comparison._display_``, ppviz/widgets/marimo.py), so a selection reaches the other views by
+way of Python.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ import traitlets
 from ..charts import BUBBLE_METRICS, comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
 from ..charts.inputs import one_time_unit
-from ..charts.style import CHART, FONT_FAMILY
+from ..charts.style import CHART, FONT_FAMILY, TEXT_SIZE
 from ..charts.style import THEMES as PALETTES
 from ..core.config import Config, positive_int
 from ..core.engine import simulate
@@ -50,6 +53,7 @@ from ..core.errors import ConfigError, ScheduleConstraintError, checked_argument
 from ..core.program import Program
 from ..core.registry import lookup
 from ..core.result import Result
+from . import marimo
 from .gantt import BUNDLE, GanttWidget, valid_window
 
 #: Vega-Lite params of the linked charts: the emphasised run ("" for none), the highlighted
@@ -336,7 +340,8 @@ class Comparison(ipywidgets.VBox):
     ``gantts`` holds one :class:`~ppviz.widgets.GanttWidget` per run, in order (refused runs
     included), ``chart`` the Altair JupyterChart, ``state`` the shared :class:`CompareState`
     and ``links`` the jslinks that tie them (kept here: ipywidgets closes a link Python no
-    longer holds). ``time_extent`` is the longest makespan: every Gantt chart's time axis
+    longer holds; in marimo the same pairs are linked in the kernel instead). ``time_extent``
+    is the longest makespan: every Gantt chart's time axis
     spans [0, time_extent].
 
     ``ranking`` lists the runs that fit their device memory (``Config.memory_capacity``; every
@@ -375,15 +380,16 @@ class Comparison(ipywidgets.VBox):
             else:
                 gantt = GanttWidget(r.result, color=colors[name], **options)
             self.gantts.append(gantt)
-        self.links = [ipywidgets.jslink((self.state, trait), (gantt, trait))
-                       for gantt in self.gantts for trait in SHARED]
-        self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "chart_selections")),
-                        ipywidgets.jslink((self.chart, "_params"), (self.state, "chart_params"))]
+        self._linked = [((self.state, trait), (gantt, trait)) for gantt in self.gantts for trait in SHARED]
+        self._linked += [((self.chart, "_vl_selections"), (self.state, "chart_selections")),
+                         ((self.chart, "_params"), (self.state, "chart_params"))]
+        self.links = [ipywidgets.jslink(source, target) for source, target in self._linked]
+        self._kernel_links = None
         fit = ""
         if any(r.fits is not None for r in self.results):
             fastest = f"; fastest that fits: <b>{escape(self.ranking[0])}</b>" if self.ranking else ""
             fit = f"<b>{len(self.ranking)} of {len(self.results)} fit</b> in device memory{fastest} · "
-        hint = ipywidgets.HTML(
+        self.hint = hint = ipywidgets.HTML(
             f"{fit}<b>One time axis</b>, 0 to {self.time_extent:g} (the longest makespan) · click a run's name, bar or "
             "point to emphasise it · a device's label or an op to highlight that device everywhere · Ctrl + scroll "
             "(or + / −) to zoom and drag to pan all the timelines · Esc clears")
@@ -394,6 +400,16 @@ class Comparison(ipywidgets.VBox):
         self.add_class("ppviz-compare")
         for trait in SHARED:
             traitlets.link((self.state, trait), (self, trait))
+
+    def _display_(self):
+        # marimo (ppviz/widgets/marimo.py): the anywidgets under the hint, the state among them
+        # so that its front end runs, linked through the kernel where jslinks do not exist
+        if self._kernel_links is None:
+            self._kernel_links = marimo.link_in_kernel(self._linked)
+        # a block of its own: marimo's stack is a flex column, which would put each of the
+        # hint's bold parts on a line of its own
+        hint = f'<div class="ppviz-compare-hint" style="font-size: {TEXT_SIZE}px">{self.hint.value}</div>'
+        return marimo.stack([hint, *self.gantts, self.chart, self.state], "ppviz-compare")
 
     @traitlets.validate("selected_schedule")
     def _valid_schedule(self, proposal):

@@ -38,7 +38,8 @@ class GanttWidget(anywidget.AnyWidget):
     (:func:`ppviz.compare`): clicking its title selects ``run_name``, and while another run
     is selected the chart is dimmed.
 
-    ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why.
+    ``GanttWidget(None, error=...)`` is a chart with nothing to draw that shows why; with no
+    error and no ``meta["title"]`` either it draws nothing at all (``set_result(None)`` empties a chart).
     ``busy`` is "" or what the kernel is doing for it (e.g. "simulating 1,000,000 ops…"):
     the chart dims and says so until the next result arrives.
 
@@ -77,10 +78,18 @@ class GanttWidget(anywidget.AnyWidget):
     def _valid_window(self, proposal):
         return valid_window(proposal["value"])
 
-    def set_result(self, result: Result, *, against=None) -> None:
+    def set_result(self, result: Result | None, *, against=None) -> None:
         """Show another result; the front end redraws once with all of it. With ``against``
         (a measured result only), the simulation of its program is drawn over it and
-        ``self.residuals`` holds :func:`ppviz.residuals`' answer."""
+        ``self.residuals`` holds :func:`ppviz.residuals`' answer. ``None`` empties the chart."""
+        if result is None:
+            self.result = self.residuals = None
+            with self.hold_sync():
+                self.timeline = self.memory = self.overlay = b""
+                self.meta, self.error, self.busy = {}, "", ""
+                self.selected_microbatch = self.selected_op = self.selected_device = -1
+                self.time_window = []
+            return
         residuals = overlay_of(result, against) if against is not None else None
         self.result = result
         self.residuals = residuals
