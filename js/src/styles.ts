@@ -109,7 +109,7 @@ export const CSS = `
 .ppviz-play:hover { border-color: var(--ppviz-accent); }
 .ppviz-scrub { flex: 1; accent-color: var(--ppviz-accent); min-width: 80px; }
 .ppviz-time { min-width: 9em; text-align: right; }
-.ppviz-player[hidden], .ppviz-plot[hidden] { display: none; }
+.ppviz-gantt[hidden], .ppviz-player[hidden], .ppviz-plot[hidden] { display: none; }
 .ppviz-name-button {
   display: inline-flex; align-items: center; gap: 7px; margin: 0; padding: 1px 6px 1px 0; border: 0; border-radius: 6px;
   background: none; color: inherit; font: inherit; font-size: ${px.title}px; font-weight: 650; cursor: pointer; text-align: left;

@@ -134,7 +134,7 @@ export function palette(name: ThemeName): Palette {
   return name === "dark" ? DARK : LIGHT;
 }
 
-/** The host's theme: JupyterLab / Notebook 7, VS Code, Colab, then the OS preference. */
+/** The host's theme: JupyterLab / Notebook 7, VS Code, marimo, Colab, then the OS preference. */
 export function hostTheme(doc: Document = document): ThemeName {
   const body = doc.body;
   const html = doc.documentElement;
@@ -146,6 +146,8 @@ export function hostTheme(doc: Document = document): ThemeName {
     if (c.contains("vscode-light") || c.contains("vscode-high-contrast-light")) return "light";
     if (c.contains("vscode-dark") || c.contains("vscode-high-contrast")) return "dark";
   }
+  const marimo = body?.getAttribute("data-theme");
+  if (marimo === "dark" || marimo === "light") return marimo;
   const colab = html?.getAttribute("theme");
   if (colab === "dark" || colab === "light") return colab;
   const scheme = (body?.style.colorScheme || html?.style.colorScheme || "").trim();
@@ -156,7 +158,7 @@ export function hostTheme(doc: Document = document): ThemeName {
 /** Call `onChange` whenever the host may have switched theme; returns the unsubscribe. */
 export function watchTheme(onChange: () => void, doc: Document = document): () => void {
   const observer = new MutationObserver(onChange);
-  const attributeFilter = ["class", "style", "theme", "data-jp-theme-light", "data-jp-theme-name"];
+  const attributeFilter = ["class", "style", "theme", "data-theme", "data-jp-theme-light", "data-jp-theme-name"];
   if (doc.body) observer.observe(doc.body, { attributes: true, attributeFilter });
   observer.observe(doc.documentElement, { attributes: true, attributeFilter });
   const media = typeof matchMedia === "function" ? matchMedia("(prefers-color-scheme: dark)") : null;

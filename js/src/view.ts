@@ -165,8 +165,10 @@ export class GanttView {
         this.plot.hidden = true;
         fillTitle(this.header, String(meta?.title ?? ""), this.headerOptions());
         this.legend.replaceChildren();
+        this.showEmpty();
         return;
       }
+      this.root.hidden = false;
       this.plot.hidden = false;
       this.tl = decodeTimeline(this.model.get("_timeline"));
       const memory = this.model.get("_memory");
@@ -204,6 +206,13 @@ export class GanttView {
     // with nothing to draw keeps it: it is what the chart says.
     this.errorBox.classList.toggle("ppviz-error-dismissable", this.tl !== null);
     this.errorBox.title = this.tl !== null ? "click to dismiss" : "";
+    this.showEmpty();
+  }
+
+  /** A chart with no data, no title and no error (GanttWidget(None), set_result(None)) shows nothing. */
+  private showEmpty(): void {
+    const meta = this.model.get("_meta");
+    this.root.hidden = this.meta === null && !String(meta?.title ?? "") && !String(this.model.get("error") ?? "");
   }
 
   /** Put away a refusal shown over a chart (and tell Python: error is ""). */

@@ -18,6 +18,7 @@ afterEach(() => {
   for (const v of views.splice(0)) v.destroy();
   host.remove();
   document.body.removeAttribute("data-jp-theme-light");
+  document.body.removeAttribute("data-theme");
 });
 
 async function mount(model: FakeModel): Promise<{ view: GanttView; hooks: DebugHooks; root: HTMLElement }> {
@@ -190,6 +191,35 @@ describe("GanttView", () => {
     model.set("theme", "light");
     await nextFrame();
     expect(root.dataset.theme).toBe("light");
+  });
+
+  it("follows marimo's theme (data-theme on the body) live", async () => {
+    document.body.setAttribute("data-theme", "dark");
+    const { root } = await mount(modelFor(2, fillDrain(2, 2), { theme: "auto" }));
+    expect(root.dataset.theme).toBe("dark");
+    expect(root.style.getPropertyValue("--ppviz-bg")).toBe(DARK.background);
+    document.body.setAttribute("data-theme", "light");
+    await new Promise((r) => setTimeout(r, 0));
+    await nextFrame();
+    expect(root.dataset.theme).toBe("light");
+  });
+
+  it("draws nothing for a chart with no data, title or error, and draws once data arrives", async () => {
+    const model = new FakeModel({ meta: {}, error: "", timeline: new DataView(new ArrayBuffer(0)) });
+    const { root } = await mount(model);
+    expect(root.hidden).toBe(true);
+    const spec = fillDrain(2, 2);
+    model.state.timeline = new DataView(encodeTimeline(2, spec.ops).buffer);
+    model.set("meta", metaFor(2, spec.ops, spec.makespan));
+    await nextFrame();
+    await nextFrame();
+    expect(root.hidden).toBe(false);
+    expect(Number(root.dataset.ops)).toBe(spec.ops.length);
+    model.set("meta", {});
+    await nextFrame();
+    expect(root.hidden).toBe(true);
+    model.set("error", "refused");
+    expect(root.hidden).toBe(false);
   });
 
   it("replays time with the scrubber and the play button", async () => {

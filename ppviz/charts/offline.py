@@ -71,6 +71,13 @@ class _ShownOffline:
         # SVG, as in ppviz.compare: crisp text, and every mark labelled for screen readers
         return widget(self, embed_options={"renderer": "svg"})._repr_mimebundle_(**kwargs)
 
+    def _display_(self):
+        # marimo's display protocol: the same widget (marimo draws anywidgets), or where the
+        # user chose an offline renderer, the chart as Altair's own class, which marimo shows
+        if _user_renderer_is_offline():
+            return _as_altair(self)
+        return widget(self, embed_options={"renderer": "svg"})
+
     def __add__(self, other):
         return offline(super().__add__(other))
 
@@ -88,6 +95,13 @@ def _offline_class(base: type) -> type:
 
 _CLASSES = {base: _offline_class(base) for base in (alt.Chart, alt.LayerChart, alt.HConcatChart, alt.VConcatChart,
                                                    alt.ConcatChart, alt.FacetChart, alt.RepeatChart)}
+
+
+def _as_altair(chart):
+    """A copy of ``chart`` of the Altair class its offline class derives from."""
+    copy = chart.copy(deep=False)
+    object.__setattr__(copy, "__class__", next(base for base, cls in _CLASSES.items() if cls is type(chart)))
+    return copy
 
 
 def offline(chart):

@@ -27,7 +27,10 @@ Every link runs in the browser, so the views stay linked while the kernel is bus
   expressions.
 
 Each linked model still syncs to the kernel, so Python sees every change (observe the
-:class:`ComparisonView`'s ``selected_*`` traits) and can make one (set them).
+:class:`ComparisonView`'s ``selected_*`` traits) and can make one (set them). marimo has no
+jslink: there the same pairs are linked in the kernel when marimo displays the view
+(``ComparisonView._display_``, ppviz/widgets/marimo.py), so a selection reaches the other views
+by way of Python.
 """
 
 from __future__ import annotations
@@ -42,11 +45,12 @@ import traitlets
 from ..analysis.comparison import Comparison
 from ..charts import comparison_charts, schedule_colors
 from ..charts import widget as chart_widget
-from ..charts.style import CHART, FONT_FAMILY, LABEL_SIZE
+from ..charts.style import CHART, FONT_FAMILY, LABEL_SIZE, TEXT_SIZE
 from ..charts.style import THEMES as PALETTES
 from ..core.errors import ConfigError, checked_arguments
 from ..core.numbers import number
 from ..core.result import Result
+from . import marimo
 from .gantt import BUNDLE, GanttWidget, valid_window
 
 #: Vega-Lite params of the linked charts: the emphasised run ("" for none), the highlighted
@@ -237,7 +241,8 @@ class ComparisonView(ipywidgets.VBox):
     :class:`~ppviz.widgets.GanttWidget` per run, in order (refused runs included, each showing
     its reason), ``chart`` the Altair JupyterChart, ``state`` the shared :class:`CompareState`
     and ``links`` the jslinks that tie them (kept here: ipywidgets closes a link Python no
-    longer holds). Every Gantt chart's time axis spans [0, ``comparison.time_extent``].
+    longer holds; in marimo the same pairs are linked in the kernel instead). Every Gantt
+    chart's time axis spans [0, ``comparison.time_extent``].
 
     ``selected_schedule`` ("" for none), ``selected_device`` (−1), ``selected_microbatch``
     (−1) and ``time_window`` ([] for all of time) follow clicks, zoom and pan in any view;
@@ -265,17 +270,18 @@ class ComparisonView(ipywidgets.VBox):
             else:
                 gantt = GanttWidget(result, _color=colors[name], **options)
             self.gantts.append(gantt)
-        self.links = [ipywidgets.jslink((self.state, trait), (gantt, trait))
-                      for gantt in self.gantts for trait in (*SHARED, _OPENING)]
-        self.links += [ipywidgets.jslink((self.chart, "_vl_selections"), (self.state, "_chart_selections")),
-                       ipywidgets.jslink((self.chart, "_params"), (self.state, "_chart_params"))]
+        self._linked = [((self.state, trait), (gantt, trait)) for gantt in self.gantts for trait in (*SHARED, _OPENING)]
+        self._linked += [((self.chart, "_vl_selections"), (self.state, "_chart_selections")),
+                         ((self.chart, "_params"), (self.state, "_chart_params"))]
+        self.links = [ipywidgets.jslink(source, target) for source, target in self._linked]
+        self._kernel_links = None
         fit = ""
         if comparison.fits is not None:
             ranking = comparison.ranking
             fastest = f"; fastest that fits: <b>{escape(ranking[0])}</b>" if ranking else ""
             fit = f"<b>{len(ranking)} of {len(results)} fit</b> in device memory{fastest} · "
         extent = number(comparison.time_extent, comparison.time_unit)
-        hint = ipywidgets.HTML(
+        self.hint = hint = ipywidgets.HTML(
             f"{fit}<b>One time axis</b>, 0 to {escape(extent)} (the longest makespan), "
             "each run whole in the strip above its rows · click a run's name, bar or point to emphasise it · a device's "
             "label or an op to highlight that device everywhere · Ctrl + scroll (or + / −), drag, or the strip's "
@@ -287,6 +293,16 @@ class ComparisonView(ipywidgets.VBox):
         self.add_class("ppviz-compare")
         for trait in SHARED:
             traitlets.link((self.state, trait), (self, trait))
+
+    def _display_(self):
+        # marimo (ppviz/widgets/marimo.py): the anywidgets under the hint, the state among them
+        # so that its front end runs, linked through the kernel where jslinks do not exist
+        if self._kernel_links is None:
+            self._kernel_links = marimo.link_in_kernel(self._linked)
+        # a block of its own: marimo's stack is a flex column, which would put each of the
+        # hint's bold parts on a line of its own
+        hint = f'<div class="ppviz-compare-hint" style="font-size: {TEXT_SIZE}px">{self.hint.value}</div>'
+        return marimo.stack([hint, *self.gantts, self.chart, self.state], "ppviz-compare")
 
     @traitlets.validate("selected_schedule")
     def _valid_schedule(self, proposal):

@@ -4,7 +4,8 @@ clicking a point opens that run's Gantt chart below it.
     front = ppviz.frontier(ppviz.Config(devices=8, microbatches=32, comm=0.1))
     front.table          # pandas DataFrame: one row per run, ``pareto`` marks the front
     front.chart          # the Altair chart (ppviz.charts.frontier_chart)
-    front                # in a notebook: the chart, and the Gantt chart of the point clicked
+    front                # in a notebook (Jupyter or marimo): the chart, and the Gantt chart
+                         # of the point clicked
 
 The click travels as Altair's own ``JupyterChart`` selection (``ppviz_frontier_pick``),
 observed from Python; the Gantt chart is :func:`ppviz.show`'s.
@@ -23,6 +24,8 @@ from ..core.config import Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, checked_arguments
 from ..core.result import Result
+from . import marimo
+from .gantt import GanttWidget
 from .viewer import Viewer
 
 
@@ -52,6 +55,10 @@ class Frontier:
 
         display(self.view())
 
+    def _display_(self):
+        # marimo's display protocol: the view, which has its own _display_ (ppviz/widgets/marimo.py)
+        return self.view()
+
     def __repr__(self) -> str:
         return f"<Frontier: {len(self.table)} runs, {int(self.table.pareto.sum())} on the Pareto front>\n" + \
             self.table.to_string(index=False)
@@ -68,6 +75,9 @@ class FrontierView(ipywidgets.VBox):
         self.chart = chart_widget(front.chart, embed_options={"renderer": "svg", "actions": False})
         self.chart.add_class("ppviz-frontier-chart")
         self.detail = ipywidgets.VBox()
+        # marimo draws no ipywidgets container: there one Gantt chart, empty until a click, is
+        # the detail (made when marimo first displays the view)
+        self._marimo_detail: GanttWidget | None = None
         super().__init__(children=[self.chart, self.detail])
         self.chart.selections.observe(self._on_pick, names=[PICK])
         self.observe(self._on_selected, names="selected")
@@ -78,7 +88,15 @@ class FrontierView(ipywidgets.VBox):
 
     def _on_selected(self, change) -> None:
         name = change["new"]
-        self.detail.children = [Viewer(self.front.result(name), controls=False)] if name else []
+        if self._marimo_detail is not None:
+            self._marimo_detail.set_result(self.front.result(name) if name else None)
+        else:
+            self.detail.children = [Viewer(self.front.result(name), controls=False)] if name else []
+
+    def _display_(self):
+        if self._marimo_detail is None:
+            self._marimo_detail = GanttWidget(self.front.result(self.selected) if self.selected else None)
+        return marimo.stack([self.chart, self._marimo_detail], "ppviz-frontier")
 
 
 @checked_arguments

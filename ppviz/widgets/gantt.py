@@ -34,9 +34,10 @@ class GanttWidget(anywidget.AnyWidget):
       charts given the same ``time_extent`` share one scale.
     - ``theme`` is ``"auto"`` (follow the host), ``"light"`` or ``"dark"``.
     - ``error`` is "" or a message the chart shows in a banner (``GanttWidget(None,
-      error=...)`` is a chart with nothing to draw that shows why); ``busy`` is "" or what the
-      kernel is doing for it (e.g. "simulating 1,000,000 ops…"): the chart dims and says so
-      until the next result arrives.
+      error=...)`` is a chart with nothing to draw that shows why; with no error and no
+      ``_meta["title"]`` either it draws nothing at all: ``set_result(None)`` empties a chart);
+      ``busy`` is "" or what the kernel is doing for it (e.g. "simulating 1,000,000 ops…"): the
+      chart dims and says so until the next result arrives.
     - ``selected_schedule`` is the run emphasised in a comparison (:func:`ppviz.compare`).
 
     The rest is the chart's wire and is private: ``_timeline``, ``_memory`` and ``_overlay``
@@ -44,9 +45,9 @@ class GanttWidget(anywidget.AnyWidget):
     comparison sets up (``_compact``: a one-line header and no memory lanes or replay bar;
     ``_run_name`` and ``_color``: clicking the title selects the run, and while another run is
     selected the chart is dimmed; ``_opening_span``: the span the front end chose to open on,
-    which a comparison's charts share so that they open on one window). ``_overlay`` is empty, or a measured
-    run's simulation and residuals per op (``set_result(measured, against=...)``); its summary
-    is ``_meta["overlay"]``. ``self.result`` is the Result on display.
+    which a comparison's charts share so that they open on one window). ``_overlay`` is empty,
+    or a measured run's simulation and residuals per op (``set_result(measured, against=...)``);
+    its summary is ``_meta["overlay"]``. ``self.result`` is the Result on display.
     """
 
     _esm = BUNDLE
@@ -80,10 +81,18 @@ class GanttWidget(anywidget.AnyWidget):
     def _valid_window(self, proposal):
         return valid_window(proposal["value"])
 
-    def set_result(self, result: Result, *, against=None) -> None:
+    def set_result(self, result: Result | None, *, against=None) -> None:
         """Show another result; the front end redraws once with all of it. With ``against``
         (a measured result only), the simulation of its program is drawn over it and
-        ``self.residuals`` holds :func:`ppviz.residuals`' answer."""
+        ``self.residuals`` holds :func:`ppviz.residuals`' answer. ``None`` empties the chart."""
+        if result is None:
+            self.result = self.residuals = None
+            with self.hold_sync():
+                self._timeline = self._memory = self._overlay = b""
+                self._meta, self.error, self.busy = {}, "", ""
+                self.selected_microbatch = self.selected_op = self.selected_device = -1
+                self.time_window = []
+            return
         residuals = overlay_of(result, against) if against is not None else None
         self.result = result
         self.residuals = residuals

@@ -53,7 +53,8 @@ class Viewer(ipywidgets.VBox):
     ``viewer.gantt`` is the chart widget, ``viewer.result`` the result on display, and
     ``viewer.selected_microbatch`` / ``selected_op`` / ``selected_device`` mirror the chart's
     selection (observe them with ``viewer.observe(callback, "selected_microbatch")``).
-    ``viewer.update(m=..)`` re-simulates from Python; the controls follow.
+    ``viewer.update(m=..)`` re-simulates from Python; the controls follow. In marimo, which
+    draws no ipywidgets, the viewer shows as its chart alone (``_display_``).
     """
 
     selected_microbatch = traitlets.Int(-1)
@@ -76,6 +77,11 @@ class Viewer(ipywidgets.VBox):
         traitlets.link((self.gantt, "selected_microbatch"), (self, "selected_microbatch"))
         traitlets.link((self.gantt, "selected_op"), (self, "selected_op"))
         traitlets.link((self.gantt, "selected_device"), (self, "selected_device"))
+
+    def _display_(self):
+        # marimo draws the chart, not the ipywidgets controls (ppviz/widgets/marimo.py): there a
+        # config is changed with marimo's own UI elements, which re-run the cell
+        return self.gantt
 
     @property
     def result(self) -> Result:

@@ -1,22 +1,18 @@
-"""End to end: a real Jupyter server and kernel, ppviz.show and ppviz.compare in a notebook,
-driven in Chromium.
+"""End to end in JupyterLab 4 and Notebook 7: a real Jupyter server and kernel (one server for the
+module, both front ends served by it), ppviz.show, ppviz.compare, ppviz.frontier and a chart of
+ppviz.charts in a notebook, driven in Chromium with every request off this machine refused.
 
 show: hovering an op shows the tooltip; clicking one sends the selection to the kernel, where
 an observer writes it to a file; editing the p control re-simulates in Python and redraws.
-compare (JupyterLab, with every request off this machine refused): five Gantt charts on one
-time axis and the Altair charts render; a device, a run or a zoom chosen in one view shows in
-the others and reaches the kernel; screenshots of both themes go to artifacts/compare/.
+compare: five Gantt charts on one time axis and the Altair charts render; a device, a run or a
+zoom chosen in one view shows in the others and reaches the kernel (in JupyterLab, in both
+themes, with screenshots in artifacts/compare/; in Notebook 7, a run chosen in the chart).
+A chart: drawn with the vega that vl-convert bundles, its tooltip on hover. frontier: clicking
+a point opens that run's Gantt chart through the kernel. marimo is test_marimo.py.
 """
 
 import contextlib
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
@@ -25,6 +21,38 @@ import ppviz
 from ppviz.core.numbers import number, share
 
 from .conftest import ARTIFACTS, op_centre
+from .hosts import (NOTEBOOK_7_ERRORS, JupyterServer, cell_output, offline_page, op_tooltip, run_cell, wait_for,
+                    wait_for_file)
+
+APPS = ["lab", "notebook"]
+#: screenshots of each output in each host, and what a failure leaves to look at
+HOSTS = ARTIFACTS / "hosts"
+FAILED = HOSTS / "failed"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    s = JupyterServer(tmp_path_factory.mktemp("jupyter"))
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@contextlib.contextmanager
+def hosted(browser, server, app, source, failure_shot, *, viewport=None):
+    """A new notebook of ``source`` in ``app`` ("lab" or "notebook") and an offline page
+    (hosts.offline_page) to open it on; yields (page, url, folder), the folder being the kernel's
+    working directory. The kernels are shut down after, so that they do not pile up on the
+    module's server."""
+    url, folder = server.notebook(app, source)
+    try:
+        with offline_page(browser, viewport or {"width": 1600, "height": 2600}, failure_shot,
+                          NOTEBOOK_7_ERRORS if app == "notebook" else frozenset()) as page:
+            yield page, url, folder
+    finally:
+        server.shutdown_kernels()
+
 
 CELL = """\
 import pathlib
@@ -36,130 +64,11 @@ viewer
 """
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def notebook(path, source=CELL):
-    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source}
-    kernel = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    path.write_text(json.dumps({"cells": [cell], "metadata": {"kernelspec": kernel}, "nbformat": 4,
-                                "nbformat_minor": 5}))
-
-
-@contextlib.contextmanager
-def jupyter(app, tmp_path, source=CELL, *, dark=False):
-    """A Jupyter server (JupyterLab or Notebook 7) on a random free port, serving a temporary
-    root dir holding chart.ipynb (one cell, `source`), with no token; `dark` starts
-    JupyterLab in its dark theme."""
-    root = tmp_path / "root"
-    root.mkdir()
-    notebook(root / "chart.ipynb", source)
-    config = tmp_path / "config"
-    settings = config / "lab" / "user-settings" / "@jupyterlab" / "apputils-extension"
-    settings.mkdir(parents=True)
-    # no "get notified about Jupyter news?" toast over the outputs
-    (settings / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    if dark:
-        (settings / "themes.jupyterlab-settings").write_text(json.dumps({"theme": "JupyterLab Dark"}))
-    port = free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_CONFIG_DIR": str(config),
-           "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
-    module = "jupyterlab" if app == "lab" else "notebook"
-    log = open(tmp_path / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", module, "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         "--ServerApp.port_retries=0", "--allow-root", "--IdentityProvider.token=", "--ServerApp.password=",
-         f"--ServerApp.root_dir={root}", "--LabApp.workspaces_dir=" + str(tmp_path / "workspaces")],
-        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=root)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                log.flush()
-                pytest.fail(f"jupyter {app} did not start:\n{(tmp_path / 'server.log').read_text()[-3000:]}")
-            time.sleep(0.3)
-        url = f"{base}/lab/tree/chart.ipynb?reset" if app == "lab" else f"{base}/notebooks/chart.ipynb"
-        yield {"url": url, "root": root, "app": app}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
-
-
-@pytest.fixture(params=["lab", "notebook"])
-def server(request, tmp_path):
-    with jupyter(request.param, tmp_path) as s:
-        yield s
-
-
-def dismiss_dialogs(page, seen: list[str]) -> None:
-    """Accept any modal dialog the host put up (a kernel chooser, a kernel restart notice…),
-    remembering its text so that a failure can say what the host showed."""
-    dialog = page.locator(".jp-Dialog")
-    if dialog.count() and dialog.first.is_visible():
-        seen.append(" ".join(dialog.first.inner_text().split()))
-        accept = dialog.first.locator(".jp-Dialog-button.jp-mod-accept")
-        if accept.count():
-            accept.first.click()
-        else:
-            page.keyboard.press("Escape")
-        dialog.first.wait_for(state="detached", timeout=10_000)
-
-
-def run_cell(page, output, timeout=15_000):
-    """Run the notebook's one cell until `output` (a locator in its output) shows."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
-
-    editor = page.locator(".jp-Notebook .jp-Cell .cm-content").first
-    editor.wait_for(timeout=60_000)
-    # the kernel indicator turns idle once the session is connected; both hosts have it
-    with contextlib.suppress(PlaywrightTimeout):
-        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=60_000)
-    seen: list[str] = []
-    # a cell run before the kernel's session is connected is dropped without a trace,
-    # and no indicator tells reliably when it is: run it again until the output shows
-    for attempt in range(6):
-        dismiss_dialogs(page, seen)
-        editor.click()
-        page.keyboard.press("Shift+Enter")
-        try:
-            output.wait_for(timeout=timeout)
-            return
-        except PlaywrightTimeout:
-            if attempt == 5:
-                ARTIFACTS.mkdir(exist_ok=True)
-                page.screenshot(path=str(ARTIFACTS / "run_cell-failure.png"))
-                pytest.fail(f"the cell's output never showed after 6 runs; dialogs the host showed: {seen or 'none'}")
-
-
-def wait_for_file(path, expected, timeout=30.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if path.exists() and path.read_text() == expected:
-            return
-        time.sleep(0.1)
-    got = path.read_text() if path.exists() else "(no file)"
-    pytest.fail(f"the kernel never saw {path.stem}={expected}; {path.name}: {got}")
-
-
-def test_show_in_a_real_notebook(browser, server):
-    context = browser.new_context(viewport={"width": 1400, "height": 1000})
-    page = context.new_page()
-    try:
-        page.goto(server["url"])
+@pytest.mark.parametrize("app", APPS)
+def test_show_in_a_real_notebook(browser, server, app):
+    with hosted(browser, server, app, CELL, FAILED / f"show-{app}.png",
+                viewport={"width": 1400, "height": 1000}) as (page, url, folder):
+        page.goto(url)
         root = page.locator(".jp-OutputArea-output .ppviz-gantt")
         run_cell(page, root)
         page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1", timeout=30_000)
@@ -168,14 +77,13 @@ def test_show_in_a_real_notebook(browser, server):
         # the kernel simulates the same config, so the ops are in the same order as here
         ops = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8)).ops
         k = int(np.flatnonzero((ops.device == 1) & (ops.kind == "B") & (ops.microbatch == 5))[0])
-        page.mouse.move(*op_centre(page, k))
-        tip = page.locator(".ppviz-tooltip")
-        tip.wait_for(state="visible")
-        text = " ".join(tip.inner_text().split())
+        text = op_tooltip(page, root, k)
         assert "1B5" in text and "microbatch 5" in text and "device 1 (stage 1)" in text
+        HOSTS.mkdir(parents=True, exist_ok=True)
+        cell_output(page).screenshot(path=str(HOSTS / f"show-{app}.png"))
 
         page.mouse.click(*op_centre(page, k))
-        sel = server["root"] / "selection.txt"
+        sel = folder / "selection.txt"
         wait_for_file(sel, "5")
         page.locator(".ppviz-gantt").press("Escape")
         wait_for_file(sel, "-1")
@@ -185,12 +93,6 @@ def test_show_in_a_real_notebook(browser, server):
         field.fill("6")
         field.press("Enter")
         page.wait_for_function("document.querySelector('.ppviz-gantt').dataset.runOps === '96'", timeout=30_000)
-    except Exception:
-        ARTIFACTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(ARTIFACTS / f"failed-{server['app']}.png"))
-        raise
-    finally:
-        context.close()
 
 
 COMPARE = """\
@@ -206,25 +108,6 @@ FIVE = ["1f1b", "interleaved-1f1b", "zb-h1", "zb-v", "dualpipe-v"]
 SHOTS = ARTIFACTS / "compare"
 
 
-def offline_page(browser, viewport):
-    """A page on which every request off this machine is refused and recorded, and page
-    errors are recorded."""
-    context = browser.new_context(viewport=viewport)
-    external, errors = [], []
-
-    def route(r):
-        host = urllib.parse.urlsplit(r.request.url).hostname
-        if host in ("127.0.0.1", "localhost"):
-            return r.continue_()
-        external.append(r.request.url)
-        return r.abort()
-
-    context.route("**/*", route)
-    page = context.new_page()
-    page.on("pageerror", lambda e: errors.append(str(e)))
-    return context, page, external, errors
-
-
 def gantt_states(page):
     return page.evaluate("""[...document.querySelectorAll('.ppviz-gantt')].map(e => ({
         emphasis: e.dataset.emphasis, device: e.dataset.selectedDevice, theme: e.dataset.theme,
@@ -233,37 +116,18 @@ def gantt_states(page):
             e.querySelector('canvas').getBoundingClientRect())}))""")
 
 
-@contextlib.contextmanager
-def offline_lab(browser, tmp_path, source, failure_shot, *, viewport=None, dark=False):
-    """JupyterLab serving a notebook of ``source`` and an offline page (:func:`offline_page`) to
-    open it on; yields (server, page). Once the test is done the page must have reached nothing
-    off this machine and raised no error; if anything fails, a screenshot of the page is saved
-    at ``failure_shot``."""
-    context, page, external, errors = offline_page(browser, viewport or {"width": 1600, "height": 2600})
-    with jupyter("lab", tmp_path, source, dark=dark) as server:
-        try:
-            yield server, page
-            assert external == [], f"the page tried to reach the network: {external}"
-            assert errors == []
-        except Exception:
-            failure_shot.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(failure_shot))
-            raise
-        finally:
-            context.close()
-
-
-def open_compare(page, url, runs=5):
+def open_compare(page, url, runs=5, *, app="lab"):
     """Run the compare cell and wait for its Gantt charts (``runs`` of them) and the Altair
-    charts; hides JupyterLab's side bar so the output is wide."""
+    charts; hides JupyterLab's side bar so the output is wide (Notebook 7 opens without one)."""
     page.goto(url)
     run_cell(page, page.locator(".jp-OutputArea-output .ppviz-compare"), timeout=30_000)
     page.wait_for_function("[...document.querySelectorAll('.ppviz-gantt')].filter(e => Number(e.dataset.draws) >= 1)"
                            f".length === {runs}", timeout=60_000)
     # the chart's marks, from vega bundled by vl-convert (a CDN import would have been refused)
     page.locator(".ppviz-compare-charts svg path[aria-label]").first.wait_for(timeout=60_000)
-    page.keyboard.press("Control+b")
-    page.wait_for_timeout(500)
+    if app == "lab":
+        page.keyboard.press("Control+b")
+        page.wait_for_timeout(500)
     return page.locator(".jp-OutputArea-output").filter(has=page.locator(".ppviz-compare"))
 
 
@@ -272,15 +136,6 @@ def mark_opacity(page, prefix):
     return page.evaluate("""prefix => Object.fromEntries([...document.querySelectorAll(
         '.ppviz-compare-charts svg path[aria-label]')].map(e => [e.getAttribute('aria-label'), e.getAttribute('opacity')])
         .filter(([label]) => label.startsWith(prefix)))""", prefix)
-
-
-def wait_for(page, predicate, what, timeout=15.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return
-        page.wait_for_timeout(100)
-    pytest.fail(f"timed out waiting for {what}")
 
 
 def assert_charts_unclipped(page):
@@ -300,11 +155,11 @@ def assert_charts_unclipped(page):
     assert found["scroll"] <= 1 and found["svg"] <= found["panel"], found
 
 
-def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
+def test_compare_in_jupyterlab_offline_and_linked(browser, server):
     results = [ppviz.simulate(ppviz.Config(schedule=s, devices=8, microbatches=32)) for s in FIVE]
     extent = max(r.makespan for r in results)
-    with offline_lab(browser, tmp_path, COMPARE, SHOTS / "failed-light.png") as (server, page):
-        output = open_compare(page, server["url"])
+    with hosted(browser, server, "lab", COMPARE, SHOTS / "failed-light.png") as (page, url, root):
+        output = open_compare(page, url)
         states = gantt_states(page)
         # one time axis: the same window and the same pixels for it in every chart. 1,024 ops or
         # more each in 1,600 px are too dense to read whole: they open on one readable window from
@@ -330,7 +185,6 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
         SHOTS.mkdir(parents=True, exist_ok=True)
         output.screenshot(path=str(SHOTS / "compare-light.png"))
         assert_charts_unclipped(page)
-        root = server["root"]
 
         # a device's row label in the first chart: that row in every chart, and its bars in
         # the peak-memory chart
@@ -401,6 +255,27 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, tmp_path):
         output.screenshot(path=str(SHOTS / "compare-light-narrow.png"))
 
 
+def test_compare_in_notebook_7_offline_and_linked(browser, server):
+    results = [ppviz.simulate(ppviz.Config(schedule=s, devices=8, microbatches=32)) for s in FIVE]
+    with hosted(browser, server, "notebook", COMPARE, FAILED / "compare-notebook.png") as (page, url, root):
+        output = open_compare(page, url, app="notebook")
+        assert page.locator(".ppviz-gantt .ppviz-name").all_inner_texts() == FIVE
+        bubble = mark_opacity(page, "bubble fraction = idle")
+        for name, r in zip(FIVE, results):
+            assert any(f"name: {name};" in label and f"bubble fraction (simulated): {100 * r.bubble_fraction:.2f}%"
+                       in label for label in bubble), name
+        assert_charts_unclipped(page)
+        # a run's bar: its Gantt chart stands out in the browser, and the kernel hears of it
+        page.locator('.ppviz-compare-charts svg path[aria-label^="bubble fraction = idle"]'
+                     '[aria-label*="name: zb-v;"]').first.click()
+        wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] ==
+                 ["dimmed", "dimmed", "dimmed", "selected", "dimmed"], "zb-v emphasised")
+        wait_for_file(root / "selected_schedule.txt", "zb-v")
+        page.mouse.move(5, 5)
+        HOSTS.mkdir(parents=True, exist_ok=True)
+        output.screenshot(path=str(HOSTS / "compare-notebook.png"))
+
+
 COMPARE_LINKS = """\
 import pathlib
 import ppviz
@@ -413,9 +288,9 @@ cmp
 """
 
 
-def test_compare_over_real_links_shows_and_links_communication(browser, tmp_path):
-    with offline_lab(browser, tmp_path, COMPARE_LINKS, SHOTS / "failed-links.png") as (server, page):
-        output = open_compare(page, server["url"], runs=3)
+def test_compare_over_real_links_shows_and_links_communication(browser, server):
+    with hosted(browser, server, "lab", COMPARE_LINKS, SHOTS / "failed-links.png") as (page, url, root):
+        output = open_compare(page, url, runs=3)
         volume = page.locator('.ppviz-compare-charts svg path[aria-label^="moved between devices"]')
         assert volume.count() == 3
         exposed = mark_opacity(page, "idle / (p × makespan), split by what it waits for")
@@ -426,14 +301,14 @@ def test_compare_over_real_links_shows_and_links_communication(browser, tmp_path
                      '[aria-label*="name: zb-h1;"]').first.click()
         wait_for(page, lambda: [s["emphasis"] for s in gantt_states(page)] == ["dimmed", "selected", "dimmed"],
                  "zb-h1 emphasised")
-        wait_for_file(server["root"] / "selected_schedule.txt", "zb-h1")
+        wait_for_file(root / "selected_schedule.txt", "zb-h1")
         SHOTS.mkdir(parents=True, exist_ok=True)
         output.screenshot(path=str(SHOTS / "compare-links.png"))
 
 
-def test_compare_follows_jupyterlab_dark_theme(browser, tmp_path):
-    with offline_lab(browser, tmp_path, COMPARE, SHOTS / "failed-dark.png", dark=True) as (server, page):
-        output = open_compare(page, server["url"])
+def test_compare_follows_jupyterlab_dark_theme(browser, server):
+    with server.dark_lab(), hosted(browser, server, "lab", COMPARE, SHOTS / "failed-dark.png") as (page, url, root):
+        output = open_compare(page, url)
         assert {s["theme"] for s in gantt_states(page)} == {"dark"}
         # the charts' text is drawn in the dark palette's ink (set through ppviz_dark)
         page.wait_for_function("""[...document.querySelectorAll('.ppviz-compare-charts svg text')]
@@ -444,7 +319,7 @@ def test_compare_follows_jupyterlab_dark_theme(browser, tmp_path):
                      '[aria-label*="name: zb-v;"]').first.click()
         wait_for(page, lambda: [(s["emphasis"], s["device"]) for s in gantt_states(page)] ==
                  [("dimmed", "6")] * 3 + [("selected", "6"), ("dimmed", "6")], "zb-v and device 6 selected")
-        wait_for_file(server["root"] / "selected_schedule.txt", "zb-v")
+        wait_for_file(root / "selected_schedule.txt", "zb-v")
         page.mouse.move(5, 5)
         page.wait_for_timeout(300)
         output.screenshot(path=str(SHOTS / "compare-dark-selected.png"))
@@ -457,14 +332,15 @@ charts.bubble_chart([ppviz.Config(schedule=s, devices=4, microbatches=8) for s i
 """
 
 
-def test_a_standalone_chart_draws_in_jupyterlab_offline(browser, tmp_path):
+@pytest.mark.parametrize("app", APPS)
+def test_a_standalone_chart_draws_offline_with_its_tooltip(browser, server, app):
     # an Altair chart from ppviz.charts as the cell's last expression, every request off this
     # machine refused: Altair's default renderer would load vega from a CDN ("Error loading script")
     results = {s: ppviz.simulate(ppviz.Config(schedule=s, devices=4, microbatches=8))
                for s in ("1f1b", "zb-h1", "interleaved-1f1b")}
-    with offline_lab(browser, tmp_path, CHART, ARTIFACTS / "failed-standalone-chart.png",
-                     viewport={"width": 1200, "height": 900}) as (server, page):
-        page.goto(server["url"])
+    with hosted(browser, server, app, CHART, FAILED / f"chart-{app}.png",
+                viewport={"width": 1200, "height": 900}) as (page, url, root):
+        page.goto(url)
         bars = page.locator('.jp-OutputArea-output svg path[aria-label^="bubble fraction = idle"]')
         run_cell(page, bars.first, timeout=60_000)
         labels = bars.evaluate_all("marks => marks.map(m => m.getAttribute('aria-label'))")
@@ -475,6 +351,52 @@ def test_a_standalone_chart_draws_in_jupyterlab_offline(browser, tmp_path):
         output = page.locator(".jp-OutputArea-output").filter(
             has=page.locator('svg path[aria-label^="bubble fraction = idle"]'))
         assert "Error loading script" not in output.inner_text()
-        shots = ARTIFACTS / "charts"
-        shots.mkdir(parents=True, exist_ok=True)
-        output.screenshot(path=str(shots / "bubble-chart-offline.png"))
+        HOSTS.mkdir(parents=True, exist_ok=True)
+        output.screenshot(path=str(HOSTS / f"chart-{app}.png"))
+        assert_tooltip(page, bars, "zb-h1", results["zb-h1"])
+
+
+def assert_tooltip(page, bars, name, result):
+    """Hovering ``name``'s bar shows vega's tooltip with its bubble fraction (vega-tooltip, from
+    the bundle: there is no other)."""
+    bars.and_(page.locator(f'[aria-label*="name: {name};"]')).first.hover()
+    tip = page.locator("#vg-tooltip-element.visible")
+    tip.wait_for(timeout=10_000)
+    text = " ".join(tip.inner_text().split())
+    assert name in text and f"{100 * result.bubble_fraction:.2f}%" in text, text
+
+
+FRONTIER = """\
+import pathlib
+import ppviz
+front = ppviz.frontier(ppviz.Config(devices=4, microbatches=8, comm=0.2), memory=[2, 4])
+view = front.view()
+view.observe(lambda change: pathlib.Path("selected.txt").write_text(change["new"]), names="selected")
+view
+"""
+
+
+@pytest.mark.parametrize("app", APPS)
+def test_clicking_a_frontier_point_opens_its_gantt_chart(browser, server, app):
+    # the click travels as the JupyterChart's selection to the kernel, which opens the Gantt chart
+    with hosted(browser, server, app, FRONTIER, FAILED / f"frontier-{app}.png",
+                viewport={"width": 1300, "height": 1400}) as (page, url, root):
+        page.goto(url)
+        run_cell(page, page.locator(".jp-OutputArea-output .ppviz-frontier-chart"), timeout=60_000)
+        points = page.locator('.ppviz-frontier-chart svg path[aria-label*="; run: "]')
+        points.first.wait_for(timeout=60_000)
+        labels = points.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+        assert any("; run: zb-h1;" in label for label in labels)
+        assert page.locator(".ppviz-gantt").count() == 0
+        page.locator('.ppviz-frontier-chart svg path[aria-label*="; run: search ≤ 4;"]').first.click()
+        wait_for_file(root / "selected.txt", "search ≤ 4")
+        gantt = page.locator(".ppviz-gantt")
+        gantt.first.wait_for(timeout=30_000)
+        wait_for(page, lambda: page.locator(".ppviz-gantt .ppviz-name").all_inner_texts() == ["search ≤ 4"],
+                 "the search result's Gantt chart")
+        HOSTS.mkdir(parents=True, exist_ok=True)
+        cell_output(page).screenshot(path=str(HOSTS / f"frontier-{app}.png"))
+        page.locator('.ppviz-frontier-chart svg path[aria-label*="; run: zb-h1;"]').first.click()
+        wait_for_file(root / "selected.txt", "zb-h1")
+        wait_for(page, lambda: page.locator(".ppviz-gantt .ppviz-name").all_inner_texts() == ["zb-h1"],
+                 "zb-h1's Gantt chart")

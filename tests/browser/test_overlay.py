@@ -90,7 +90,7 @@ ppviz.show(measured, against=ppviz.calibrate(measured))
 
 def test_the_overlay_reaches_jupyterlab_through_its_trait(browser, tmp_path, run):
     """The overlay trait goes through a real kernel's comm (bytes as a DataView), not the page."""
-    from .test_notebook_hosts import jupyter, run_cell
+    from .hosts import jupyter, run_cell
 
     measured, _, res = run
     context = browser.new_context(viewport={"width": 1400, "height": 1000})

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from .conftest import ARTIFACTS
-from .test_notebook_hosts import jupyter, run_cell, wait_for_file
+from .hosts import cell_output, jupyter, run_cell, wait_for_file
 
 CELL = """\
 import json, pathlib
@@ -98,7 +98,7 @@ def test_controls_show_busy_refuse_in_place_and_keep_keys_from_jupyterlab(browse
             page.wait_for_function("document.querySelector('.ppviz-control-schedule select').value === '1f1b'")
             wait_for_file(root_dir / "config.json", json.dumps({"m": 16, "schedule": "1f1b", "p": 5}))
             ARTIFACTS.mkdir(exist_ok=True)
-            page.locator(".jp-OutputArea-output").first.screenshot(path=str(ARTIFACTS / "controls-refused.png"))
+            cell_output(page).screenshot(path=str(ARTIFACTS / "controls-refused.png"))
 
             # keys: zoom in the chart, then "0, 0" resets its view and does not restart the kernel
             canvas = root.locator("canvas").bounding_box()
