@@ -42,17 +42,17 @@ def test_a_frontier_shows_in_marimo_as_its_view_with_one_gantt_chart_that_follow
     shown = view._display_()
     assert isinstance(shown, mo.Html) and 'class="ppviz-frontier"' in shown.text
     detail = view._marimo_detail
-    assert detail.result is None and detail.meta == {} and detail.timeline == b""  # drawn as nothing
+    assert detail.result is None and detail._meta == {} and detail._timeline == b""  # drawn as nothing
     view.selected = "zb-h1"
     assert detail.result.config.schedule == "zb-h1" and len(detail.result.ops) == len(front.result("zb-h1").ops)
     assert view.detail.children == ()  # the ipywidgets box, which marimo cannot draw, stays empty
     view.selected = ""
-    assert detail.result is None and detail.meta == {}
+    assert detail.result is None and detail._meta == {}
     assert view._display_().text.count("ppviz-frontier") == 1 and view._marimo_detail is detail
 
 
 def test_a_comparison_in_marimo_links_its_views_in_the_kernel():
-    cmp = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1", "interleaved-1f1b"])
+    cmp = ppviz.compare(ppviz.Config(devices=4, microbatches=8), schedules=["1f1b", "zb-h1", "interleaved-1f1b"]).view()
     # in Jupyter the links are jslinks, in the browser: a change in Python reaches no other view
     cmp.gantts[0].selected_device = 2
     assert [g.selected_device for g in cmp.gantts] == [2, -1, -1] and cmp.selected_device == -1
@@ -65,7 +65,7 @@ def test_a_comparison_in_marimo_links_its_views_in_the_kernel():
         assert [getattr(g, trait) for g in cmp.gantts] == [value] * 3, trait
         assert getattr(cmp, trait) == value and getattr(cmp.state, trait) == value
     cmp.chart._params = {"ppviz_schedule": "1f1b"}
-    assert cmp.state.chart_params == {"ppviz_schedule": "1f1b"}
+    assert cmp.state._chart_params == {"ppviz_schedule": "1f1b"}
     links = cmp._kernel_links
     cmp._display_()
     assert cmp._kernel_links is links  # displayed again: no second set of links
@@ -74,8 +74,8 @@ def test_a_comparison_in_marimo_links_its_views_in_the_kernel():
 def test_a_gantt_widget_set_to_none_draws_nothing():
     gantt = GanttWidget(ppviz.simulate(TRIO[0]), selected_microbatch=3)
     gantt.set_result(None)
-    assert gantt.result is None and gantt.meta == {} and gantt.timeline == gantt.memory == gantt.overlay == b""
+    assert gantt.result is None and gantt._meta == {} and gantt._timeline == gantt._memory == gantt._overlay == b""
     assert (gantt.error, gantt.busy, gantt.selected_microbatch, gantt.selected_op) == ("", "", -1, -1)
     assert gantt.time_window == []
     gantt.set_result(ppviz.simulate(TRIO[1]))
-    assert gantt.meta["devices"] == 4 and len(gantt.timeline) > 0
+    assert gantt._meta["devices"] == 4 and len(gantt._timeline) > 0

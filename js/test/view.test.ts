@@ -205,17 +205,17 @@ describe("GanttView", () => {
   });
 
   it("draws nothing for a chart with no data, title or error, and draws once data arrives", async () => {
-    const model = new FakeModel({ meta: {}, error: "", timeline: new DataView(new ArrayBuffer(0)) });
+    const model = new FakeModel({ _meta: {}, error: "", _timeline: new DataView(new ArrayBuffer(0)) });
     const { root } = await mount(model);
     expect(root.hidden).toBe(true);
     const spec = fillDrain(2, 2);
-    model.state.timeline = new DataView(encodeTimeline(2, spec.ops).buffer);
-    model.set("meta", metaFor(2, spec.ops, spec.makespan));
+    model.state._timeline = new DataView(encodeTimeline(2, spec.ops).buffer);
+    model.set("_meta", metaFor(2, spec.ops, spec.makespan));
     await nextFrame();
     await nextFrame();
     expect(root.hidden).toBe(false);
     expect(Number(root.dataset.ops)).toBe(spec.ops.length);
-    model.set("meta", {});
+    model.set("_meta", {});
     await nextFrame();
     expect(root.hidden).toBe(true);
     model.set("error", "refused");

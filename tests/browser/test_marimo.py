@@ -44,7 +44,7 @@ def output_of(page, inner):
 
 def gantt_states(page):
     return page.locator(".ppviz-gantt").evaluate_all("""els => els.map(e => ({emphasis: e.dataset.emphasis,
-        theme: e.dataset.theme, draws: Number(e.dataset.draws), ops: e.dataset.ops, hidden: e.hidden}))""")
+        theme: e.dataset.theme, draws: Number(e.dataset.draws), ops: e.dataset.runOps, hidden: e.hidden}))""")
 
 
 def test_show_draws_in_marimo_and_a_click_reaches_the_kernel(browser, server, tmp_path):
@@ -136,7 +136,7 @@ def test_compare_draws_in_marimo_dark_and_links_through_the_kernel(browser, serv
     results = [ppviz.simulate(ppviz.Config(schedule=s, devices=8, microbatches=32)) for s in FIVE]
     url = server.notebook([
         "import pathlib\nimport ppviz",
-        f"cmp = ppviz.compare(ppviz.Config(devices=8, microbatches=32), schedules={FIVE!r})\n"
+        f"cmp = ppviz.compare(ppviz.Config(devices=8, microbatches=32), schedules={FIVE!r}).view()\n"
         f"cmp.observe(lambda change: (pathlib.Path({str(tmp_path)!r}) / (change['name'] + '.txt')).write_text("
         "str(change['new'])), names=['selected_schedule', 'selected_device'])\ncmp",
     ])

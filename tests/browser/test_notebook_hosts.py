@@ -170,8 +170,8 @@ def test_compare_in_jupyterlab_offline_and_linked(browser, server):
         assert len({(s["canvas"]["left"], s["canvas"]["width"]) for s in states}) == 1
         assert [s["overview"] for s in states] == ["shown"] * 5
         assert min(s["labels"] for s in states) >= 40, states
-        wait_for(page, lambda: (server["root"] / "time_window.txt").exists() and np.allclose(
-            json.loads((server["root"] / "time_window.txt").read_text()), [0, opening["t1"]]), "the window in Python")
+        wait_for(page, lambda: (root / "time_window.txt").exists() and np.allclose(
+            json.loads((root / "time_window.txt").read_text()), [0, opening["t1"]]), "the window in Python")
         # the headers and the chart give the numbers of the results
         names = page.locator(".ppviz-gantt .ppviz-name").all_inner_texts()
         assert names == FIVE
