@@ -62,6 +62,7 @@ from .core.placement import Placement
 from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
+from .core.step import Step
 from .core.topology import Link, Offload, Topology
 from .core.transfers import Transfers
 from .io.torch_annotate import annotate
@@ -93,6 +94,7 @@ __all__ = [
     "Residuals",
     "Result",
     "ScheduleConstraintError",
+    "Step",
     "SearchResult",
     "Transformer",
     "Topology",
