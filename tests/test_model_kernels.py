@@ -221,3 +221,14 @@ def test_expert_parallelism_is_refused_for_a_dense_model_and_bad_values_by_train
             Training(expert_parallel=bad)
     with pytest.raises(ConfigError, match="fp8"):
         Training(fp8="yes")
+
+
+def test_collectives_are_of_the_kinds_and_groups_the_communication_model_times():
+    from ppviz.model.collectives import KINDS
+
+    for training in (Training(tensor_parallel=2, expert_parallel=4), Training(tensor_parallel=2, fp8=True)):
+        for phases in item_kernels(MOE, training).values():
+            for phase in phases.values():
+                assert {c.kind for c in phase.collectives} <= set(KINDS)
+                assert {c.group for c in phase.collectives} <= {"tp", "ep"}
+                assert all(0 <= c.after <= len(phase.kernels) and c.bytes > 0 for c in phase.collectives)

@@ -84,8 +84,6 @@ from .transformer import Transformer
 ITEMS = ("E", "t", "m", "L")
 PHASES = ("F", "I", "W", "R")
 KINDS = ("gemm", "attention", "attention_backward", "memory")
-COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
-GROUPS = ("tp", "ep")
 
 HALF = 2  # bytes of a 16-bit element
 FP8 = 1
@@ -133,8 +131,8 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Collective:
-    """A collective a phase issues: ``kind`` (all-reduce, all-gather, reduce-scatter,
-    all-to-all), ``bytes`` as nccl-tests' size S counts them (the whole buffer: an all-gather's
+    """A collective a phase issues: ``kind`` (one of :data:`ppviz.model.collectives.KINDS`:
+    all-reduce, all-gather, reduce-scatter, all-to-all), ``bytes`` as nccl-tests' size S counts them (the whole buffer: an all-gather's
     output, a reduce-scatter's input, an all-to-all's send buffer), over ``group`` ("tp", the
     tensor-parallel group, or "ep", the expert-parallel one), issued after the first ``after``
     kernels of the phase; ``name`` says which tensor it moves."""
