@@ -166,7 +166,7 @@ def held_at_peak(config: Config) -> np.ndarray:
         times, values = result.memory.curve(d)
         peak = times[int(np.argmax(values))]
         mine = ops.device == d
-        live = {}
+        live: dict[tuple[int, int], float] = {}
         for stage, mb, kind, start, end in zip(ops.stage[mine], ops.microbatch[mine], ops.kind[mine],
                                                ops.start[mine], ops.end[mine]):
             key = (int(stage), int(mb))
@@ -196,6 +196,7 @@ def balanced_layout(model: Transformer, hardware: Hardware, config: Config, trai
         key = (result.out_of_memory, result.makespan)
         if best_key is None or key < best_key:
             best, best_key = layout, key
+    assert best is not None  # the balancer always has candidates
     return best
 
 
@@ -297,7 +298,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                           f"{did_you_mean(unknown[0], accepted)}from_model takes {', '.join(accepted)}",
                           reason="from_model has no such option")
     # transfers need the unit, which the costs below bring: they are set last
-    transfers = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
+    transfers: dict[str, object] = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
     offload = _offload(options.pop("offload", None), hardware)
     training = Training(tensor_parallel, sequence_parallel, data_parallel, zero_stage, recompute, flash_attention)
     _check_heads_split(model, training.parallel.tensor)
