@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -22,7 +23,10 @@ from ..core.config import Config
 from ..core.errors import ConfigError, checked_arguments
 from ..core.metrics import metrics
 from ..core.registry import lookup
-from .search import DEFAULT_EFFORT, checked_effort, checked_limit, checked_size, library_runs, search
+from .search import DEFAULT_EFFORT, SearchResult, checked_effort, checked_limit, checked_size, library_runs, search
+
+if TYPE_CHECKING:  # pandas is imported when a frontier is made
+    import pandas as pd
 
 METRICS = {"fraction": "bubble_fraction", "rate": "bubble_rate"}
 COLUMNS = ("name", "source", "schedule", "stages_per_device", "memory_limit", "makespan", "bubble_fraction",
@@ -61,9 +65,9 @@ class FrontierPoints:
     ``memory``: the column the front is taken on (``"peak_activation"``, or ``"peak_memory"``
     where the config has static memory); ``config``: the config the runs share."""
 
-    table: object
+    table: pd.DataFrame
     metric: str
-    runs: dict = field(default_factory=dict)
+    runs: dict[str, Config | SearchResult] = field(default_factory=dict)
     memory: str = "peak_activation"
     config: Config | None = None
 
