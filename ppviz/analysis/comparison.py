@@ -25,15 +25,16 @@ from ..core.result import Result
 GIB = 2**30
 THEMES = ("auto", "light", "dark")
 #: how :meth:`Comparison.summary` may order its runs
-ORDERS = {"given": None, "makespan": lambda r: (r.makespan, float(r.peak_memory.max())),
+ORDERS = {"given": None, "makespan": lambda r: (r.step_time, r.makespan, float(r.peak_memory.max())),
           "bubble": lambda r: (r.bubble_fraction, r.makespan),
           "memory": lambda r: (float(r.peak_memory.max()), r.makespan)}
 #: the bubble metrics a comparison's charts plot: ``metric=`` names one
 METRICS = ("fraction", "rate")
 #: columns of :attr:`Comparison.table`, in order
 COLUMNS = ("name", "schedule", "devices", "microbatches", "stages_per_device", "makespan", "closed_form_makespan",
-           "bubble_fraction", "closed_form_bubble_fraction", "bubble_rate", "peak_activation", "peak_memory",
-           "peak_memory_bytes", "fits", "excess", "exposed_comm", "rank", "refused")
+           "step_time", "tail", "mfu", "tokens_per_second", "bubble_fraction", "closed_form_bubble_fraction",
+           "bubble_rate", "peak_activation", "peak_memory", "peak_memory_bytes", "fits", "excess", "exposed_comm",
+           "rank", "refused")
 _NAME_FIELDS = (("schedule", "schedule"), ("devices", "p"), ("microbatches", "m"), ("stages_per_device", "v"),
                 ("microbatch_group_size", "g"), ("f", "f"), ("b", "b"), ("w", "w"), ("comm", "comm"),
                 ("fb", "fb"), ("activation", "activation"), ("w_share", "w_share"), ("params", "params"),
@@ -115,7 +116,8 @@ class Comparison:
         self.names: list[str] = [n for n, r in zip(self._names, runs) if r.result is not None]
         self.refused: dict[str, str] = {n: r.refusal for n, r in zip(self._names, runs) if r.result is None}
         self.time_extent = max(r.makespan for r in results)
-        order = sorted(range(len(results)), key=lambda k: results[k].makespan)
+        # the step, data-parallel tail included, is what a run costs (the makespan without a Config.step)
+        order = sorted(range(len(results)), key=lambda k: results[k].step_time)
         self.ranking: list[str] = [self.names[k] for k in order if not results[k].out_of_memory]
         self.out_of_memory: dict[str, float] = {}
         for name, r in zip(self.names, results):
@@ -166,6 +168,8 @@ class Comparison:
                 "name": name, "schedule": r.config.schedule, "devices": r.devices,
                 "microbatches": r.program.whole_microbatches, "stages_per_device": _whole(r.program.stages_per_device),
                 "makespan": r.makespan, "closed_form_makespan": cf.makespan if cf is not None else None,
+                "step_time": r.step_time, "tail": float(r.tail.max()), "mfu": r.mfu,
+                "tokens_per_second": r.tokens_per_second,
                 "bubble_fraction": r.bubble_fraction,
                 "closed_form_bubble_fraction": cf.bubble_fraction if cf is not None else None,
                 "bubble_rate": r.bubble_rate, "peak_activation": float(r.peak_activation.max()),
@@ -184,8 +188,9 @@ class Comparison:
         unit = self.time_unit
         if self.ranking:
             best = self.result(self.ranking[0])
+            what = "step" if best.config.step is not None else "makespan"
             return (f"{len(self.ranking)} of {len(self.results)} fit the capacity; the fastest of them: "
-                    f"{self.ranking[0]}, makespan {number(best.makespan, unit)}")
+                    f"{self.ranking[0]}, {what} {number(best.step_time, unit)}")
         closest = min(self.out_of_memory, key=self.out_of_memory.__getitem__)
         return f"none fits the capacity; the closest: {closest}, over by {self._excess_text(closest)}"
 
@@ -222,7 +227,10 @@ class Comparison:
         fit_column = capacities != {None}
         shared = next(iter(capacities)) if len(capacities) == 1 else None
         memory = ("peak memory" if static else "peak activation") + (" (GiB)" if self._in_bytes else "")
+        stepped = any(r.config.step is not None for r in self.results)
         header = ["schedule", "v", f"makespan ({unit})" if unit else "makespan", "bubble", memory]
+        if stepped:
+            header[3:3] = [f"step ({unit})" if unit else "step", "MFU"]
         if fit_column:
             header.append("fits" if shared is None else
                           f"fits {self._memory_text(first, shared)}{' GiB' if self._in_bytes else ''}")
@@ -232,6 +240,7 @@ class Comparison:
             closed_peak = max(cf.peak_activation) if cf is not None and cf.peak_activation and not static else None
             row = [name, number(r.program.stages_per_device),
                    number(r.makespan) + (f" ({number(cf.makespan)})" if cf is not None else ""),
+                   *((number(r.step_time), share(r.mfu) if r.mfu is not None else "-") if stepped else ()),
                    share(r.bubble_fraction) + (f" ({share(cf.bubble_fraction)})" if cf is not None else ""),
                    self._memory_text(r, float(r.peak_memory.max())) +
                    (f" ({self._memory_text(r, closed_peak)})" if closed_peak is not None else "")]

@@ -8,7 +8,7 @@ from typing import Any
 
 import altair as alt
 
-from ..analysis.frontier import METRICS, FrontierPoints
+from ..analysis.frontier import METRICS, Frontier
 from ..core.errors import ConfigError, checked_arguments
 from .inputs import BUBBLE_METRICS, PALETTE
 from .labels import UNLABELLED, label_marks, leader_marks, point_labels
@@ -20,7 +20,7 @@ _SOURCES = ("library", "search")
 
 
 @checked_arguments
-def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 320) -> alt.LayerChart:
+def frontier_chart(points: Frontier, *, width: int = 460, height: int = 320) -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak memory (y), one point per run.
 
     Library schedules and search results have their own colour; runs on the Pareto front
@@ -30,8 +30,8 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
     config has static memory (``points.memory``); in GiB where it gives ``activation_bytes``.
     With a ``memory_capacity`` a rule marks it and runs over it are crosses, never on the front.
     """
-    if not isinstance(points, FrontierPoints):
-        raise ConfigError("points", points, "give what ppviz.analysis.frontier.frontier_points returns")
+    if not isinstance(points, Frontier):
+        raise ConfigError("points", points, "give what ppviz.frontier returns")
     attr = METRICS[points.metric]
     _, label, definition = BUBBLE_METRICS[points.metric]
     table = points.table

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .errors import ConfigError, ScheduleConstraintError, checked_arguments
 from .budget import check_size
 from .registry import ScheduleSpec, lookup
+from .step import Step
 from .topology import Link, Offload, Topology, checked_topology
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
@@ -172,6 +173,11 @@ class Config:
         its forward over each device's host link, and copied back before the backward that needs
         it; ``None`` (the default): nothing is offloaded. See :mod:`ppviz.core.offload` for the
         timing rules.
+    step : a :class:`ppviz.Step`, what the training step adds after the pipeline's ops: each
+        stage's data-parallel gradient reduction, the optimizer step and the parameter gather,
+        timed on each device after its last backward (``Result.step_time``, ``Result.tails``),
+        and the tokens, FLOPs and GPUs that give ``Result.mfu``. ``None``: the step is the
+        pipeline's makespan. ``Config.from_model`` fills it.
     """
 
     # sizes and costs by position would be unreadable: every field but the schedule is a keyword
@@ -202,6 +208,7 @@ class Config:
     comm_bytes: float | None = None
     p2p: str | None = None
     offload: Offload | None = None
+    step: Step | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -223,6 +230,17 @@ class Config:
                                           reason=f"{spec.name} does not split microbatches into sequence segments")
         self._check_transfers()
         self._check_offload(spec)
+        if self.step is not None:
+            if not isinstance(self.step, Step):
+                raise ConfigError("step", self.step, "give a ppviz.Step (the data-parallel tail: per stage a gradient "
+                                  "reduction, optimizer step and parameter gather), or None; Config.from_model fills "
+                                  "one from the model and its data-parallel layout")
+            stages = spec.stage_count(self.devices, self.stages_per_device if self.stages_per_device is not None
+                                      else spec.default_v)
+            if self.step.stages is not None and stages is not None and self.step.stages != stages:
+                raise ConfigError("step", self.step.stages, f"give the step's times for {stages} stages",
+                                  reason=f"{spec.name} at these sizes has {stages} stages and the step describes "
+                                         f"{self.step.stages}")
         check_size(spec, self.devices, v, self.microbatches, transfers=self.transfers,
                    segments=self.segments)
         for name in ("f", "b", "w", "comm", "activation", "params"):

@@ -65,7 +65,7 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
     if isinstance(obj, alt.TopLevelMixin):
         return obj
     if isinstance(obj, FrontierView):
-        return obj.front.chart
+        return obj.front.chart()
     if isinstance(obj, ipywidgets.Box):
         # a layout of widgets (controls beside a chart): the first of its charts stands for it
         return next((chart for chart in map(static_chart, obj.children) if chart is not None), None)
