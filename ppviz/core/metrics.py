@@ -75,7 +75,7 @@ _BATCHED = ("makespan", "busy", "idle", "ideal", "bubble_fraction", "bubble_rate
 class Batch:
     """The metrics of many configs of one program as arrays, a row per config (:meth:`Plan.batch`)."""
 
-    configs: list
+    configs: list[Config]
     makespan: np.ndarray
     busy: np.ndarray
     idle: np.ndarray

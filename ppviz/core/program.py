@@ -38,6 +38,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ConfigError, ParseError, ProgramError, checked_arguments
 from .paths import exported
@@ -247,7 +248,8 @@ class Program:
     __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
                  "forward_only", "segments", "_device", "_actions", "comms")
 
-    def __init__(self, kind, stage, microbatch, pair, offsets, *, stages: int, microbatches: int,
+    def __init__(self, kind: ArrayLike, stage: ArrayLike, microbatch: ArrayLike, pair: ArrayLike | None,
+                 offsets: ArrayLike, *, stages: int, microbatches: int,
                  placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
                  segments: int = 1, comms: CommOps | None = None):
         self.kind = np.asarray(kind, dtype=np.int8)
@@ -597,8 +599,7 @@ class Program:
                 and np.array_equal(self.pair, other.pair) and self.forward_only == other.forward_only
                 and self.segments == other.segments)
 
-    # equal programs are mutable arrays: unhashable, as list is (typeshed's idiom)
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable (mutable arrays), as typeshed marks list
 
     def __repr__(self) -> str:
         return (f"<Program {self.name!r}: {self.devices} devices, {self.stages} stages, "
