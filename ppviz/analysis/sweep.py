@@ -27,10 +27,14 @@ import itertools
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..core.config import Config
 from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, checked_arguments, did_you_mean
 from ..core.metrics import Metrics, metrics, metrics_many
+
+if TYPE_CHECKING:  # pandas is imported when a sweep runs
+    import pandas as pd
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
 MAX_CONFIGS = 10_000_000
@@ -204,7 +208,7 @@ def _chunks(total: int, workers: int, chunk_size: int | None) -> list[tuple[int,
 
 @checked_arguments
 def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None = None,
-          chunk_size: int | None = None, progress: bool = True):
+          chunk_size: int | None = None, progress: bool = True) -> pd.DataFrame:
     """Run every config of ``grid`` on the fast metrics path; a pandas DataFrame, one row per config.
 
     ``grid``: a list of :class:`ppviz.Config`, or a dict {Config field: list of values} swept as

@@ -318,7 +318,7 @@ class _Controls:
 
 
 @checked_arguments
-def show(run, controls: bool = True, *, theme: str = "auto", against=None):
+def show(run, controls: bool = True, *, theme: str = "auto", against=None) -> Viewer:
     """The interactive Gantt chart of one run: a Config, Program, Result or schedule name.
 
     With ``controls`` the chart sits under widgets for schedule, p, m, v, f, b, w and comm
