@@ -317,5 +317,6 @@ def test_tensor_parallel_must_split_the_heads_evenly(name, t, what):
 
 def test_a_preset_the_name_begins_is_suggested_first():
     # before: "did you mean 'h200', 'h100-sxm'?" for H100
-    with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h200'\?"):
+    # (the second is the closest other name: 'h800' now that there is an H800)
+    with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h800'\?"):
         Hardware.preset("H100")

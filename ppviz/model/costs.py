@@ -43,7 +43,7 @@ from .balance import MemoryLimit, candidates
 from .hardware import Hardware
 from .layout import Layout
 from .static_memory import bytes_per_param
-from .transformer import Transformer
+from .transformer import Transformer, checked_count
 
 LAYOUT_KEYWORDS = ("even", "balanced")
 
@@ -73,10 +73,14 @@ class Training:
     zero_stage: int = 0
     recompute: str | None = None
     flash_attention: bool = True
+    expert_parallel: int = 1  # the experts of each MoE layer split over this many devices
+    fp8: bool = False  # Transformer Engine's FP8: GEMMs at the FP8 rate, everything else 16-bit
 
     def __post_init__(self):
-        if not isinstance(self.flash_attention, bool):
-            raise ConfigError("flash_attention", self.flash_attention, "give True or False")
+        for name in ("flash_attention", "fp8"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "give True or False")
+        checked_count("expert_parallel", self.expert_parallel, minimum=1)
         if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
             raise ConfigError("sequence_parallel", self.sequence_parallel,
                               "give True, False or None (on when tensor_parallel > 1)")
