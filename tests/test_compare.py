@@ -325,6 +325,18 @@ def test_with_a_capacity_the_table_says_which_fit_and_the_summary_gives_the_verd
     assert "peak memory (GiB)     fits 80 GiB" in summary and "97.2  no (+17.2 GiB)" in summary
 
 
+def test_runs_with_and_without_a_capacity_say_so_in_the_summary():
+    # a run without a capacity has nothing to fit: it was an AttributeError when the first run had one
+    with_cap = ppviz.Config("1f1b", devices=4, microbatches=8, memory_capacity=3)
+    without = ppviz.Config("gpipe", devices=4, microbatches=8)
+    for runs in ([with_cap, without], [without, with_cap]):
+        lines = ppviz.compare(runs).summary().splitlines()
+        assert lines[2].split()[-1] == "fits"  # the capacities differ: the heading names none
+        cells = {line.split()[0]: line.split("  ")[-1].strip() for line in lines[3:5]}
+        assert cells == {"1f1b": "no (+1)", "gpipe": "no capacity"}
+        assert lines[-1] == "1 of 2 fit the capacity; the fastest of them: gpipe, makespan 33"
+
+
 def test_a_bad_option_is_the_callers_mistake_not_a_refusal():
     with pytest.raises(ConfigError, match="devices=0") as info:
         ppviz.compare(ppviz.Config(), schedules=["1f1b", "zb-h1"], devices=0)

@@ -195,7 +195,7 @@ class Topology:
                 f"{self.intra.describe(time_unit)}; between nodes {self.inter.describe(time_unit)}")
 
 
-def checked_topology(value):
+def checked_topology(value: object) -> Topology | Link:
     """A Topology or Link as given (a preset name becomes its Topology); anything else is a ConfigError."""
     if isinstance(value, (Topology, Link)):
         return value

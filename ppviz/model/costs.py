@@ -349,7 +349,7 @@ def held_at_peak(config: Config) -> np.ndarray:
         times, values = result.memory.curve(d)
         peak = times[int(np.argmax(values))]
         mine = ops.device == d
-        live = {}
+        live: dict[tuple[int, int], float] = {}
         for stage, mb, kind, start, end in zip(ops.stage[mine], ops.microbatch[mine], ops.kind[mine],
                                                ops.start[mine], ops.end[mine]):
             key = (int(stage), int(mb))
@@ -379,6 +379,7 @@ def balanced_layout(model: Transformer, hardware: Hardware, config: Config, trai
         key = (result.out_of_memory, result.makespan)
         if best_key is None or key < best_key:
             best, best_key = layout, key
+    assert best is not None  # the balancer always has candidates
     return best
 
 
@@ -481,7 +482,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                           f"{did_you_mean(unknown[0], accepted)}from_model takes {', '.join(accepted)}",
                           reason="from_model has no such option")
     # transfers need the unit, which the costs below bring: they are set last
-    transfers = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
+    transfers: dict[str, object] = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
     offload = _offload(options.pop("offload", None), hardware)
     if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
         raise ConfigError("devices", devices, "give a whole number of pipeline stages >= 1")
