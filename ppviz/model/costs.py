@@ -232,18 +232,19 @@ def _attention_ms(model: Transformer, hardware: Hardware, training: Training) ->
     return out
 
 
-def _collective_ms(groups: Groups, collective, cluster) -> float:
+def _collective_ms(groups: Groups, collective, cluster: Topology | None) -> float:
     if getattr(groups, collective.group) <= 1:
         return 0.0
+    return groups.time(collective.group, collective.kind, collective.bytes, _known(cluster, collective.group)) * 1e3
+
+
+def _known(cluster: Topology | None, group: str) -> Topology:
+    """The cluster the ``group``'s collectives cross, which they cannot be timed without."""
     if cluster is None:
-        raise _no_cluster(collective.group)
-    return groups.time(collective.group, collective.kind, collective.bytes, cluster) * 1e3
-
-
-def _no_cluster(group: str) -> ConfigError:
-    return ConfigError("topology", None, "give topology= (a preset such as 'dgx-h100', or a ppviz.Topology): "
-                       f"the {group} group's collectives need its links",
-                       reason="the hardware has no reference system and no NVLink bandwidth")
+        raise ConfigError("topology", None, "give topology= (a preset such as 'dgx-h100', or a ppviz.Topology): "
+                          f"the {group} group's collectives need its links",
+                          reason="the hardware has no reference system and no NVLink bandwidth")
+    return cluster
 
 
 def _ring_ms(model: Transformer, training: Training, phase: str) -> float:
@@ -252,7 +253,7 @@ def _ring_ms(model: Transformer, training: Training, phase: str) -> float:
     context-parallel group's link (Megatron-LM's ring attention, Liu et al. 2023)."""
     if phase not in ("F", "I"):
         return 0.0
-    groups, cluster = training.groups, training.cluster
+    groups, cluster = training.groups, _known(training.cluster, "cp")
     kv = 2 * model.tokens * model.kv_size // training.parallel.tensor * activations.BYTES
     nbytes = kv * (2 if phase == "I" else 1)
     link, efficiency = groups.link("cp", cluster)
@@ -286,17 +287,15 @@ def step_of(costs: StageCosts, hardware: Hardware, training: Training, microbatc
     or reduce-scattered under ZeRO-1/2 (Megatron-LM's distributed optimizer), which then
     all-gathers the updated 16-bit weights; the optimizer step is memory-bound, its shard's
     :data:`OPTIMIZER_BYTES` per parameter at the HBM bandwidth memory-bound kernels reach."""
-    groups, cluster = training.groups, training.cluster
-    d = training.data_parallel
+    groups, d = training.groups, training.data_parallel
+    cluster = _known(training.cluster, "dp") if d > 1 else None
     sharded = training.zero_stage >= 1
     reduce, optimizer, gather = [], [], []
-    if d > 1 and cluster is None:
-        raise _no_cluster("dp")
     for params in costs.params:
         kind = "reduce-scatter" if sharded else "all-reduce"
-        reduce.append(groups.time("dp", kind, params * GRADIENT_BYTES, cluster) * 1e3 if d > 1 else 0.0)
+        reduce.append(groups.time("dp", kind, params * GRADIENT_BYTES, cluster) * 1e3 if cluster else 0.0)
         gather.append(groups.time("dp", "all-gather", params * PARAMETER_BYTES, cluster) * 1e3
-                      if d > 1 and sharded else 0.0)
+                      if cluster and sharded else 0.0)
         shard = params / d if sharded else params
         optimizer.append(shard * OPTIMIZER_BYTES / (hardware.hbm_gbps * 1e9 * hardware.memory_share) * 1e3
                          if hardware.hbm_gbps is not None else 0.0)
@@ -493,7 +492,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                         cluster=cluster_of(hardware, transfers.get("topology")), tp_comm_overlap=tp_comm_overlap,
                         overlap_grad_reduce=overlap_grad_reduce, overlap_param_gather=overlap_param_gather)
     _check_heads_split(model, training.parallel.tensor)
-    if transfers.get("topology") is not None:
+    if transfers.get("topology") is not None and training.cluster is not None:
         # the topology is the cluster's: a node holds as many pipeline stages as its GPUs hold
         # stage ranks (one, when a stage's tensor- and data-parallel ranks fill it)
         transfers["topology"] = training.groups.pipeline_topology(training.cluster)
