@@ -113,6 +113,7 @@ class Plan:
     recompute or ZeRO stage differ) is left out: it is no choice."""
 
     table: pd.DataFrame
+    _: dataclasses.KW_ONLY
     configs: list[Config]
     model: Transformer
     hardware: Hardware
@@ -542,7 +543,8 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     table = table[kept_rows].reset_index(drop=True)
     configs = [c for c, keep_row in zip(configs, kept_rows) if keep_row]
     table["pareto"] = pareto_front(table.step_time, table.peak_memory)
-    return Plan(table, configs, model, hardware, gpus, global_batch, float(within), enumerated=enumerated,
+    return Plan(table, configs=configs, model=model, hardware=hardware, gpus=gpus, global_batch=global_batch,
+                within=float(within), enumerated=enumerated,
                 pruned=int((~fits).sum()), simulated=simulated,
                 out_of_memory=sum(1 for r in rows if not r[-1]))
 
