@@ -461,7 +461,12 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
         raise ConfigError("topology", topology, "give topology= (a preset such as 'dgx-h100', or a ppviz.Topology)",
                           reason=f"{hardware.name or 'this hardware'} has no reference system to place the groups on")
     chosen, shared = _checked_constraints(model, constraints)
-    shapes, removed = _shapes(model, gpus, global_batch, cluster.devices_per_node, chosen)
+    # context parallelism splits each sequence over its own ranks, between the tensor- and the
+    # data-parallel ones (Megatron's tp-cp-ep-dp-pp order): t · p · d covers the rest
+    cp = shared.get("context_parallel", 1)
+    if isinstance(cp, bool) or not isinstance(cp, int) or cp < 1 or gpus % cp:
+        raise ConfigError("context_parallel", cp, f"give a whole number that divides the {gpus:,} GPUs")
+    shapes, removed = _shapes(model, gpus // cp, global_batch, cluster.devices_per_node, chosen)
     specs = _schedules(chosen)
     if not shapes or not specs:
         worst = max(removed, key=lambda k: removed[k]) if removed else None
