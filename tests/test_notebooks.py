@@ -200,13 +200,73 @@ def _find_the_best(out):
     assert [span for _, span, _ in rows] == sorted((span for _, span, _ in rows), reverse=True)
 
 
+def _plan_my_run(out):
+    counts = re.search(r"^([\d,]+) layouts × schedules considered, ([\d,]+) layouts ruled out by memory before "
+                       r"simulating, ([\d,]+) simulated \(([\d,]+) of them did not fit\); (\d+) fit", out, re.M)
+    enumerated, pruned, simulated, oom, kept = (int(x.replace(",", "")) for x in counts.groups())
+    assert oom < simulated < enumerated and 0 < kept <= simulated - oom
+    best = re.search(r"^best: t=(\d+) p=(\d+) d=(\d+) .* step ([\d,]+) ms, MFU ([\d.]+) %", out, re.M)
+    t, p, d = map(int, best.groups()[:3])
+    step = float(best.group(4).replace(",", ""))
+    assert t * p * d == 64
+    # each device's breakdown sums to the step (in s, rounded to ms)
+    block = out.split("compute s  tp_comm s")[1].split("\ndevice ", 2)[1]
+    rows = re.findall(r"^\d +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+) +([\d.]+)$", block, re.M)
+    assert len(rows) == p and all(abs(sum(map(float, r)) - step / 1000) <= 0.004 for r in rows)
+    # no schedule simulated by hand at the best's layout fits and beats the plan's best
+    by_hand = re.findall(r"^\S+ +v=\d  step +([\d,]+) ms   peak +([\d.]+) GiB   (fits|OUT OF MEMORY)$", out, re.M)
+    assert len(by_hand) == 7 and min(float(s.replace(",", "")) for s, _, fit in by_hand if fit == "fits") == step
+    assert all(float(peak) > 80 for _, peak, fit in by_hand if fit != "fits")
+    assert "no fitting schedule beats the plan: True; zb-v by hand equals the plan's best: True" in out
+    # every best compared: fits its GPU, its shares of the free best add up, MFU × step is one
+    # constant for one model, batch and GPU count
+    found = {m.group(1).strip(): m for m in re.finditer(
+        r"^(.+?) +t=(\d+) p=(\d+) d=(\d+) v=(\d+) b=(\d+) (\S+), recompute (\S+), ZeRO-(\d) step +([\d,]+) ms "
+        r"\( *([+-][\d.]+)%\) +MFU +([\d.]+)% +peak +([\d.]+) of (\d+) GiB$", out, re.M)}
+    assert set(found) == {"80 GiB, 50 GB/s", "40 GiB", "12.5 GB/s between nodes", "free", "tensor_parallel=8",
+                          "schedules=['1f1b']"}
+    steps = {name: float(m.group(10).replace(",", "")) for name, m in found.items()}
+    for name, m in found.items():
+        assert float(m.group(13)) <= float(m.group(14)), name
+        assert int(m.group(2)) * int(m.group(3)) * int(m.group(4)) == 64
+        assert abs(float(m.group(11)) - 100 * (steps[name] / step - 1)) <= 0.06, name
+        assert abs(float(m.group(12)) * steps[name] / (float(best.group(5)) * step) - 1) < 0.003, name
+    assert steps["free"] == steps["80 GiB, 50 GB/s"] == step
+    # less memory: slower, and on a layout that holds less (more tensor parallelism or recompute)
+    small, full = found["40 GiB"], found["80 GiB, 50 GB/s"]
+    assert steps["40 GiB"] > step and (int(small.group(2)) > int(full.group(2)) or small.group(8) != "none")
+    # a slower network can make nothing faster; constraints cannot beat the free plan
+    assert steps["12.5 GB/s between nodes"] >= step
+    assert steps["tensor_parallel=8"] >= step and found["tensor_parallel=8"].group(2) == "8"
+    assert steps["schedules=['1f1b']"] >= step and found["schedules=['1f1b']"].group(7) == "1f1b"
+    assert "no constraint beats the free plan: True" in out
+    # the 40 GiB table: every row fits 40 GiB, a layout of 64 GPUs and 128 sequences, fastest first
+    small_rows = re.findall(r"^\d +(\d+) +(\d+) +(\d+) +\d +(\d+) +(\d+) +\S+ +\S+ +\d +([\d.]+) +[\d.]+ +([\d.]+) ", out, re.M)
+    assert len(small_rows) == 6
+    assert all(int(a) * int(b) * int(c) == 64 and int(c) * int(mb) * int(m) == 128 and float(peak) <= 40
+               for a, b, c, mb, m, _, peak in small_rows)
+    assert [float(r[5]) for r in small_rows] == sorted(float(r[5]) for r in small_rows)
+    # 512 GPUs: the printed table is whole layouts of 512 GPUs and 1,024 sequences, fastest first, all fitting
+    large = re.findall(r"^(\d+) +(\d+) +(\d+) +\d +(\d+) +(\d+) +\S+ +\S+ +\d +([\d,]+) ms +[\d.]+ % +[\d.]+ GiB +[\d.]+ [MG]iB$",
+                       out.split("on 512 × h100-sxm")[1], re.M)
+    assert len(large) == 8 and all(int(a) * int(b) * int(c) == 512 and int(c) * int(mb) * int(m) == 1024
+                                   for a, b, c, mb, m, _ in large)
+    large_steps = [float(r[5].replace(",", "")) for r in large]
+    assert large_steps == sorted(large_steps)
+    # tokens per GPU per second: global batch × 8,192 tokens per step, per GPU
+    per_gpu = _numbers(_line(out, "tokens/s per GPU:").replace(",", ""))
+    assert abs(per_gpu[1] - 128 * 8192 / (step / 1000) / 64) < 1
+    assert abs(per_gpu[3] - 1024 * 8192 / (large_steps[0] / 1000) / 512) < 1
+
+
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
           "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
           "where_communication_hurts": _where_communication_hurts, "measured_to_better_schedule": _measured,
-          "find_the_best_schedule": _find_the_best}
+          "find_the_best_schedule": _find_the_best,
+          "plan_my_run": _plan_my_run}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
                "will_it_fit": 1, "where_communication_hurts": 1, "measured_to_better_schedule": 3,
-               "find_the_best_schedule": 4}
+               "find_the_best_schedule": 4, "plan_my_run": 2}
 
 
 @pytest.fixture(scope="module")
