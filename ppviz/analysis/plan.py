@@ -107,8 +107,8 @@ class Plan:
     collectives in the step, ``dp_tail`` the step after the pipeline, ``pareto`` the layouts no
     other beats on both step and memory); ``best`` the fastest's Config; ``result(i)`` row
     ``i``'s full :class:`ppviz.Result`; ``chart()`` and ``view()`` draw it. ``enumerated``,
-    ``pruned`` and ``simulated`` count the work: layouts × schedules considered, layouts dropped
-    by the memory bound, and (layout, schedule) pairs simulated (``out_of_memory`` of them did not
+    ``pruned`` and ``simulated`` count the work in (layout, schedule) pairs: considered, ruled
+    out by the memory bound, and simulated (``out_of_memory`` of them did not
     fit). A row that a row of the same layout and schedule beats on both step and memory (only its
     recompute or ZeRO stage differ) is left out: it is no choice."""
 
@@ -140,9 +140,10 @@ class Plan:
             self._results[i] = simulate(self.configs[i])
         return self._results[i]
 
-    def chart(self, *, facet: str | None = "t", width: int = 460, height: int = 320):
+    def chart(self, *, facet: str | None = "auto", width: int = 460, height: int = 320):
         """Step time against peak memory, the device's capacity and the Pareto front, a panel per
-        ``facet`` (``"t"``, ``"p"`` or None; Altair, :func:`ppviz.charts.plan_chart`)."""
+        ``facet`` (``"t"``, ``"p"``, None, or ``"auto"``: t where the rows differ in it, else p;
+        Altair, :func:`ppviz.charts.plan_chart`)."""
         from ..charts.plan import plan_chart
 
         return plan_chart(self, facet=facet, width=width, height=height)
@@ -345,8 +346,12 @@ def _training(s: _Shape, shared: dict, cluster) -> Training:
 
 
 def _schedules(chosen: dict) -> list:
+    """The training schedules to plan with. A segmented one (Seq1F1B) runs whole microbatches as
+    its plain sibling does, since sequence segments are not one of the plan's dimensions: it
+    is planned only when named."""
     wanted = chosen.get("schedules")
-    specs = [s for s in all_specs() if s.builder is not None and not s.forward_only]
+    specs = [s for s in all_specs() if s.builder is not None and not s.forward_only and
+             (not s.segmented or (wanted is not None and s.name in wanted))]
     return [s for s in specs if wanted is None or s.name in wanted]
 
 
@@ -550,7 +555,8 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     table["pareto"] = pareto_front(table.step_time, table.peak_memory)
     return Plan(table, configs=configs, model=model, hardware=hardware, gpus=gpus, global_batch=global_batch,
                 within=float(within), enumerated=enumerated,
-                pruned=int((~fits).sum()), simulated=simulated,
+                pruned=sum(len(_for_shape(specs, shapes[k])) for k in np.flatnonzero(~fits).tolist()),
+                simulated=simulated,
                 out_of_memory=sum(1 for r in rows if not r[-1]))
 
 

@@ -16,21 +16,24 @@ from .style import CHART, LABEL_SIZE
 
 #: The point selection a click fills, with the field ``row`` (the table's row; the widget observes it).
 PICK = "ppviz_plan_pick"
-FACETS = {"t": "tensor parallel", "p": "pipeline stages", None: None}
+FACETS = {"t": "tensor parallel", "p": "pipeline stages", None: None, "auto": None}
 
 
 @checked_arguments
-def plan_chart(plan: Plan, *, facet: str | None = "t", width: int = 460, height: int = 320):
+def plan_chart(plan: Plan, *, facet: str | None = "auto", width: int = 460, height: int = 320):
     """Step time (x, seconds) against peak memory (y, GiB), one point per layout of ``plan``.
 
     Colour: the schedule; filled points are on the Pareto front (no other layout is both
     faster and lighter), the best is ringed and named in the subtitle. ``facet``: ``"t"`` or ``"p"`` draws
-    one panel per tensor-parallel or pipeline size, None one panel. The device's capacity is a
-    rule. Clicking a point selects its row (``PICK``)."""
+    one panel per tensor-parallel or pipeline size, None one panel, ``"auto"`` (the default) t
+    where the layouts differ in it, else p, else one panel. The device's capacity is a rule.
+    Clicking a point selects its row (``PICK``)."""
     if not isinstance(plan, Plan):
         raise ConfigError("plan", plan, "give what ppviz.plan returns")
     if facet not in FACETS:
-        raise ConfigError("facet", facet, "give 't', 'p' or None")
+        raise ConfigError("facet", facet, "give 't', 'p', None or 'auto'")
+    if facet == "auto":
+        facet = next((name for name in ("t", "p") if plan.table[name].nunique() > 1), None)
     capacity = plan.hardware.memory_bytes / 2**30
     records: Iterable[Any] = plan.table.itertuples()  # pandas types each field as any scalar
     rows: list[dict[str, Any]] = [{"row": i, "step": float(r.step_time) / 1e3, "memory": float(r.peak_memory) / 2**30,
@@ -41,15 +44,17 @@ def plan_chart(plan: Plan, *, facet: str | None = "t", width: int = 460, height:
     schedules = sorted({str(row["schedule"]) for row in rows})
     palette = list(PALETTE) * (len(schedules) // len(PALETTE) + 1)
     color = alt.Color("schedule:N", scale=alt.Scale(domain=schedules, range=palette[: len(schedules)]),
-                      legend=alt.Legend(title="schedule", orient="right"))
+                      legend=alt.Legend(title="schedule", orient="bottom", direction="horizontal", columns=4,
+                                        labelLimit=220))
     pick = alt.selection_point(name=PICK, fields=["row"], on="click", clear="dblclick")
-    top = max([row["memory"] for row in rows] + [capacity]) * 1.08
+    top = max([row["memory"] for row in rows] + [capacity]) * 1.04
+    bottom = min(row["memory"] for row in rows) * 0.9
     fastest = min(row["step"] for row in rows)
     slowest = max(row["step"] for row in rows)
     pad = max((slowest - fastest) * 0.08, fastest * 0.01)
     base = alt.Chart().encode(
         x=alt.X("step:Q", title="step time (s)", scale=alt.Scale(domain=[fastest - pad, slowest + pad], nice=False)),
-        y=alt.Y("memory:Q", title="peak memory, busiest device (GiB)", scale=alt.Scale(domain=[0, top], nice=False)))
+        y=alt.Y("memory:Q", title="peak memory, busiest device (GiB)", scale=alt.Scale(domain=[bottom, top], nice=False, zero=False)))
     tooltip = [alt.Tooltip("row:Q", title="row"), alt.Tooltip("schedule:N"), alt.Tooltip("t:Q"), alt.Tooltip("p:Q"),
                alt.Tooltip("d:Q"), alt.Tooltip("v:Q"), alt.Tooltip("b:Q", title="micro-batch size"),
                alt.Tooltip("m:Q", title="microbatches"), alt.Tooltip("recompute:N"),
