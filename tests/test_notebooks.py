@@ -226,13 +226,63 @@ def _find_the_best(out):
     assert [span for _, span, _ in rows] == sorted((span for _, span, _ in rows), reverse=True)
 
 
+def _why_this_step(out):
+    parts = ("compute", "tp_comm", "p2p_wait", "idle", "dp_tail")
+    step = float(re.search(r"^  step time +([\d,.]+) ms", out, flags=re.M).group(1).replace(",", ""))
+    # tokens/s × step = the global batch: d = 4 replicas × m = 32 sequences of 8192 tokens
+    tokens = float(re.search(r"^  throughput +([\d,]+) tokens/s", out, flags=re.M).group(1).replace(",", ""))
+    assert abs(tokens * step / 1e3 / (4 * 32 * 8192) - 1) < 1e-3
+    # one layer: backward twice the forward in FLOPs (Narayanan et al. 2021's 3× the forward in all);
+    # SwiGLU's FC1 is gate and up, 2 × 28672 / t columns; sequence parallelism's collectives, 2 + 2
+    # in F and 6 in I (two all-gathers again for W's inputs), all-gather and reduce-scatter alike
+    assert "backward / forward = 2.00" in out and f"MLP FC1                gemm  8192 × {2 * 28672 // 8} × 8192" in out
+    assert "collectives per phase: {'F': 4, 'I': 6}" in out
+    gather, scatter = _numbers(_line(out, "all-gather "))
+    assert gather == scatter
+    shares = dict((name.strip(), float(x)) for name, x in
+                  re.findall(r"(GEMM|TP collectives|attention|memory-bound) (\d+)%", _line(out, "one layer's F + I + W")))
+    assert abs(sum(shares.values()) - 100) <= 2 and max(shares, key=shares.get) == "GEMM"
+    # the breakdown: every device's row sums to the step; the last device (head and loss) computes most
+    exact = float(re.search(r"^step ([\d,.]+) ms; every row sums to it: True$", out, flags=re.M).group(1).replace(",", ""))
+    assert abs(exact - step) <= 0.5
+    rows = [_numbers(line) for line in out.splitlines() if re.fullmatch(r"\d +(?:[\d.]+ +){4}[\d.]+", line.strip())]
+    assert [int(r[0]) for r in rows[:8]] == list(range(8))
+    for r in rows[:8]:
+        assert abs(sum(r[1:]) - step) < 0.5
+    assert max(range(8), key=lambda d: rows[d][1]) == 7 and min(range(8), key=lambda d: rows[d][4]) == 7
+
+    def table(start, names):  # name -> {column: value} of a printed table
+        cols = ["step", "mfu", *(["tokens"] if start == "run" else []), *parts, "peak"]
+        return {name: dict(zip(cols, _numbers(_line(out, name)[len(name):])[:len(cols)])) for name in names}
+
+    v = table("run", ("as above", "NVLink halved", "network halved", "t = 4, d = 8, m = 16", "tp_comm_overlap = 0.5"))
+    base = v["as above"]
+    assert v["NVLink halved"]["tp_comm"] > 1.5 * base["tp_comm"] and v["NVLink halved"]["step"] > base["step"]
+    assert "NVLink halved           6533.0" in out and "TP traffic +1,021 ms" in out
+    net = v["network halved"]  # only the transfers between stages cross the network
+    assert net["tp_comm"] == base["tp_comm"] and net["p2p_wait"] > base["p2p_wait"] and net["compute"] == base["compute"]
+    hidden = v["tp_comm_overlap = 0.5"]
+    assert abs(hidden["tp_comm"] - base["tp_comm"] / 2) < 0.2 and hidden["step"] < base["step"]
+    t4 = v["t = 4, d = 8, m = 16"]
+    assert t4["tp_comm"] < base["tp_comm"] / 2 and t4["idle"] > base["idle"] and t4["peak"] > base["peak"]
+    for row in v.values():  # the means sum to the step too
+        assert abs(sum(row[p] for p in parts) - row["step"]) < 1
+    # schedules: the same compute and traffic, the bubble shrinking
+    s = table("schedule", ("1f1b  ", "zb-h1  ", "interleaved-1f1b (v=2)", "zb-v (v=2)"))
+    idle = [row["idle"] for row in s.values()]
+    assert len({row["compute"] for row in s.values()}) == 1 and len({row["tp_comm"] for row in s.values()}) == 1
+    assert s["zb-v (v=2)"]["idle"] == min(idle) and s["1f1b  "]["idle"] == max(idle)
+    assert "idle, least first: zb-v (v=2) < interleaved-1f1b (v=2) < zb-h1 < 1f1b" in out
+    assert "chosen: zb-v (v=2), step 4,558 ms" in out
+
+
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
           "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
           "where_communication_hurts": _where_communication_hurts, "measured_to_better_schedule": _measured,
-          "find_the_best_schedule": _find_the_best}
+          "find_the_best_schedule": _find_the_best, "why_this_step_takes_this_long": _why_this_step}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
                "will_it_fit": 1, "where_communication_hurts": 1, "measured_to_better_schedule": 3,
-               "find_the_best_schedule": 4}
+               "find_the_best_schedule": 4, "why_this_step_takes_this_long": 1}
 
 
 @pytest.fixture(scope="module")
