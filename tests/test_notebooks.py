@@ -153,13 +153,39 @@ def _custom(out):
 
 
 def _will_it_fit(out):
-    for claim in ("slowest stage: 7", "gpipe             step    5212 ms", "OUT OF MEMORY by 28.2 GiB",
+    for claim in ("slowest stage: 7", "gpipe             step    5248 ms", "OUT OF MEMORY by 28.2 GiB",
                   "fastest that fits: zb-v", "out of memory: gpipe", "6 of 8 fit",
-                  "zb-h2 recompute=selective  step   9632 ms   peak  109.8 GiB   OUT OF MEMORY",
-                  "zb-h2 recompute=full       step  12002 ms   peak   36.0 GiB   fits",
-                  "full recompute costs zb-h2 35% more time than zb-v", "balanced saves 12.9% of the step",
                   "balanced: Et*7|(t*8|)*14t*7L", "OUT OF MEMORY on device 0"):
         assert claim in out, claim
+
+    def steps(lines):  # schedule -> (step ms, fits) from the report's lines
+        return {found.group(1): (float(found.group(2)), found.group(3) == "fits") for found in
+                re.finditer(r"^(\S+) +step +(\d+) ms +bubble .* GiB +(fits|OUT OF MEMORY)", lines, flags=re.M)}
+
+    parts = out.split("6 of 8 fit")[0].split("fastest that fits:")  # t = 8's report, then t = 4's
+    t8, t4 = steps(parts[0]), steps(parts[-1])
+    for table in (t8, t4):  # GPipe keeps all 32 activations and never fits; zb-v is the fastest that does
+        assert not table["gpipe"][1] and min((s, n) for n, (s, fits) in table.items() if fits)[1] == "zb-v"
+        assert table["1f1b"][0] == table["gpipe"][0] and table["zb-v"][0] < table["1f1b"][0]
+    assert t8["zb-h2"][1] and not t4["zb-h2"][1]  # halving t leaves ZB-H2 out
+    assert all(t4[n][0] > t8[n][0] for n in t8)  # twice the work per device at t = 4
+    # recompute: selective saves nothing under flash attention; full fits, paying its forward again
+    rec = {found.group(1): (float(found.group(2)), float(found.group(3))) for found in
+           re.finditer(r"^zb-h2 recompute=(\S+) +step +(\d+) ms +peak +([\d.]+) GiB", out, flags=re.M)}
+    zbv = float(re.search(r"^zb-v  recompute=None +step +(\d+) ms", out, flags=re.M).group(1))
+    assert rec["selective"][1] == rec["None"][1] and rec["selective"][0] > rec["None"][0]
+    assert rec["full"][1] < 80 < rec["None"][1]
+    assert f"full recompute costs zb-h2 {rec['full'][0] / zbv - 1:.0%} more time than zb-v" in out
+    assert 0.3 < rec["full"][0] / zbv - 1 < 0.5  # a third more forward, and a bubble ZB-V does not have
+    # the head weighs about one 70B layer and two and a half 8B ones; balancing pays for the 8B
+    assert "llama-3-70b: the head and the loss weigh 1.0 layers" in out
+    assert "llama-3-8b: the head and the loss weigh 2.5 layers" in out
+    saved = [float(x) for x in re.findall(r"balanced saves ([\d.]+)% of the step", out)]
+    assert len(saved) == 2 and 0 < saved[0] < 2 < 15 < saved[1]
+    # Llama 3 405B: the paper's 7|8…8|7 fits; 8 layers on the first stage neither fits nor is faster
+    paper, eight = (float(_line(out, layout).split("step")[1].split("ms")[0]) for layout in
+                    ("Et*7|(t*8|)*14t*7L      step", "Et*8|(t*8|)*14t*6L"))
+    assert paper < eight and "fits (highest peak" in _line(out, "Et*7|(t*8|)*14t*7L      step")
 
 
 def _where_communication_hurts(out):
@@ -201,7 +227,7 @@ def _find_the_best(out):
 
 
 def _plan_my_run(out):
-    counts = re.search(r"^([\d,]+) layouts × schedules considered, ([\d,]+) layouts ruled out by memory before "
+    counts = re.search(r"^([\d,]+) layouts × schedules considered, ([\d,]+) ruled out by memory before "
                        r"simulating, ([\d,]+) simulated \(([\d,]+) of them did not fit\); (\d+) fit", out, re.M)
     enumerated, pruned, simulated, oom, kept = (int(x.replace(",", "")) for x in counts.groups())
     assert oom < simulated < enumerated and 0 < kept <= simulated - oom
@@ -259,14 +285,64 @@ def _plan_my_run(out):
     assert abs(per_gpu[3] - 1024 * 8192 / (large_steps[0] / 1000) / 512) < 1
 
 
+def _why_this_step(out):
+    parts = ("compute", "tp_comm", "p2p_wait", "idle", "dp_tail")
+    step = float(re.search(r"^  step time +([\d,.]+) ms", out, flags=re.M).group(1).replace(",", ""))
+    # tokens/s × step = the global batch: d = 4 replicas × m = 32 sequences of 8192 tokens
+    tokens = float(re.search(r"^  throughput +([\d,]+) tokens/s", out, flags=re.M).group(1).replace(",", ""))
+    assert abs(tokens * step / 1e3 / (4 * 32 * 8192) - 1) < 1e-3
+    # one layer: backward twice the forward in FLOPs (Narayanan et al. 2021's 3× the forward in all);
+    # SwiGLU's FC1 is gate and up, 2 × 28672 / t columns; sequence parallelism's collectives, 2 + 2
+    # in F and 6 in I (two all-gathers again for W's inputs), all-gather and reduce-scatter alike
+    assert "backward / forward = 2.00" in out and f"MLP FC1                gemm  8192 × {2 * 28672 // 8} × 8192" in out
+    assert "collectives per phase: {'F': 4, 'I': 6}" in out
+    gather, scatter = _numbers(_line(out, "all-gather "))
+    assert gather == scatter
+    shares = dict((name.strip(), float(x)) for name, x in
+                  re.findall(r"(GEMM|TP collectives|attention|memory-bound) (\d+)%", _line(out, "one layer's F + I + W")))
+    assert abs(sum(shares.values()) - 100) <= 2 and max(shares, key=shares.get) == "GEMM"
+    # the breakdown: every device's row sums to the step; the last device (head and loss) computes most
+    exact = float(re.search(r"^step ([\d,.]+) ms; every row sums to it: True$", out, flags=re.M).group(1).replace(",", ""))
+    assert abs(exact - step) <= 0.5
+    rows = [_numbers(line) for line in out.splitlines() if re.fullmatch(r"\d +(?:[\d.]+ +){4}[\d.]+", line.strip())]
+    assert [int(r[0]) for r in rows[:8]] == list(range(8))
+    for r in rows[:8]:
+        assert abs(sum(r[1:]) - step) < 0.5
+    assert max(range(8), key=lambda d: rows[d][1]) == 7 and min(range(8), key=lambda d: rows[d][4]) == 7
+
+    def table(start, names):  # name -> {column: value} of a printed table
+        cols = ["step", "mfu", *(["tokens"] if start == "run" else []), *parts, "peak"]
+        return {name: dict(zip(cols, _numbers(_line(out, name)[len(name):])[:len(cols)])) for name in names}
+
+    v = table("run", ("as above", "NVLink halved", "network halved", "t = 4, d = 8, m = 16", "tp_comm_overlap = 0.5"))
+    base = v["as above"]
+    assert v["NVLink halved"]["tp_comm"] > 1.5 * base["tp_comm"] and v["NVLink halved"]["step"] > base["step"]
+    assert "NVLink halved           6533.0" in out and "TP traffic +1,021 ms" in out
+    net = v["network halved"]  # only the transfers between stages cross the network
+    assert net["tp_comm"] == base["tp_comm"] and net["p2p_wait"] > base["p2p_wait"] and net["compute"] == base["compute"]
+    hidden = v["tp_comm_overlap = 0.5"]
+    assert abs(hidden["tp_comm"] - base["tp_comm"] / 2) < 0.2 and hidden["step"] < base["step"]
+    t4 = v["t = 4, d = 8, m = 16"]
+    assert t4["tp_comm"] < base["tp_comm"] / 2 and t4["idle"] > base["idle"] and t4["peak"] > base["peak"]
+    for row in v.values():  # the means sum to the step too
+        assert abs(sum(row[p] for p in parts) - row["step"]) < 1
+    # schedules: the same compute and traffic, the bubble shrinking
+    s = table("schedule", ("1f1b  ", "zb-h1  ", "interleaved-1f1b (v=2)", "zb-v (v=2)"))
+    idle = [row["idle"] for row in s.values()]
+    assert len({row["compute"] for row in s.values()}) == 1 and len({row["tp_comm"] for row in s.values()}) == 1
+    assert s["zb-v (v=2)"]["idle"] == min(idle) and s["1f1b  "]["idle"] == max(idle)
+    assert "idle, least first: zb-v (v=2) < interleaved-1f1b (v=2) < zb-h1 < 1f1b" in out
+    assert "chosen: zb-v (v=2), step 4,558 ms" in out
+
+
 CLAIMS = {"quickstart": _quickstart, "schedule_zoo": _zoo, "bubbles": _bubbles, "memory": _memory,
           "real_model": _real_model, "custom_schedules": _custom, "will_it_fit": _will_it_fit,
           "where_communication_hurts": _where_communication_hurts, "measured_to_better_schedule": _measured,
-          "find_the_best_schedule": _find_the_best,
-          "plan_my_run": _plan_my_run}
+          "find_the_best_schedule": _find_the_best, "plan_my_run": _plan_my_run,
+          "why_this_step_takes_this_long": _why_this_step}
 MIN_WIDGETS = {"quickstart": 3, "schedule_zoo": 19, "bubbles": 1, "memory": 1, "real_model": 1, "custom_schedules": 1,
                "will_it_fit": 1, "where_communication_hurts": 1, "measured_to_better_schedule": 3,
-               "find_the_best_schedule": 4, "plan_my_run": 2}
+               "find_the_best_schedule": 4, "plan_my_run": 2, "why_this_step_takes_this_long": 1}
 
 
 @pytest.fixture(scope="module")
