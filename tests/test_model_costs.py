@@ -453,6 +453,7 @@ def test_the_breakdown_splits_each_devices_step_into_compute_traffic_waits_and_i
     # its two chunks); the TP traffic is those ops' stage shares
     stages = {d: sorted({int(s) for s in res.ops.stage[res.ops.device == d]}) for d in range(res.devices)}
     for d, held in stages.items():
-        expected = 8 * sum(cfg.stage_costs[s]["f_comm"] + cfg.stage_costs[s]["b_comm"] for s in held)
+        expected = 8 * sum(cfg.stage_costs[s]["f_comm"] + cfg.stage_costs[s]["b_comm"] + cfg.stage_costs[s]["w_comm"]
+                           for s in held)
         assert parts.tp_comm[d] == pytest.approx(expected, rel=1e-12)
     assert (parts.dp_tail == res.tail).all()

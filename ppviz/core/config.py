@@ -23,7 +23,8 @@ DEFAULT_W_SHARE = 32 / 34
 FULL_RECOMPUTE_SHARE = 2 / 34
 RECOMPUTE = (None, "selective", "full")
 
-_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", "f_comm", "b_comm")
+_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", "f_comm", "b_comm", "w_comm",
+                    "recompute_comm")
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9

@@ -294,15 +294,22 @@ class Result:
 
     @functools.cached_property
     def tp_comm(self) -> np.ndarray:
-        """Per device, the time its ops spend in tensor- and expert-parallel collectives: each F's
-        stage ``f_comm`` and each backward's ``b_comm`` (``Config.from_model`` gives them per
-        stage; zeros otherwise). Part of its busy time, not of its idle time."""
+        """Per device, the time its ops spend in tensor- and expert-parallel collectives, from its
+        stages' costs (``Config.from_model`` gives them; zeros otherwise): each F's ``f_comm``, each
+        I's ``b_comm``, each W's ``w_comm``, an unsplit B both, and a backward under recompute its
+        recomputed forward's ``recompute_comm`` too. Part of its busy time, not of its idle time."""
         costs = self.config.stage_costs or {}
         stages = self.program.stages
-        f = np.array([float(costs.get(s, {}).get("f_comm", 0.0)) for s in range(stages)])
-        b = np.array([float(costs.get(s, {}).get("b_comm", 0.0)) for s in range(stages)])
+
+        def column(key: str) -> np.ndarray:
+            return np.array([float(costs.get(s, {}).get(key, 0.0)) for s in range(stages)])
+
+        f, b, w = column("f_comm"), column("b_comm"), column("w_comm")
+        r = column("recompute_comm") if self.config.recompute is not None else np.zeros(stages)
         o = self.ops
-        per_op = np.where(o.kind == "F", f[o.stage], np.where((o.kind == "B") | (o.kind == "I"), b[o.stage], 0.0))
+        per_op = np.select([o.kind == "F", o.kind == "I", o.kind == "W", o.kind == "B"],
+                           [f[o.stage], b[o.stage] + r[o.stage], w[o.stage], b[o.stage] + w[o.stage] + r[o.stage]],
+                           0.0)
         out = np.zeros(self.devices)
         np.add.at(out, o.device, per_op)
         out.flags.writeable = False

@@ -64,7 +64,7 @@ LAYOUT_KEYWORDS = ("even", "balanced")
 class StageCosts:
     """One microbatch through each stage: times in ms (``f``, ``i``, ``w``, ``recompute``; each
     its compute and its exposed tensor-, context- and expert-parallel communication, which
-    ``f_comm``, ``i_comm`` give alone), ``activation`` bytes stored by F, ``static`` bytes
+    ``f_comm``, ``i_comm``, ``w_comm``, ``recompute_comm`` give alone), ``activation`` bytes stored by F, ``static`` bytes
     (weights, gradients, optimizer state) and ``params`` (parameters), on one device of the
     stage's tensor-parallel group; ``layout`` says what each stage holds."""
 
@@ -77,6 +77,8 @@ class StageCosts:
     static: np.ndarray
     f_comm: np.ndarray
     i_comm: np.ndarray
+    w_comm: np.ndarray
+    recompute_comm: np.ndarray
     params: np.ndarray
 
 
@@ -273,13 +275,13 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
     for items in layout.stages:
         count = {c: items.count(c) for c in per}  # a stage's cost is its items' costs, kind by kind
         times = [sum(count[c] * per[c][0][k] for c in per) for k in range(4)]
-        comm = [sum(count[c] * per[c][3][k] for c in per) for k in (0, 1)]
+        comm = [sum(count[c] * per[c][3][k] for c in per) for k in range(4)]
         act = sum((count[c] * per[c][1] for c in per), Fraction(0))
         params = sum(count[c] * per[c][2] for c in per) + (model.vocab * model.hidden if tied_copy and "L" in items else 0)
         rank_params = Fraction(params, training.parallel.tensor)
         rows.append((*times, float(act), float(rank_params * per_param), *comm, float(rank_params)))
-    f, i, w, r, act, static, f_comm, i_comm, params = (np.array(col, dtype=float) for col in zip(*rows))
-    return StageCosts(layout, f, i, w, r, act, static, f_comm, i_comm, params)
+    f, i, w, r, act, static, f_comm, i_comm, w_comm, r_comm, params = (np.array(col, dtype=float) for col in zip(*rows))
+    return StageCosts(layout, f, i, w, r, act, static, f_comm, i_comm, w_comm, r_comm, params)
 
 
 def step_of(costs: StageCosts, hardware: Hardware, training: Training, microbatches: int,
@@ -543,7 +545,8 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
     per_stage = {s: {"f": float(costs.f[s]), "b": float(costs.i[s]), "w": float(costs.w[s]),
                      "recompute": float(costs.recompute[s]), "activation": float(costs.activation[s]) / unit,
                      "params": float(costs.static[s]) / unit, "f_comm": float(costs.f_comm[s]),
-                     "b_comm": float(costs.i_comm[s])} for s in range(base.stages)}
+                     "b_comm": float(costs.i_comm[s]), "w_comm": float(costs.w_comm[s]),
+                     "recompute_comm": float(costs.recompute_comm[s])} for s in range(base.stages)}
     config = base.replace(
         f=float(costs.f.sum()) / p, b=float(costs.i.sum()) / p, w=float(costs.w.sum()) / p,
         stage_costs=per_stage, activation=1.0, activation_bytes=unit, params=float(costs.static.sum()) / p / unit,
