@@ -47,6 +47,7 @@ MACHINES = {
     # Meta's Grand Teton H100s: 96 GB of HBM2e at 2.4 TB/s, a 500 W power limit (torchtitan's page)
     "H100 (96GB HBM2e, 500 W)": ("h100-sxm", {"memory_gib": 96.0}, "roce-h100"),
     "H200-SXM-141GB": ("h200", {}, "dgx-h100"),
+    "GB200 (NVL72)": ("gb200", {}, "gb200-nvl72"),
 }
 #: vocabulary where a row's source does not state it: the zero-bubble paper's Megatron setup
 #: (GPT SentencePiece) leaves it out, as does Vocabulary Parallelism's for its baselines
@@ -113,11 +114,14 @@ def model_of(row: dict) -> ppviz.Transformer:
 
 
 def layout_of(row: dict, stages: int):
-    """The row's layer layout where the source gives one: the zero-bubble paper's first and last
-    stages hold one transformer layer fewer than the others (its §5.1; with one layer a chunk,
-    those chunks hold only the embedding and the head); Vocabulary Parallelism's 'redis' baseline
-    moves layers off the vocabulary stages (ppviz's balancer does that); else Megatron's even split."""
-    if row["id"].startswith("qi24"):
+    """The row's layer layout: the zero-bubble paper's first and last stages hold one transformer
+    layer fewer than the others (its §5.1; with one layer a chunk, those chunks hold only the
+    embedding and the head), as Megatron-LM and NeMo split layers that do not divide evenly when
+    the embedding and the loss count as layers (``account_for_embedding_in_pipeline_split``,
+    ``account_for_loss_in_pipeline_split``: Llama 3.1 405B's 126 layers over 64 chunks); Vocabulary
+    Parallelism's 'redis' baseline moves layers off the vocabulary stages (ppviz's balancer does
+    that); else Megatron's even split."""
+    if row["id"].startswith("qi24") or (row["layers"] % stages and (row["layers"] + 2) % stages == 0):
         each, rest = divmod(row["layers"] + 2, stages)
         if rest or each < 1:
             return None
@@ -135,7 +139,8 @@ def virtual_stages(row: dict, schedule: str) -> int:
 
 
 #: ZeRO as the sources name it
-ZERO = {"distributed_fused_adam with overlap_grad_sync/overlap_param_sync (ZeRO-1-like)": 1}
+ZERO = {"distributed_fused_adam with overlap_grad_sync/overlap_param_sync (ZeRO-1-like)": 1,
+        "distributed optimizer (ZeRO-1-like)": 1}
 
 
 def config_of(row: dict):
@@ -144,10 +149,6 @@ def config_of(row: dict):
         return None, f"no preset for {row['accelerator']}"
     if row["experts"]:
         return None, "mixture-of-experts runs need the expert-parallel model"
-    if row["context_parallel"] and row["context_parallel"] > 1:
-        return None, "context parallelism is not modelled yet"
-    if "fp8" in row["precision"].lower() or "float8" in row["precision"].lower():
-        return None, "fp8 matrix math is not modelled yet"
     if row["micro_batch_size"] is None:
         return None, "the source does not give the micro-batch size"
     schedule, how = schedule_of(row)
@@ -158,19 +159,25 @@ def config_of(row: dict):
     if rest:
         return None, "the global batch is not a whole number of microbatches per pipeline"
     v = virtual_stages(row, schedule)
+    if isinstance(row["zero_stage"], str) and row["zero_stage"] not in ZERO:
+        return None, f"{row['zero_stage']} (ZeRO-3: weights gathered per layer) is not modelled"
     preset, changes, topology = MACHINES[row["accelerator"]]
     hardware = ppviz.Hardware.preset(preset, **changes)
     recompute = {"none": None, "full": "full", "selective": "selective"}.get(row["recompute"], None)
+    fp8 = "fp8" in row["precision"].lower() or "float8" in row["precision"].lower()
+    # Megatron-LM of 2021-2023 ran its own fused softmax, not FlashAttention, as these rows and the profile the
+    # calibration is fitted to (scripts/calibrate_hardware.py) did
+    flash = not row["id"].startswith(("narayanan21", "korthikanti22", "qi24"))
     options = dict(schedule=schedule, devices=p, microbatches=m, tensor_parallel=t, data_parallel=d,
                    recompute=recompute, sequence_parallel=bool(row["sequence_parallel"]) if t > 1 else None,
-                   zero_stage=ZERO.get(row["zero_stage"], row["zero_stage"]) or 0)
+                   zero_stage=ZERO.get(row["zero_stage"], row["zero_stage"]) or 0,
+                   context_parallel=row["context_parallel"] or 1, fp8=fp8, flash_attention=flash)
     layout = layout_of(row, p * v)
     if layout is not None:
         options["layout"] = layout
     if v > 1:
         options["stages_per_device"] = v
-    if p > 1:
-        options["topology"] = topology
+    options["topology"] = topology
     try:
         return ppviz.Config.from_model(model_of(row), hardware, **options), how
     except PpvizError as exc:

@@ -22,7 +22,8 @@ def test_schedule_table_lists_every_registry_schedule():
         assert f"`{spec.name}`" in table, spec.name
 
 
-def test_python_examples_run_and_print_what_they_claim():
+def test_python_examples_run_and_print_what_they_claim(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # its exports write where it runs
     namespace = {}
     for code in blocks("python"):
         exec(compile(code, "README.md", "exec"), namespace)

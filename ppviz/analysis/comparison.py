@@ -98,12 +98,11 @@ class Comparison:
     """
 
     def __init__(self, runs: list[_Run], *, theme: str = "auto", metric: str = "fraction"):
-        ran = [r for r in runs if r.result is not None]
-        if not ran:
+        results = [r.result for r in runs if r.result is not None]
+        if not results:
             raise ScheduleConstraintError("schedules", [r.name for r in runs], "try other sizes or schedules",
                                           reason="none of them runs: " + "; ".join(f"{r.name}: {r.refusal}"
                                                                                     for r in runs))
-        results = [r.result for r in ran]
         units = {r.config.time_unit for r in results}
         if len(units) > 1:
             listed = ", ".join(f"{r.config.display_name} in {r.config.time_unit or 'no unit'}" for r in results)
@@ -122,8 +121,8 @@ class Comparison:
         self.ranking: list[str] = [self.names[k] for k in order if not results[k].out_of_memory]
         self.out_of_memory: dict[str, float] = {}
         for name, r in zip(self.names, results):
-            if r.out_of_memory:
-                excess = r.excess_bytes if r.excess_bytes is not None else r.excess
+            excess = r.excess_bytes if r.excess_bytes is not None else r.excess
+            if r.out_of_memory and excess is not None:  # out of memory: it has a capacity, and an excess
                 self.out_of_memory[name] = float(excess.max())
         self.theme, self.metric = theme, metric
 
@@ -158,7 +157,7 @@ class Comparison:
         import pandas as pd
 
         rank = {name: k + 1 for k, name in enumerate(self.ranking)}
-        rows = []
+        rows: list[dict[str, object]] = []
         for name, r, refusal in self.entries:
             if r is None:
                 rows.append({"name": name, "refused": refusal})
@@ -198,7 +197,8 @@ class Comparison:
     def _memory_text(self, r: Result, x: float) -> str:
         """``x`` activation units of ``r``'s memory as a table cell: in GiB when every run gives
         its activation's bytes (a model's configs do), else in activation units."""
-        return number(x * r.config.activation_bytes / GIB) if self._in_bytes else number(x)
+        b = r.config.activation_bytes
+        return number(x * b / GIB) if self._in_bytes and b is not None else number(x)
 
     def _excess_text(self, name: str) -> str:
         excess = self.out_of_memory[name]  # bytes where the run gives them (see __init__)
@@ -222,14 +222,18 @@ class Comparison:
         unit = self.time_unit
         static = any(r.static_memory.any() for r in self.results)
         first = self.results[0]
-        capacity = first.config.memory_capacity
+        # runs may have different capacities, or some none: the column names one only when all share it
+        capacities = {r.config.memory_capacity for r in self.results}
+        fit_column = capacities != {None}
+        shared = next(iter(capacities)) if len(capacities) == 1 else None
         memory = ("peak memory" if static else "peak activation") + (" (GiB)" if self._in_bytes else "")
         stepped = any(r.config.step is not None for r in self.results)
         header = ["schedule", "v", f"makespan ({unit})" if unit else "makespan", "bubble", memory]
         if stepped:
             header[3:3] = [f"step ({unit})" if unit else "step", "MFU"]
-        if capacity is not None:
-            header.append(f"fits {self._memory_text(first, capacity)}{' GiB' if self._in_bytes else ''}")
+        if fit_column:
+            header.append("fits" if shared is None else
+                          f"fits {self._memory_text(first, shared)}{' GiB' if self._in_bytes else ''}")
         rows = [header]
         for name, r in pairs:
             cf = r.closed_form if r.closed_form is not None and r.closed_form.applies else None
@@ -240,7 +244,9 @@ class Comparison:
                    share(r.bubble_fraction) + (f" ({share(cf.bubble_fraction)})" if cf is not None else ""),
                    self._memory_text(r, float(r.peak_memory.max())) +
                    (f" ({self._memory_text(r, closed_peak)})" if closed_peak is not None else "")]
-            if capacity is not None:
+            if fit_column and r.excess is None:
+                row.append("no capacity")
+            elif fit_column and r.excess is not None:
                 excess = self._memory_text(r, float(r.excess.max())) + (" GiB" if self._in_bytes else "")
                 row.append("yes" if not r.out_of_memory else f"no (+{excess})")
             rows.append(row)

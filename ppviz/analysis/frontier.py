@@ -26,7 +26,7 @@ from ..core.engine import simulate
 from ..core.metrics import metrics
 from ..core.result import Result
 from ..core.registry import lookup
-from .search import DEFAULT_EFFORT, checked_effort, checked_limit, checked_size, library_runs, search
+from .search import DEFAULT_EFFORT, SearchResult, checked_effort, checked_limit, checked_size, library_runs, search
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +76,7 @@ class Frontier:
 
     table: pd.DataFrame
     metric: str
-    runs: dict = field(default_factory=dict)
+    runs: dict[str, Config | SearchResult] = field(default_factory=dict)
     memory: str = "peak_activation"
     config: Config | None = None
 

@@ -3,6 +3,9 @@ the Pareto front joined by a staircase, and a click selection that names the run
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import altair as alt
 
 from ..analysis.frontier import METRICS, Frontier
@@ -38,12 +41,13 @@ def frontier_chart(points: Frontier, *, width: int = 460, height: int = 320) -> 
     capacity = None if config is None or config.memory_capacity is None else config.memory_capacity * scale
     what = "peak memory" if points.memory == "peak_memory" else "peak activation"
     unit = "GiB" if unit_bytes else "activation units"
-    rows = [{"name": r.name, "source": r.source, "bubble": float(getattr(r, attr)),
+    records: Iterable[Any] = table.itertuples()  # pandas types each field as any scalar
+    rows: list[dict[str, Any]] = [{"name": r.name, "source": r.source, "bubble": float(getattr(r, attr)),
              "memory": float(getattr(r, points.memory)) * scale, "makespan": float(r.makespan),
              "limit": None if r.memory_limit != r.memory_limit else float(r.memory_limit) * scale,
              "v": int(r.stages_per_device), "front": bool(r.pareto), "fits": bool(r.fits),
              "status": "Pareto front" if r.pareto else "dominated" if r.fits else "over the device's memory"}
-            for r in table.itertuples()]
+            for r in records]
     top_x = max((row["bubble"] for row in rows), default=0.0)
     top_y = max([row["memory"] for row in rows] + ([capacity] if capacity is not None else []), default=0.0)
     x_end, y_end = top_x * 1.12 if top_x > 0 else 1.0, top_y * 1.1 if top_y > 0 else 1.0

@@ -23,7 +23,7 @@ DEFAULT_W_SHARE = 32 / 34
 FULL_RECOMPUTE_SHARE = 2 / 34
 RECOMPUTE = (None, "selective", "full")
 
-_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute")
+_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", "f_comm", "b_comm")
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -222,7 +222,8 @@ class Config:
         set_(self, "devices", positive_int("devices", self.devices))
         set_(self, "microbatches", positive_int("microbatches", self.microbatches))
         v = positive_int("stages_per_device", self.stages_per_device, allow_none=True)
-        set_(self, "stages_per_device", spec.default_v if v is None else v)
+        v = spec.default_v if v is None else v
+        set_(self, "stages_per_device", v)
         set_(self, "segments", positive_int("segments", self.segments))
         if self.segments > 1 and not spec.segmented:
             raise ScheduleConstraintError("segments", self.segments, "use 1, or the seq1f1b schedule to split sequences",
@@ -240,7 +241,7 @@ class Config:
                 raise ConfigError("step", self.step.stages, f"give the step's times for {stages} stages",
                                   reason=f"{spec.name} at these sizes has {stages} stages and the step describes "
                                          f"{self.step.stages}")
-        check_size(spec, self.devices, self.stages_per_device, self.microbatches, transfers=self.transfers,
+        check_size(spec, self.devices, v, self.microbatches, transfers=self.transfers,
                    segments=self.segments)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
@@ -286,8 +287,9 @@ class Config:
                 if getattr(self, name) is not None:
                     raise ConfigError(name, getattr(self, name), accepted, reason="it needs a topology")
             return
-        set_(self, "topology", checked_topology(self.topology))
-        self.topology.in_unit(self.time_unit)  # a preset on a unitless config is refused here
+        topology = checked_topology(self.topology)
+        set_(self, "topology", topology)
+        topology.in_unit(self.time_unit)  # a preset on a unitless config is refused here
         if self.comm_bytes is None:
             raise ConfigError("comm_bytes", None, "give the bytes of one transfer (micro-batch × sequence × hidden × "
                               "bytes per element for a transformer), or 0 for latency only",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import Columns
+from .config import Config
 from .paths import exported
 from .step import Tails, tails
 from .topology import SECONDS
@@ -19,7 +20,8 @@ from .memory import MemoryCurves, activation_curves, static_memory
 from .numbers import number, share, size
 from .offload import HostCopies
 from .offload import curves as offload_curves
-from .program import KINDS
+from .program import KINDS, Program
+from .topology import Offload
 from .topology import describe as describe_topology
 from .transfers import Transfers
 
@@ -150,7 +152,8 @@ class Result:
     to its reload's start; a backward waiting for its reload counts in ``exposed_comm``.
     """
 
-    def __init__(self, config, program, start, end, dep, cost, *, transfers: Transfers | None = None,
+    def __init__(self, config: Config, program: Program, start: np.ndarray, end: np.ndarray, dep: np.ndarray,
+                 cost: np.ndarray, *, transfers: Transfers | None = None,
                  device_end: np.ndarray | None = None, host_copies: HostCopies | None = None):
         self.config = config
         self.program = program
@@ -244,7 +247,8 @@ class Result:
         """Model-FLOPs utilisation of the step: the model's FLOPs (``Config.step.model_flops``)
         over every GPU's peak for the step time; None when the config does not give them."""
         step = self.config.step
-        if step is None or None in (step.model_flops, step.gpus, step.peak_flops) or not self.step_time:
+        if step is None or step.model_flops is None or step.gpus is None or step.peak_flops is None \
+                or not self.step_time:
             return None
         return step.model_flops / (step.gpus * step.peak_flops * self.step_time)
 
@@ -354,7 +358,7 @@ class Result:
         if c.transfers:
             lines.extend(self._transfer_lines(unit))
         if c.offload is not None:
-            lines.extend(self._offload_lines(unit))
+            lines.extend(self._offload_lines(c.offload))
         return "\n".join(lines)
 
     def _step_lines(self, time) -> list[str]:
@@ -380,7 +384,7 @@ class Result:
             lines.append(f"  throughput       {', '.join(rates)}")
         return lines
 
-    def _offload_lines(self, unit: str) -> list[str]:
+    def _offload_lines(self, offload: Offload) -> list[str]:
         c = self.config
         h = self.host_copies
         off = h.kind == "offload"
@@ -391,7 +395,7 @@ class Result:
         moved = float(h.bytes[off].sum())
         amount = size(moved) if in_bytes else number(moved, "activation units")
         time = c.time_unit
-        lines = [f"  offload          {c.offload.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')}",
+        lines = [f"  offload          {offload.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')}",
                  f"    copies         {number(int(off.sum()))} offloads, {number(int(reload.sum()))} reloads "
                  f"({amount} each way); queued {number(float(h.queued.sum()), time)} in all"]
         lines.append(f"    backwards wait {number(late, time)} in all for their reloads")
@@ -399,14 +403,15 @@ class Result:
 
     def fit_summary(self) -> str:
         """One line: whether every device's peak memory fits ``Config.memory_capacity`` (None: no capacity)."""
-        if self.fits is None:
+        capacity = self.config.memory_capacity
+        # fits and excess are set with a capacity, both None without one
+        if capacity is None or self.fits is None or self.excess is None:
             return "memory capacity  none given"
         b = self.config.activation_bytes
 
         def amount(x: float) -> str:
             return number(x * b / 2**30, "GiB") if b is not None else number(x)
 
-        capacity = self.config.memory_capacity
         head = f"memory capacity  {amount(capacity)} per device: "
         if not self.out_of_memory:
             worst = int(np.argmax(self.peak_memory))
@@ -428,6 +433,7 @@ class Result:
             why = "the default: communication waited for in batches"
         t = self.transfers
         volume = float(t.bytes.sum())
+        assert c.comm_bytes is not None  # Config refuses a topology without it
         one = c.comm_bytes / self.program.segments
         time = c.time_unit
         lines = [f"  transfers        {number(len(t))} of {size(one)} ({size(volume)} in all), p2p {mode} ({why})",

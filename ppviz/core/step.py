@@ -144,8 +144,8 @@ def tails(program, start: np.ndarray, end: np.ndarray, step: Step) -> tuple[Tail
     np.maximum.at(device_end, dev, end)
     # per (device, stage): the last op that produces weight gradients (W, or an unsplit B)
     grads = (program.kind == W) | (program.kind == B)
-    last = {}
-    for i in np.flatnonzero(grads):
+    last: dict[tuple[int, int], int] = {}  # (device, stage): op
+    for i in np.flatnonzero(grads).tolist():
         key = (int(dev[i]), int(program.stage[i]))
         if key not in last or end[i] > end[last[key]]:
             last[key] = i

@@ -5,9 +5,12 @@
 with factor 2(n − 1)/n for an all-reduce and (n − 1)/n for an all-gather, a reduce-scatter
 (``S`` the whole gathered or scattered array) and an all-to-all; "this is independent of the
 algorithm used (ring, tree, or other) as long as they use point-to-point operations". Its time is
-``steps · latency + S · factor / busbw``, with 2(n − 1) latency steps for a ring all-reduce and
-n − 1 for the others, and ``busbw`` the bus bandwidth NCCL reaches on the bottleneck link:
-:data:`NCCL_EFFICIENCY` of the link's line rate. A group of one rank costs nothing.
+NCCL's own cost model's (``src/graph/tuning.cc``): a base latency of :data:`BASE_LATENCY` per
+collective, a hardware latency per ring step (2(n − 1) steps for an all-reduce, n − 1 for the
+others; the link's latency less the base: 3.4 µs over NVLink, 9.6 µs over the network, as
+``ppviz.core.topology``'s presets take them from the same file), and ``S · factor / busbw``, with
+``busbw`` the bus bandwidth NCCL reaches on the bottleneck link: :data:`NCCL_EFFICIENCY` of the
+link's line rate. A group of one rank costs nothing.
 
 **The link**: ranks are laid out as Megatron-LM lays them out by default (``order =
 "tp-cp-ep-dp-pp"``: tensor-parallel ranks adjacent, then context, expert and data parallel,
@@ -26,6 +29,8 @@ from ..core.errors import ConfigError
 from ..core.topology import Link, Topology
 
 KINDS = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all")
+#: NCCL's base latency of one collective with the Simple protocol (tuning.cc, commit 01afd20)
+BASE_LATENCY = 8.4e-6
 #: Bus bandwidth NCCL reaches, as a share of the line rate: "With the protocol overhead (~20%)
 #: NCCL can get an effective NVLink bandwidth of 370GB/s" of H100's 450 (S. Jeaugey, NVIDIA,
 #: nccl-tests issue 212; 368.8 GB/s measured in nccl-tests issue 309); "For NDR @ 400Gbps you
@@ -49,7 +54,8 @@ def collective_time(kind: str, nbytes: float, ranks: int, link: Link, efficiency
     if ranks <= 1 or nbytes <= 0:
         return 0.0
     steps = 2 * (ranks - 1) if kind == "all-reduce" else ranks - 1
-    return steps * link.latency + nbytes * bus_factor(kind, ranks) / (link.bandwidth * efficiency)
+    base = min(BASE_LATENCY, link.latency)
+    return base + steps * (link.latency - base) + nbytes * bus_factor(kind, ranks) / (link.bandwidth * efficiency)
 
 
 @dataclass(frozen=True)
@@ -98,7 +104,10 @@ class Groups:
         ranks are ``stride("pp")`` GPUs apart, so a node holds ``gpus_per_node // stride`` of them
         (one, when a stage's tensor- and data-parallel ranks fill a node or more)."""
         per_node = max(1, topology.devices_per_node // self.stride("pp"))
-        return Topology(per_node, intra=topology.intra, inter=topology.inter, name=topology.name)
+        if per_node == topology.devices_per_node:
+            return topology
+        name = f"{topology.name}, {per_node} stage{'s' if per_node > 1 else ''} per node" if topology.name else None
+        return Topology(per_node, intra=topology.intra, inter=topology.inter, name=name)
 
 
-__all__ = ["KINDS", "NCCL_EFFICIENCY", "ORDER", "Groups", "bus_factor", "collective_time"]
+__all__ = ["BASE_LATENCY", "KINDS", "NCCL_EFFICIENCY", "ORDER", "Groups", "bus_factor", "collective_time"]

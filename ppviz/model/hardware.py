@@ -1,43 +1,36 @@
 """``ppviz.Hardware``: one accelerator's peaks, memory and links, the shares of those peaks its
 kernels reach, and common accelerators as presets.
 
-Two models of compute time read it.
-
-*The constant model* (``Config.from_model`` today): an op of ``x`` FLOPs takes
-``x / (peak · efficiency)``. ``peak_tflops`` is the vendor's dense (not 2:4-sparse) 16-bit
-tensor-core peak and ``efficiency`` the share of it a training step's kernels sustain *while
-computing*; the bubble and the communication are simulated by ppviz, so they must not be folded
-into it. Its default, :data:`DEFAULT_EFFICIENCY` = 0.5, is a round figure below what large dense
-models reach end to end, bubble and communication included: 44–52 % of the A100's peak in
-Narayanan et al. 2021 (Table 1, 1.7B–1T GPT models) and 38–43 % BF16 model-FLOPs utilisation on
-16K H100s for Llama 3 405B (Dubey et al. 2024, Table 4).
-
-*The step model from shapes* (:mod:`ppviz.model.roofline`): each kernel a microbatch runs
-(:mod:`ppviz.model.kernels`) is timed by a roofline on the fields below — ``hbm_gbps``, ``sms``,
-``tile``, ``fp8_tflops`` and the curve's shares ``gemm_share`` (the share of the peak the largest
-16-bit GEMMs reach, η_max), ``gemm_share_fp8``, ``attention_share`` and
-``attention_backward_share`` (flash attention's forward and backward), ``memory_share`` (of the
-HBM bandwidth, for memory-bound kernels) and ``kernel_us`` (a fixed cost per kernel). A curve
-share left ``None`` falls back: ``gemm_share_fp8`` to ``gemm_share``, ``attention_backward_share``
-to ``attention_share``, and those two to ``efficiency`` — so a ``Hardware(peak_tflops=...,
-memory_gib=..., hbm_gbps=...)`` built by hand times its GEMMs and attention at ``efficiency`` of
-the peak (after the shapes' tile and wave quantization), as the constant model did; a preset gives
-the measured shares and ``efficiency`` then only drives the constant model. Each preset's
-``source`` names where every figure comes from.
+``Config.from_model`` times each kernel a microbatch runs (:mod:`ppviz.model.kernels`) by a
+roofline (:mod:`ppviz.model.roofline`) on the fields below: ``peak_tflops`` (the vendor's dense,
+not 2:4-sparse, 16-bit tensor-core peak), ``hbm_gbps``, ``sms``, ``tile``, ``fp8_tflops`` and the
+curve's shares ``gemm_share`` (the share of the peak a training step's largest 16-bit GEMMs
+sustain, η_max), ``gemm_share_fp8``, ``attention_share`` and ``attention_backward_share`` (flash
+attention's forward and backward), ``memory_share`` (of the HBM bandwidth, for memory-bound
+kernels) and ``kernel_us`` (a fixed cost per kernel). The bubble and the communication are
+simulated, so none of these folds them in. A curve share left ``None`` falls back:
+``gemm_share_fp8`` to ``gemm_share``, ``attention_backward_share`` to ``attention_share``, and
+those two to ``efficiency`` (default :data:`DEFAULT_EFFICIENCY` = 0.5) — so a
+``Hardware(peak_tflops=..., memory_gib=..., hbm_gbps=...)`` built by hand times its GEMMs and
+attention at ``efficiency`` of the peak, after the shapes' tile and wave quantization. Each
+preset's ``source`` names where every figure comes from.
 
 The defaults shared by every preset:
 
-- :data:`MEMORY_SHARE` = 0.7 of the HBM bandwidth for memory-bound kernels. QuACK's
-  speed-of-light kernels (Guo, Zadouri, Dao 2025, "Getting Memory-bound Kernels to
-  Speed-of-Light", sysml.cs.princeton.edu/blogs/memory-bound-kernels.html) reach about 3 TB/s on
-  an H100 (0.9 of its 3.35 TB/s) and run 33–50 % faster than torch.compile and Liger's kernels at
-  the same sizes, i.e. those reach 0.6–0.68; a Megatron step runs framework kernels (Transformer
-  Engine, Apex), between the two.
+- :data:`SUSTAINED_GEMM` and :data:`MEMORY_SHARE`, the calibration: fitted once
+  (``scripts/calibrate_hardware.py``) to the zero-bubble paper's measured per-pass profile on
+  A100s (Qi et al. 2024, Table 9), a training step's GEMMs sustain 0.941 of the benchmarks' best
+  (so each preset's ``gemm_share`` is 0.941 of its measured maximum, flash attention's shares
+  too) and its memory-bound kernels 0.593 of the HBM bandwidth. That sits where it should:
+  QuACK's speed-of-light kernels (Guo, Zadouri, Dao 2025, "Getting Memory-bound Kernels to
+  Speed-of-Light", sysml.cs.princeton.edu/blogs/memory-bound-kernels.html) reach about 0.9 of
+  an H100's bandwidth and run 33–50 % faster than torch.compile's and Liger's kernels, i.e.
+  those reach 0.6–0.68; Megatron's framework kernels are of that kind.
 - :data:`KERNEL_US` = 4 µs per kernel (launch path and tail): "every time the CPU submits a kernel
   to the GPU ... this process takes about 4-6 μs" (susun-blog.com, "pegainfer (3): From Launch
   Overhead to CUDA Graph", RTX 5070 Ti, CUDA 13.0); on a B200 a ~24 µs kernel measured 28.3 µs per
   call launched directly and 25.8 µs from a CUDA graph (dogacel.github.io, 2026-03-14), i.e.
-  2–4 µs of launch path per kernel. As collected in /work/research/facts.md (d).
+  2–4 µs of launch path per kernel.
 - :data:`TILE` = 256 × 128 output elements per thread block: NVIDIA's "Matrix Multiplication
   Background User's Guide" (DU-09799-001, §2.3 "Typical Tile Dimensions In cuBLAS And
   Performance") names 256×128 and 128×256 the most efficient cuBLAS tiles; its chapter 3 (tile
@@ -64,8 +57,13 @@ from .catalog import from_catalog
 
 #: Share of the peak a training step's kernels sustain while computing (see the module docstring).
 DEFAULT_EFFICIENCY = 0.5
-#: Share of the HBM bandwidth memory-bound kernels reach (see the module docstring).
-MEMORY_SHARE = 0.7
+#: The step model's one calibration (scripts/calibrate_hardware.py, fitted once to the per-pass
+#: profile of Qi et al. 2024, Table 9, on A100s: 12 passes, rms error 7.0 %): the share of the
+#: benchmarks' best GEMM a training step's GEMMs sustain, which every preset applies to its own
+#: measured maxima (GEMMs and flash attention), and the share of the HBM bandwidth memory-bound
+#: kernels reach.
+SUSTAINED_GEMM = 0.941
+MEMORY_SHARE = 0.593
 #: Fixed cost of one kernel, microseconds: its launch path and tail (see the module docstring).
 KERNEL_US = 4.0
 #: Output tile of one thread block, rows × columns (see the module docstring).
@@ -144,11 +142,6 @@ class Hardware:
         object.__setattr__(self, "tile", tile)
 
     @property
-    def flops_per_ms(self) -> float:
-        """FLOPs computed per millisecond at the constant model's sustained rate."""
-        return self.peak_tflops * 1e12 * self.efficiency / 1e3
-
-    @property
     def memory_bytes(self) -> float:
         return self.memory_gib * GIB
 
@@ -176,8 +169,7 @@ class Hardware:
         return {name: entry["source"] for name, entry in PRESETS.items()}
 
 
-# Sources the presets share. Each figure is read where named; the research dossier
-# (/work/research/facts.md) records how each was reached.
+# Sources the presets share; each figure is read where named.
 _MAMF = ("Bekman, 'Machine Learning Engineering' (github.com/stas00/ml-engineering), Maximum Achievable "
          "Matmul FLOPS tables (BF16 matmul, best shape of a brute-force search)")
 _FA2 = ("Dao 2023, 'FlashAttention-2' (arXiv 2307.08691), §4.1: forward up to 73 % and backward up to 63 % of "
@@ -187,18 +179,25 @@ _FA3 = ("Shah et al. 2024, 'FlashAttention-3' (arXiv 2407.08608), Figure 5, head
 _DGXC = "NVIDIA dgxc-benchmarking README (peak table 'based on non-sparse specifications'; reference architectures)"
 
 # The curves of a generation's parts (measured on one of them, as each preset's source says).
-_FA3_SHARES = dict(attention_share=round(602 / 989.4, 4), attention_backward_share=round(559 / 989.4, 4))
-_HOPPER = dict(sms=132, fp8_tflops=1978.9, gemm_share=round(794.5 / 989.4, 4),
-               gemm_share_fp8=round(1453.4 / 1978.9, 4), **_FA3_SHARES)
-_BLACKWELL = dict(sms=148, gemm_share=round(1745.0 / 2250, 4), gemm_share_fp8=round(3432.5 / 4500, 4), **_FA3_SHARES)
+def _sustained(best: float, peak: float) -> float:
+    """A benchmark's best rate as the share of the peak a training step sustains (SUSTAINED_GEMM)."""
+    return round(best / peak * SUSTAINED_GEMM, 4)
+
+
+_FA3_SHARES = dict(attention_share=_sustained(602, 989.4), attention_backward_share=_sustained(559, 989.4))
+_HOPPER = dict(sms=132, fp8_tflops=1978.9, gemm_share=_sustained(794.5, 989.4),
+               gemm_share_fp8=_sustained(1453.4, 1978.9), **_FA3_SHARES)
+_BLACKWELL = dict(sms=148, gemm_share=_sustained(1745.0, 2250), gemm_share_fp8=_sustained(3432.5, 4500),
+                  **_FA3_SHARES)
 
 #: Published figures: the dense BF16 tensor-core peak (vendors print the 2:4-sparse figure,
 #: twice it, beside it), the memory (the datasheet's "GB", which for these parts is binary: an A100
-#: 80GB reports 81,920 MiB), and the step model's curve with the source of each number.
+#: 80GB reports 81,920 MiB), and the step model's curve with the source of each number; the
+#: GEMM and attention shares are the sources' best rates times SUSTAINED_GEMM (the calibration).
 PRESETS: dict[str, dict] = {
     "a100-80gb": dict(
         peak_tflops=312.0, memory_gib=80.0, host_gbps=32.0, hbm_gbps=2039.0, sms=108,
-        gemm_share=round(267.9 / 312, 4), attention_share=0.73, attention_backward_share=0.63,
+        gemm_share=_sustained(267.9, 312), attention_share=_sustained(0.73, 1), attention_backward_share=_sustained(0.63, 1),
         nvlink_gbps=300.0, nvlink_domain=8,
         source="NVIDIA A100 Tensor Core GPU datasheet (SXM): BF16 312 TFLOPS dense, 80GB HBM2e at 2,039 GB/s, "
                "108 SMs, no FP8; PCIe Gen4 64GB/s (both directions); NVLink 600 GB/s (300 per direction), 8 GPUs "
@@ -243,7 +242,7 @@ PRESETS: dict[str, dict] = {
                f"{_MAMF}: 77.6 % BF16, 76.3 % FP8); attention: the H100's FlashAttention-3 shares, assumed ({_FA3})"),
     "mi300x": dict(
         peak_tflops=1307.4, memory_gib=192.0, host_gbps=64.0, hbm_gbps=5300.0, sms=304, fp8_tflops=2614.9,
-        gemm_share=round(781.9 / 1307.4, 4), nvlink_gbps=448.0, nvlink_domain=8,
+        gemm_share=_sustained(781.9, 1307.4), nvlink_gbps=448.0, nvlink_domain=8,
         source="AMD Instinct MI300X datasheet: BF16 1,307.4 TFLOPS dense (2,614.9 with sparsity), FP8 2,614.9 "
                "dense, 192GB HBM3 at 5.3 TB/s, 304 compute units; PCIe Gen5 x16 128GB/s (both directions); 7 "
                "Infinity Fabric links, 896 GB/s aggregate (448 per direction), 8 GPUs fully connected. GEMMs: "

@@ -103,17 +103,17 @@ def _peak(hardware: Hardware, fp8: bool) -> float:
     return hardware.fp8_tflops
 
 
-def _checked(hardware: Hardware) -> None:
+def _hbm_gbps(hardware: Hardware) -> float:
     if hardware.hbm_gbps is None:
         raise ConfigError("hbm_gbps", None, "give the hardware's HBM bandwidth in GB/s (e.g. Hardware.preset("
                           "'h100-sxm') has 3,350): memory-bound kernels are timed by it",
                           reason=f"{hardware.name or 'this hardware'} has no memory bandwidth")
+    return hardware.hbm_gbps
 
 
 def kernel_time(kernel: Kernel, hardware: Hardware) -> Timed:
     """The kernel's time on ``hardware`` (module docstring)."""
-    _checked(hardware)
-    memory = kernel.bytes / (hardware.hbm_gbps * 1e9 * hardware.memory_share)
+    memory = kernel.bytes / (_hbm_gbps(hardware) * 1e9 * hardware.memory_share)
     if kernel.kind == "gemm":
         share = gemm_share(hardware, kernel.m, kernel.n, kernel.batch, kernel.k, fp8=kernel.fp8)
         rate = _peak(hardware, kernel.fp8) * share
