@@ -16,6 +16,8 @@ Choose one::
     ppviz.search(cfg, max_memory=2)       # the fastest order found within a memory limit
     ppviz.sweep({"schedule": ["1f1b", "zb-h1"], "microbatches": [8, 16, 32]},
                 base=cfg)                 # a DataFrame; joblib processes, or a Dask client
+    ppviz.plan(ppviz.Transformer.preset("llama-3-70b"), ppviz.Hardware.preset("h100-sxm"),
+               gpus=64, global_batch=128)   # every t, p, d, v, b, schedule, recompute, ZeRO
 
 With your model, hardware and links::
 
@@ -31,7 +33,7 @@ With your measured run: ``ppviz.load_trace(path)`` (torch profiler traces), then
 ``ppviz.from_torch(...)`` (torch's own schedule classes; needs torch). Exports follow pandas'
 ``to_x(path=None)``: ``res.to_html``, ``to_svg``, ``to_png``, ``to_chrome_trace``,
 ``to_torch_csv``, ``to_text_gantt``; charts: ``ppviz.charts``. The
-command line: ``ppviz run zb-h1 -p 4 -m 8``, ``ppviz compare 1f1b zb-h1 v-half``, ``ppviz list``.
+command line: ``ppviz run zb-h1 -p 4 -m 8``, ``ppviz compare 1f1b zb-h1 v-half``, ``ppviz plan``, ``ppviz list``.
 Sizes beyond a budget are refused before any work (``ppviz.set_budget``); every refusal is a
 :class:`ppviz.PpvizError` that names what to change: a wrong value is also a ``ValueError``, a
 wrong call (an argument a function does not take) also a ``TypeError``.
@@ -41,6 +43,7 @@ from . import schedules  # noqa: F401  (importing the families registers them)
 from .analysis.calibrate import Calibration, calibrate
 from .analysis.comparison import Comparison, compare
 from .analysis.frontier import Frontier, frontier
+from .analysis.plan import Plan, plan
 from .analysis.residuals import Residuals, residuals
 from .analysis.search import SearchResult, search
 from .core.budget import set_budget
@@ -88,6 +91,7 @@ __all__ = [
     "Link",
     "ParseError",
     "Placement",
+    "Plan",
     "PpvizError",
     "Program",
     "ProgramError",
@@ -109,6 +113,7 @@ __all__ = [
     "frontier",
     "list_schedules",
     "load_trace",
+    "plan",
     "residuals",
     "search",
     "set_budget",

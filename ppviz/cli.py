@@ -128,6 +128,24 @@ def _search(args) -> int:
     return _report_written(_exports(found, args))
 
 
+def _plan(args) -> int:
+    from .analysis.plan import plan
+    from .model import Hardware, Transformer
+
+    model = Transformer.preset(args.model)
+    hardware = Hardware.preset(args.hardware or "h100-sxm")
+    constraints = {key: value for key, value in (
+        ("tensor_parallel", args.tensor_parallel), ("pipeline_parallel", args.pipeline_parallel),
+        ("micro_batch_size", args.micro_batch_size), ("max_pipeline", args.max_pipeline),
+        ("schedules", args.schedules), ("zero_stage", args.zero_stage),
+        ("recompute", [None if r == "none" else r for r in args.recompute] if args.recompute else None))
+        if value is not None}
+    found = plan(model, hardware, gpus=args.gpus, global_batch=args.global_batch, topology=args.topology,
+                 within=args.within, progress=sys.stderr.isatty(), **constraints)
+    print(_shown_lines(found.to_text(args.rows)))
+    return 0
+
+
 def _memory_limit(text: str | None):
     """--max-memory as search takes it: a number of activation units, or a size in bytes ('40GiB')."""
     if text is None:
@@ -482,6 +500,7 @@ _EXAMPLES = """examples:
   ppviz search -p 8 -m 32 --b 1.2 --w 0.8 --max-memory 6   the fastest order within 6 activations
   ppviz search -p 4 -m 16 --model llama-3-8b     the fastest order that fits an H100 (80 GiB)
   ppviz search -p 4 -m 16 --model llama-3-8b --max-memory 30GiB --html found.html
+  ppviz plan --model llama-3-70b --gpus 64 --global-batch 128   layouts that fit, fastest first
 """
 
 
@@ -693,6 +712,38 @@ def main(argv: list[str] | None = None) -> int:
     find.add_argument("--svg", metavar="FILE", help="also write the Gantt chart as SVG")
     find.add_argument("--png", metavar="FILE", help="also write the Gantt chart as PNG (2x scale)")
     find.set_defaults(handler=_search)
+    layouts = sub.add_parser("plan", help="rank every parallel layout of a model on N accelerators",
+                             description="The tensor-, pipeline- and data-parallel split, virtual stages, micro-batch "
+                                         "size, schedule, recompute and ZeRO stage of a model on N accelerators "
+                                         "(ppviz.plan): every layout that fits, fastest step first.",
+                             epilog=_EXAMPLES, formatter_class=_HelpFormatter)
+    layouts.add_argument("--model", metavar="NAME", required=True,
+                         help="a transformer preset: " + ", ".join(_model_presets()))
+    layouts.add_argument("--hardware", metavar="NAME", default=None,
+                         help="an accelerator preset (default h100-sxm): " + ", ".join(_hardware_presets()))
+    layouts.add_argument("--gpus", metavar="N", type=_whole("devices"), required=True, help="accelerators in all")
+    layouts.add_argument("--global-batch", metavar="B", type=_whole("microbatches"), required=True,
+                         help="sequences per step")
+    layouts.add_argument("--topology", metavar="PRESET", default=None,
+                         help="the cluster (default the accelerator's reference system): dgx-h100, dgx-a100, "
+                              "roce-h100, dgx-b200, gb200-nvl72")
+    layouts.add_argument("--tensor-parallel", metavar="T", type=_whole("devices"), nargs="+", default=None,
+                         help="only these tensor-parallel sizes")
+    layouts.add_argument("--pipeline-parallel", metavar="P", type=_whole("devices"), nargs="+", default=None,
+                         help="only these pipeline sizes")
+    layouts.add_argument("--max-pipeline", metavar="P", type=_whole("devices"), default=None,
+                         help="at most this many pipeline stages")
+    layouts.add_argument("--micro-batch-size", metavar="B", type=_whole("microbatches"), nargs="+", default=None,
+                         help="only these micro-batch sizes (default 1, 2, 4, 8)")
+    layouts.add_argument("--schedules", metavar="NAME", nargs="+", default=None, help="only these schedules")
+    layouts.add_argument("--recompute", choices=("none", "selective", "full"), nargs="+", default=None,
+                         help="only these recompute modes")
+    layouts.add_argument("--zero-stage", type=int, choices=(0, 1, 2), nargs="+", default=None,
+                         help="only these ZeRO stages")
+    layouts.add_argument("--within", metavar="X", type=float, default=1.1,
+                         help="list every layout within this factor of the best step (default 1.1)")
+    layouts.add_argument("--rows", metavar="N", type=_whole("rows"), default=10, help="rows to print (default 10)")
+    layouts.set_defaults(handler=_plan)
     lst = sub.add_parser("list", help="show the schedule registry", description="The schedule registry: names, "
                          "aliases, stages per device, what each schedule is and its constraints.")
     lst.set_defaults(handler=_list)

@@ -186,7 +186,7 @@ def test_list_fits_100_columns_and_names_every_schedule(capsys):
 
 
 def test_help_shows_examples_that_run(capsys, tmp_path, monkeypatch):
-    for argv in (("--help",), ("run", "--help"), ("compare", "--help"), ("search", "--help")):
+    for argv in (("--help",), ("run", "--help"), ("compare", "--help"), ("search", "--help"), ("plan", "--help")):
         with pytest.raises(SystemExit) as info:
             main(list(argv))
         assert info.value.code == 0

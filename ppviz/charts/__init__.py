@@ -16,6 +16,7 @@ Altair chart, so ``.properties(...)``, ``.configure_*(...)`` and ``alt.hconcat``
     charts.gantt_chart(runs[0])           # a static Gantt chart in the widget's look (SVG/PNG export)
     charts.overlay_chart(ppviz.residuals(measured, cal))  # a measured run over its simulation
     charts.frontier_chart(points)         # ppviz.frontier's chart: library runs and search results
+    charts.plan_chart(ppviz.plan(...))    # step time against memory for every fitting layout
 
 Each schedule keeps one colour in every chart (:func:`schedule_colors`), drawn from a
 colour-blind-safe palette. Memory is in activation units (one microbatch's activations
@@ -42,6 +43,7 @@ from .comparison import (
     sweep_heatmap,
 )
 from .frontier import frontier_chart
+from .plan import plan_chart
 from .gantt import GANTT_THEMES, gantt_chart
 from .inputs import BUBBLE_METRICS, MAX_ROWS, PALETTE, SWEEP_METRICS, pareto_front, schedule_colors, summarize_steps
 from .offline import OfflineChart, display, widget
@@ -50,7 +52,7 @@ from .render import to_png, to_svg
 
 __all__ = [
     "BUBBLE_METRICS", "GANTT_THEMES", "MAX_ROWS", "OfflineChart", "PALETTE", "SWEEP_METRICS", "bubble_chart",
-    "communication_chart", "comparison_charts", "display", "frontier_chart", "gantt_chart", "memory_chart",
+    "communication_chart", "comparison_charts", "display", "frontier_chart", "gantt_chart", "memory_chart", "plan_chart",
     "memory_curve_chart", "overlay_chart", "pareto_chart",
     "pareto_front", "schedule_colors", "summarize_steps", "sweep_chart", "sweep_heatmap", "to_png", "to_svg", "widget",
 ]

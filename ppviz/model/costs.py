@@ -261,10 +261,12 @@ def _ring_ms(model: Transformer, training: Training, phase: str) -> float:
     return (groups.cp - 1) * step * 1e3
 
 
-def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training: Training = Training()) -> StageCosts:
-    """Each stage's times and memory for ``layout`` (checked against the model)."""
+def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training: Training = Training(),
+                per_item: dict | None = None) -> StageCosts:
+    """Each stage's times and memory for ``layout`` (checked against the model); ``per_item``:
+    :func:`item_costs` of the same model, hardware and training, when already computed."""
     layout.check(model.layers, model.mtp_layers)
-    per = item_costs(model, hardware, training)
+    per = item_costs(model, hardware, training) if per_item is None else per_item
     per_param = bytes_per_param(training.zero_stage, training.data_parallel)
     tied_copy = model.tied_embeddings and layout.counts("E").index(1) != layout.counts("L").index(1)
     rows = []

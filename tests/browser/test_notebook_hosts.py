@@ -400,3 +400,39 @@ def test_clicking_a_frontier_point_opens_its_gantt_chart(browser, server, app):
         wait_for_file(root / "selected.txt", "zb-h1")
         wait_for(page, lambda: page.locator(".ppviz-gantt .ppviz-name").all_inner_texts() == ["zb-h1"],
                  "zb-h1's Gantt chart")
+
+
+PLAN = """\
+import pathlib
+import ppviz
+tiny = ppviz.Transformer(8, hidden=2048, heads=16, seq_len=2048, vocab=32000, name="tiny")
+found = ppviz.plan(tiny, ppviz.Hardware.preset("h100-sxm").replace(memory_gib=3), gpus=8, global_batch=32,
+                   schedules=["1f1b", "zb-h1", "interleaved-1f1b", "zb-v"], progress=False, n_jobs=1)
+view = found.view()
+view.observe(lambda change: pathlib.Path("selected.txt").write_text(str(change["new"])), names="selected")
+view
+"""
+
+
+def test_a_plans_point_and_row_open_their_gantt_charts_in_jupyterlab(browser, server):
+    # a point's click travels as the JupyterChart's selection, a row's as the Select's value
+    with hosted(browser, server, "lab", PLAN, FAILED / "plan-lab.png",
+                viewport={"width": 1300, "height": 1500}) as (page, url, root):
+        page.goto(url)
+        run_cell(page, page.locator(".jp-OutputArea-output .ppviz-plan-chart"), timeout=90_000)
+        points = page.locator('.ppviz-plan-chart svg path[aria-label*="row: "]')
+        points.first.wait_for(timeout=60_000)
+        labels = points.evaluate_all("els => els.map(e => e.getAttribute('aria-label'))")
+        rows = sorted({int(label.split("row: ")[1].split(";")[0]) for label in labels})
+        options = page.locator(".ppviz-plan-rows select option")
+        assert rows == list(range(options.count())) and rows  # every layout a point, and a row
+        assert page.locator(".ppviz-gantt").count() == 0
+        page.locator('.ppviz-plan-chart svg path[aria-label*="row: 0;"]').first.click()
+        wait_for_file(root / "selected.txt", "0")
+        page.locator(".ppviz-gantt").first.wait_for(timeout=30_000)
+        HOSTS.mkdir(parents=True, exist_ok=True)
+        page.mouse.move(5, 5)
+        cell_output(page).screenshot(path=str(HOSTS / "plan-lab.png"))
+        if options.count() > 1:
+            options.nth(1).click()
+            wait_for_file(root / "selected.txt", "1")
