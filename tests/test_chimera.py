@@ -359,6 +359,12 @@ def test_doubling_refusals_name_what_works():
 def test_search_tries_forward_doubling_once_for_both_names():
     from ppviz import search
 
+    from ppviz.analysis.plan import _schedules
+
     found = search(Config(schedule="1f1b", devices=4, microbatches=8), max_memory=100)
     names = [c.name for c in found.candidates]
     assert "chimera-forward-doubling" in names and "chimera-backward-halving" not in names
+    # ppviz.plan likewise, unless it is asked for by name
+    planned = [s.name for s in _schedules({})]
+    assert "chimera-forward-doubling" in planned and "chimera-backward-halving" not in planned
+    assert [s.name for s in _schedules({"schedules": ["chimera-backward-halving"]})] == ["chimera-backward-halving"]

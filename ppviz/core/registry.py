@@ -52,8 +52,8 @@ class ScheduleSpec:
     grid_cells: Callable[[int, int], int] | None = None
     #: the spec whose program this one's builder also builds: the same order, read with other
     #: microbatch sizes (Chimera's backward halving is forward doubling's order over half-size
-    #: microbatches). At one config both give one run, so ``ppviz.search`` and the frontier try
-    #: only that spec.
+    #: microbatches). At one config both give one run, so ``ppviz.search``, the frontier and
+    #: ``ppviz.plan`` try only that spec.
     same_program_as: str | None = None
 
     @property

@@ -164,7 +164,7 @@ register(ScheduleSpec(
 _F_OWN, _F_OTHER, _B_OWN, _B_OTHER = range(4)
 
 
-def forward_doubling_passes(p: int, m: int, device: int) -> tuple[np.ndarray, ...]:
+def forward_doubling_passes(p: int, m: int, device: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One device's passes (kind, stage, microbatch) in the order of the authors' loop, for m a
     multiple of 2p: each doubling step's phases, the steps after the first alike, then the tail."""
     half = p // 2
@@ -243,28 +243,27 @@ def backward_halving_closed_form(config) -> ClosedForm:
     return forward_doubling_closed_form(config, "chimera-backward-halving")
 
 
-#: what the two names share: the authors' loop, its sizes, two replicas
-DOUBLING = {"builder": build_forward_doubling, "validate": _validate_doubling, "replicas": 2}
-SOURCE = ("Li & Hoefler, Chimera (SC'21, arXiv 2107.06925) §3.5; Shigangli/Chimera (branch ChimeraBk) "
-          "chimera/chimera_bert/bert/main_with_runtime_forward_doubling.py")
-
-register(ScheduleSpec(
+FORWARD_DOUBLING = register(ScheduleSpec(
     name="chimera-forward-doubling",
     summary="Chimera for m > p: two forwards per slot close the gaps between units (2× activations, or recompute)",
-    reference=SOURCE,
+    reference="Li & Hoefler, Chimera (SC'21, arXiv 2107.06925) §3.5; Shigangli/Chimera (branch ChimeraBk) "
+              "chimera/chimera_bert/bert/main_with_runtime_forward_doubling.py",
+    builder=build_forward_doubling,
     aliases=("chimera-doubling", "forward-doubling"),
+    validate=_validate_doubling,
     closed_form=forward_doubling_closed_form,
     constraints="v = 1; even p; m = p or a multiple of 2p",
-    **DOUBLING,
+    replicas=2,
 ))
 
-register(ScheduleSpec(
+# the same loop, its sizes and two replicas
+register(dataclasses.replace(
+    FORWARD_DOUBLING,
     name="chimera-backward-halving",
     summary="forward doubling's order on half-size microbatches, no recompute: Chimera's activations",
-    reference=SOURCE + " (its order: the code has no loop of its own)",
+    reference=FORWARD_DOUBLING.reference + " (its order: the code has no loop of its own)",
     aliases=("chimera-halving", "backward-halving"),
     closed_form=backward_halving_closed_form,
     constraints="v = 1; even p; m = p or a multiple of 2p (m counts half-size microbatches)",
-    same_program_as="chimera-forward-doubling",
-    **DOUBLING,
+    same_program_as=FORWARD_DOUBLING.name,
 ))
