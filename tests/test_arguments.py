@@ -32,6 +32,8 @@ def _instances():
         "Layout": ppviz.Layout.even(4, 2),
         # what the public calls return
         "Frontier": ppviz.frontier(cfg, memory=[2]), "Viewer": ppviz.show(cfg),
+        "Plan": ppviz.plan(ppviz.Transformer(2, hidden=256, heads=4, seq_len=256, vocab=1000), ppviz.Hardware.preset(
+            "h100-sxm"), gpus=2, global_batch=2, schedules=["1f1b"], progress=False, n_jobs=1),
         "Comparison": ppviz.compare([cfg]), "ScheduleTable": ppviz.list_schedules(),
     }
 

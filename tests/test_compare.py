@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import ipywidgets
+import numpy as np
 import pytest
 import vl_convert
 
@@ -354,3 +355,21 @@ def test_runs_in_different_time_units_are_refused_not_ranked_on_one_axis():
         assert "give every run the same time_unit" in message
     same = ppviz.compare([ppviz.Config("1f1b", time_unit="ms"), ppviz.Config("zb-h1", time_unit="ms")])
     assert same.ranking == ["zb-h1", "1f1b"]
+
+
+def test_a_comparison_of_model_runs_splits_each_devices_step():
+    model, gpu = ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm")
+    cfg = ppviz.Config.from_model(model, gpu, schedule="1f1b", devices=4, microbatches=8, tensor_parallel=2,
+                                  data_parallel=2, topology="dgx-h100")
+    cmp = ppviz.compare(cfg, schedules=["1f1b", "zb-h1"])
+    parts = cmp.breakdown
+    assert list(parts.columns) == ["name", "device", "compute", "tp_comm", "p2p_wait", "idle", "dp_tail"]
+    for name in ("1f1b", "zb-h1"):
+        mine = parts[parts.name == name].drop(columns=["name", "device"])
+        res = cmp.result(name)
+        assert len(mine) == 4 and np.allclose(mine.sum(axis=1), res.step_time, rtol=1e-12)
+        row = cmp.table.set_index("name").loc[name]
+        assert row.tp_comm == float(res.tp_comm.max()) > 0
+    # zero bubble fills 1F1B's bubble: less idle on the busiest device, the same compute
+    idle = parts.groupby("name").idle.max()
+    assert idle["zb-h1"] < idle["1f1b"]

@@ -438,3 +438,21 @@ def test_a_slower_expert_parallel_link_exposes_each_moe_layers_all_to_alls():
         assert slow.stage_costs[stage]["f"] - fast.stage_costs[stage]["f"] == pytest.approx(8 * 2 * per, rel=1e-9)
         assert slow.stage_costs[stage]["b"] - fast.stage_costs[stage]["b"] == pytest.approx(8 * 2 * per, rel=1e-9)
     assert simulate(slow).step_time > simulate(fast).step_time
+
+
+@pytest.mark.parametrize("schedule, v", [("1f1b", None), ("zb-h1", None), ("interleaved-1f1b", 2), ("dualpipe-v", 2)])
+def test_the_breakdown_splits_each_devices_step_into_compute_traffic_waits_and_its_tail(schedule, v):
+    cfg = Config.from_model(LLAMA_70B, H100, schedule=schedule, devices=4, microbatches=8, stages_per_device=v,
+                            tensor_parallel=8, data_parallel=2, topology="dgx-h100")
+    res = simulate(cfg)
+    parts = res.breakdown
+    assert list(parts.columns) == ["device", "compute", "tp_comm", "p2p_wait", "idle", "dp_tail"]
+    assert np.allclose(parts.drop(columns="device").sum(axis=1), res.step_time, rtol=1e-12)
+    assert (parts.drop(columns="device") >= -1e-9).all().all()
+    # each device runs every microbatch's F and backward of each stage it holds, once (DualPipe-V:
+    # its two chunks); the TP traffic is those ops' stage shares
+    stages = {d: sorted({int(s) for s in res.ops.stage[res.ops.device == d]}) for d in range(res.devices)}
+    for d, held in stages.items():
+        expected = 8 * sum(cfg.stage_costs[s]["f_comm"] + cfg.stage_costs[s]["b_comm"] for s in held)
+        assert parts.tp_comm[d] == pytest.approx(expected, rel=1e-12)
+    assert (parts.dp_tail == res.tail).all()

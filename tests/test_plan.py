@@ -128,6 +128,9 @@ def test_a_plan_is_a_table_with_its_configs_and_views():
     assert isinstance(found.best, Config) and res.step_time == table.step_time[0]
     assert res.mfu == pytest.approx(table.mfu[0]) and float(res.peak_memory_bytes.max()) == table.peak_memory[0]
     assert table.pareto[0]  # the fastest is on the front
+    for i in sorted({0, len(table) // 2, len(table) - 1}):  # every row fits: a sample re-simulated in full
+        again = simulate(found.configs[i])
+        assert again.fits.all() and again.step_time == table.step_time[i]
     assert repr(found).startswith(f"<Plan: {len(table)} layouts>\nllama-3-8b on 16 × h100-sxm, global batch 64:")
     chart = found.chart()
     assert isinstance(chart, alt.FacetChart)

@@ -32,7 +32,7 @@ ORDERS = {"given": None, "makespan": lambda r: (r.step_time, r.makespan, float(r
 METRICS = ("fraction", "rate")
 #: columns of :attr:`Comparison.table`, in order
 COLUMNS = ("name", "schedule", "devices", "microbatches", "stages_per_device", "makespan", "closed_form_makespan",
-           "step_time", "tail", "mfu", "tokens_per_second", "bubble_fraction", "closed_form_bubble_fraction",
+           "step_time", "tail", "tp_comm", "mfu", "tokens_per_second", "bubble_fraction", "closed_form_bubble_fraction",
            "bubble_rate", "peak_activation", "peak_memory", "peak_memory_bytes", "fits", "excess", "exposed_comm",
            "rank", "refused")
 _NAME_FIELDS = (("schedule", "schedule"), ("devices", "p"), ("microbatches", "m"), ("stages_per_device", "v"),
@@ -149,6 +149,16 @@ class Comparison:
         return self.results[self.names.index(name)]
 
     @property
+    def breakdown(self):
+        """Each run's :attr:`ppviz.Result.breakdown` (per device: compute, TP traffic, P2P wait,
+        idle, data-parallel tail), one pandas DataFrame with the run's ``name`` first."""
+        import pandas as pd
+
+        parts = [r.breakdown.assign(name=name) for name, r, _ in self.entries if r is not None]
+        frame = pd.concat(parts, ignore_index=True)
+        return frame[["name"] + [c for c in frame.columns if c != "name"]]
+
+    @property
     def table(self):
         """One row per run, in the order given (a pandas DataFrame; see :data:`COLUMNS`):
         simulated figures beside the published closed forms where they apply, memory per the
@@ -168,7 +178,8 @@ class Comparison:
                 "name": name, "schedule": r.config.schedule, "devices": r.devices,
                 "microbatches": r.program.whole_microbatches, "stages_per_device": _whole(r.program.stages_per_device),
                 "makespan": r.makespan, "closed_form_makespan": cf.makespan if cf is not None else None,
-                "step_time": r.step_time, "tail": float(r.tail.max()), "mfu": r.mfu,
+                "step_time": r.step_time, "tail": float(r.tail.max()), "tp_comm": float(r.tp_comm.max()),
+                "mfu": r.mfu,
                 "tokens_per_second": r.tokens_per_second,
                 "bubble_fraction": r.bubble_fraction,
                 "closed_form_bubble_fraction": cf.bubble_fraction if cf is not None else None,

@@ -113,6 +113,7 @@ class Plan:
     recompute or ZeRO stage differ) is left out: it is no choice."""
 
     table: pd.DataFrame
+    _: dataclasses.KW_ONLY
     configs: list[Config]
     model: Transformer
     hardware: Hardware
@@ -461,7 +462,12 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
         raise ConfigError("topology", topology, "give topology= (a preset such as 'dgx-h100', or a ppviz.Topology)",
                           reason=f"{hardware.name or 'this hardware'} has no reference system to place the groups on")
     chosen, shared = _checked_constraints(model, constraints)
-    shapes, removed = _shapes(model, gpus, global_batch, cluster.devices_per_node, chosen)
+    # context parallelism splits each sequence over its own ranks, between the tensor- and the
+    # data-parallel ones (Megatron's tp-cp-ep-dp-pp order): t · p · d covers the rest
+    cp = shared.get("context_parallel", 1)
+    if isinstance(cp, bool) or not isinstance(cp, int) or cp < 1 or gpus % cp:
+        raise ConfigError("context_parallel", cp, f"give a whole number that divides the {gpus:,} GPUs")
+    shapes, removed = _shapes(model, gpus // cp, global_batch, cluster.devices_per_node, chosen)
     specs = _schedules(chosen)
     if not shapes or not specs:
         worst = max(removed, key=lambda k: removed[k]) if removed else None
@@ -543,7 +549,8 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     table = table[kept_rows].reset_index(drop=True)
     configs = [c for c, keep_row in zip(configs, kept_rows) if keep_row]
     table["pareto"] = pareto_front(table.step_time, table.peak_memory)
-    return Plan(table, configs, model, hardware, gpus, global_batch, float(within), enumerated=enumerated,
+    return Plan(table, configs=configs, model=model, hardware=hardware, gpus=gpus, global_batch=global_batch,
+                within=float(within), enumerated=enumerated,
                 pruned=int((~fits).sum()), simulated=simulated,
                 out_of_memory=sum(1 for r in rows if not r[-1]))
 

@@ -292,6 +292,42 @@ class Result:
             t = math.inf if t > 0 else -math.inf
         return self.memory.at(t) + self.static_memory
 
+    @functools.cached_property
+    def tp_comm(self) -> np.ndarray:
+        """Per device, the time its ops spend in tensor- and expert-parallel collectives: each F's
+        stage ``f_comm`` and each backward's ``b_comm`` (``Config.from_model`` gives them per
+        stage; zeros otherwise). Part of its busy time, not of its idle time."""
+        costs = self.config.stage_costs or {}
+        stages = self.program.stages
+        f = np.array([float(costs.get(s, {}).get("f_comm", 0.0)) for s in range(stages)])
+        b = np.array([float(costs.get(s, {}).get("b_comm", 0.0)) for s in range(stages)])
+        o = self.ops
+        per_op = np.where(o.kind == "F", f[o.stage], np.where((o.kind == "B") | (o.kind == "I"), b[o.stage], 0.0))
+        out = np.zeros(self.devices)
+        np.add.at(out, o.device, per_op)
+        out.flags.writeable = False
+        return out
+
+    @property
+    def breakdown(self):
+        """Why the step takes what it takes: per device (a pandas DataFrame), its ``compute``,
+        ``tp_comm`` (tensor- and expert-parallel collectives inside its ops), ``p2p_wait`` (idle
+        waiting for transfers between stages), ``idle`` (waiting for another device's compute: the
+        bubble, and after its tail for the step's end), ``dp_tail`` (its data-parallel reduction,
+        optimizer and gather after its last op); each row sums to ``step_time``."""
+        import pandas as pd
+
+        last = np.zeros(self.devices)
+        np.maximum.at(last, self.ops.device, self.ops.end)
+        held = np.zeros(self.devices) if self._device_end is None else \
+            np.clip(np.minimum(self._device_end, self.makespan) - last, 0.0, None)
+        p2p = self.exposed_comm - held  # a blocking batch's hold after the last op falls in the tail
+        waiting = last - self.busy - p2p
+        tail = self.device_step_end - last
+        return pd.DataFrame({"device": np.arange(self.devices), "compute": self.busy - self.tp_comm,
+                             "tp_comm": np.asarray(self.tp_comm), "p2p_wait": p2p,
+                             "idle": waiting + (self.step_time - self.device_step_end), "dp_tail": tail})
+
     def to_pandas(self):
         """The timeline as a pandas DataFrame (needs pandas)."""
         try:
@@ -382,6 +418,10 @@ class Result:
             rates.append(f"MFU {share(self.mfu)}")
         if rates:
             lines.append(f"  throughput       {', '.join(rates)}")
+        parts = self.breakdown.iloc[worst]
+        lines.append(f"  device {worst}'s step  compute {time(float(parts.compute))}, TP/EP traffic "
+                     f"{time(float(parts.tp_comm))}, P2P wait {time(float(parts.p2p_wait))}, idle "
+                     f"{time(float(parts.idle))}, DP tail {time(float(parts.dp_tail))}")
         return lines
 
     def _offload_lines(self, offload: Offload) -> list[str]:
