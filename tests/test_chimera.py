@@ -358,7 +358,6 @@ def test_doubling_refusals_name_what_works():
 
 def test_search_tries_forward_doubling_once_for_both_names():
     from ppviz import search
-
     from ppviz.analysis.plan import _schedules
 
     found = search(Config(schedule="1f1b", devices=4, microbatches=8), max_memory=100)
