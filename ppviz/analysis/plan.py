@@ -346,13 +346,15 @@ def _training(s: _Shape, shared: dict, cluster) -> Training:
 
 
 def _schedules(chosen: dict) -> list:
-    """The training schedules to plan with. A segmented one (Seq1F1B) runs whole microbatches as
-    its plain sibling does, since sequence segments are not one of the plan's dimensions: it
-    is planned only when named."""
+    """The training schedules to plan with: those named, or every training schedule but a
+    segmented one (Seq1F1B runs whole microbatches as 1F1B does, since sequence segments are not
+    one of the plan's dimensions) and one whose program another spec builds."""
     wanted = chosen.get("schedules")
-    specs = [s for s in all_specs() if s.builder is not None and not s.forward_only and
-             (not s.segmented or (wanted is not None and s.name in wanted))]
-    return [s for s in specs if wanted is None or s.name in wanted]
+    specs = [s for s in all_specs() if s.builder is not None and not s.forward_only]
+    if wanted is not None:
+        return [s for s in specs if s.name in wanted]
+    # a program two specs build (backward halving's is forward doubling's) is tried once
+    return [s for s in specs if not s.segmented and not s.same_program_as]
 
 
 @functools.lru_cache(maxsize=4096)

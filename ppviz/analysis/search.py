@@ -331,10 +331,11 @@ def checked_size(config: Config, searches: int = 1) -> Config:
 def library_runs(config: Config, fixed_v: bool, replicas: bool = True):
     """(name, v, config) of every library schedule that accepts the config's sizes and costs, at
     its default v and the config's (only the config's, with the same stages, when ``fixed_v``);
-    without the two-replica schedules when ``replicas`` is False."""
+    without the two-replica schedules when ``replicas`` is False, and once for a program two specs
+    build (``ScheduleSpec.same_program_as``)."""
     fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
     for spec in all_specs():
-        if spec.builder is None or spec.forward_only:  # training schedules only
+        if spec.builder is None or spec.forward_only or spec.same_program_as:  # training schedules, once
             continue
         if not replicas and spec.replicas > 1:
             continue

@@ -50,6 +50,11 @@ class ScheduleSpec:
     #: microbatches) → the grid's cells, which the size budget counts too (they can far outnumber
     #: the ops: p × 6(p + m) for V-Half)
     grid_cells: Callable[[int, int], int] | None = None
+    #: the spec whose program this one's builder also builds: the same order, read with other
+    #: microbatch sizes (Chimera's backward halving is forward doubling's order over half-size
+    #: microbatches). At one config both give one run, so ``ppviz.search``, the frontier and
+    #: ``ppviz.plan`` try only that spec.
+    same_program_as: str | None = None
 
     @property
     def v_rule(self) -> str:
@@ -128,10 +133,13 @@ def all_specs() -> list[ScheduleSpec]:
     return sorted(_REGISTRY.values(), key=lambda s: (rank.get(s.name, len(ORDER)), s.name))
 
 
-#: The order of the README's table, used when listing the registry; schedules not named here come last.
+#: The order of the registry's listing; schedules not named here come last. A schedule's place is also its
+#: colour in every chart (charts/inputs.colors_for), so a new one goes at the end: placed before others it
+#: would recolour them.
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
          "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "hanayo",
-         "1f1b-overlap", "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom")
+         "1f1b-overlap", "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom", "chimera-forward-doubling",
+         "chimera-backward-halving")
 
 
 def one_stage_per_device(alternative: str) -> Callable:
@@ -151,12 +159,18 @@ def no_microbatch_groups(config) -> None:
             "leave it unset (it applies to interleaved schedules)", "has no microbatch groups")
 
 
-def even_devices_whole_units(config, why_even: str, why_units: str) -> None:
+def even_devices(config, why: str) -> None:
     """Two-replica schedules (Chimera, BitPipe): the two directions split the devices in halves,
-    so p is even, and the schedule repeats a unit of p microbatches, so m is a multiple of p."""
-    p, m = config.devices, config.microbatches
+    so p is even."""
+    p = config.devices
     require(p % 2 == 0, config, "devices", "use " + " or ".join(map(str, sorted({max(2, p - 1), p + 1}))),
-            f"{why_even}; got {p}")
+            f"{why}; got {p}")
+
+
+def even_devices_whole_units(config, why_even: str, why_units: str) -> None:
+    """:func:`even_devices`, and the schedule repeats a unit of p microbatches, so m is a multiple of p."""
+    even_devices(config, why_even)
+    p, m = config.devices, config.microbatches
     lower, upper = max(p, m - m % p), m - m % p + p
     require(m % p == 0, config, "microbatches",
             "use " + " or ".join(map(str, sorted({lower, upper}))) + " (a multiple of p)", f"{why_units}; got {m}")
