@@ -19,6 +19,7 @@ import {
   isReverse,
   inputTransfer,
   lowerBound,
+  opsOf,
   slotOf,
   upperBound,
 } from "./data";
@@ -563,7 +564,7 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   if (j < 0 || j >= tl.microbatches) return;
   ctx.fillStyle = P.dim;
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], L.plotRight - L.plotLeft, L.rowHeight);
-  const members = tl.mbIndex.subarray(tl.mbOffsets[j], tl.mbOffsets[j + 1]);
+  const members = opsOf(tl, j);
   ctx.font = `600 ${barLabelPx(L.rowHeight)}px ${FONT}`;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
