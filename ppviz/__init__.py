@@ -40,6 +40,7 @@ wrong call (an argument a function does not take) also a ``TypeError``.
 from . import schedules  # noqa: F401  (importing the families registers them)
 from .analysis.calibrate import Calibration, calibrate
 from .analysis.comparison import Comparison, compare
+from .analysis.frontier import Frontier, frontier
 from .analysis.residuals import Residuals, residuals
 from .analysis.search import SearchResult, search
 from .core.budget import set_budget
@@ -61,6 +62,7 @@ from .core.placement import Placement
 from .core.program import Program
 from .core.registry import list_schedules
 from .core.result import Result
+from .core.step import Step
 from .core.topology import Link, Offload, Topology
 from .core.transfers import Transfers
 from .io.torch_annotate import annotate
@@ -77,6 +79,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DeadlockError",
+    "Frontier",
     "Measured",
     "Offload",
     "Hardware",
@@ -91,6 +94,7 @@ __all__ = [
     "Residuals",
     "Result",
     "ScheduleConstraintError",
+    "Step",
     "SearchResult",
     "Transformer",
     "Topology",
@@ -121,15 +125,11 @@ def __getattr__(name):
         from .widgets.viewer import show
 
         return show
-    # pandas, joblib, tqdm and Altair load with the sweep and the frontier, not with ppviz
+    # pandas, joblib, tqdm and Altair load with the sweep, not with ppviz
     if name == "sweep":
         from .analysis.sweep import sweep
 
         return sweep
-    if name == "frontier":
-        from .widgets.frontier import frontier
-
-        return frontier
     if name in ("charts", "widgets"):
         import importlib
 

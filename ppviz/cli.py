@@ -10,9 +10,13 @@ import re
 import shutil
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
 from .core.errors import ConfigError, DeadlockError, PpvizError, did_you_mean
 from .core.paths import unwritable
+
+if TYPE_CHECKING:  # the commands import the library when they run
+    from .analysis.search import Candidate, SearchResult
 
 #: ``-p`` and ``-m`` when not given (None in the parsed arguments, so that a given one can be told apart)
 DEFAULT_DEVICES, DEFAULT_MICROBATCHES = 4, 8
@@ -138,7 +142,7 @@ def _memory_limit(text: str | None):
 _SHOWN_CANDIDATES = 5
 
 
-def _candidates_table(found) -> str:
+def _candidates_table(found: SearchResult) -> str:
     """The fastest candidates the search ranked that fit and that do not, one line each and the
     fastest of each kind (the automatic scheduler's variants, the capped warm-ups: what comes
     before a name's brackets): makespan, the busiest device's peak activation and, with a
@@ -151,7 +155,7 @@ def _candidates_table(found) -> str:
     memory = (lambda x: number(x * unit_bytes / 2**30)) if unit_bytes else number
     memory_unit = "(GiB)" if unit_bytes else "(activations)"
     capacity = c.memory_capacity is not None
-    first = {}
+    first: dict[tuple[bool, str], Candidate] = {}
     for cand in found.candidates:  # fitting first, then fastest first
         first.setdefault((cand.fits, cand.name.split(" (")[0]), cand)
     fit = [cand for (fits, _), cand in first.items() if fits]
@@ -437,7 +441,7 @@ def _error_text(exc: Exception) -> str:
     lays those out; their op names are checked text, not the user's)."""
     if isinstance(exc, DeadlockError):
         return "\n  ".join(_shown(line) for line in _message(exc).split("\n"))
-    return _shown(_message(exc) if isinstance(exc, PpvizError) else exc)
+    return _shown(_message(exc) if isinstance(exc, PpvizError) else str(exc))
 
 
 def _read(path: str) -> str:
@@ -553,15 +557,15 @@ def _window(text: str) -> tuple[float | None, float | None]:
     try:
         if not colon:
             raise ValueError
-        window = tuple(None if not x.strip() else float(x) for x in (start, end))
-        if any(x is not None and not (math.isfinite(x) and x >= 0) for x in window):
+        lo, hi = (None if not x.strip() else float(x) for x in (start, end))
+        if any(x is not None and not (math.isfinite(x) and x >= 0) for x in (lo, hi)):
             raise ValueError
     except ValueError:
         raise argparse.ArgumentError(None, f"--window {text!r}: give START:END, times in the run's unit from 0, "
                                            "e.g. 0:20 (either may be left out: 40: is from 40 to the end)") from None
-    if None not in window and window[0] >= window[1]:
+    if lo is not None and hi is not None and lo >= hi:
         raise argparse.ArgumentError(None, f"--window {text}: the start must come before the end")
-    return window
+    return lo, hi
 
 
 def _add_chart_arguments(parser) -> None:

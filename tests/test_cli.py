@@ -532,19 +532,20 @@ def test_compare_model_answers_which_schedules_fit_the_device_in_gib(capsys):
     code, out, err = run(capsys, "compare", "1f1b", "zb-h1", "v-half", "-p", "4", "-m", "16", "--model", "llama-3-8b")
     assert code == 0 and err == ""
     header = next(line for line in out.splitlines() if line.startswith("schedule "))
-    assert header.split() == ["schedule", "v", "makespan", "(ms)", "bubble", "peak", "memory", "(GiB)", "fits", "80",
-                              "GiB"]
+    assert header.split() == ["schedule", "v", "makespan", "(ms)", "step", "(ms)", "MFU", "bubble", "peak", "memory",
+                              "(GiB)", "fits", "80", "GiB"]
     rows = table_rows(out)
     model, gpu = ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm")
     for name in ("1f1b", "zb-h1", "v-half"):
         res = simulate(Config.from_model(model, gpu, schedule=name, devices=4, microbatches=16))
         gib = float(res.peak_memory_bytes.max()) / 2**30
         fits = ["yes"] if res.fits.all() else ["no", f"(+{number(float(res.excess_bytes.max()) / 2**30)}", "GiB)"]
-        assert rows[name][1:] == [number(res.makespan), pct(res.bubble_fraction), number(gib), *fits], name
-    # the answer a practitioner came for: v-half fits where zb-h1 does not, and is faster than 1f1b
+        assert rows[name][1:] == [number(res.makespan), number(res.step_time), *pct(res.mfu).split(),
+                                  pct(res.bubble_fraction), number(gib), *fits], name
+    # the answer a practitioner came for: v-half fits where zb-h1 does not, and its step is faster than 1f1b's
     assert rows["v-half"][-1] == "yes" and rows["zb-h1"][-3] == "no" and \
-        float(rows["v-half"][1].replace(",", "")) < float(rows["1f1b"][1].replace(",", ""))
-    assert out.splitlines()[-1] == f"2 of 3 fit the capacity; the fastest of them: v-half, makespan {rows['v-half'][1]} ms"
+        float(rows["v-half"][2].replace(",", "")) < float(rows["1f1b"][2].replace(",", ""))
+    assert out.splitlines()[-1] == f"2 of 3 fit the capacity; the fastest of them: v-half, step {rows['v-half'][2]} ms"
 
 
 def test_compare_says_when_nothing_fits_which_run_comes_closest(capsys):

@@ -13,6 +13,7 @@ import pytest
 import vl_convert
 
 import ppviz
+from ppviz.core.numbers import number
 from ppviz import charts
 from ppviz.analysis.comparison import Comparison
 from ppviz.widgets.comparison import SHARED, ComparisonView, CompareState
@@ -316,9 +317,24 @@ def test_with_a_capacity_the_table_says_which_fit_and_the_summary_gives_the_verd
     chimera = cmp.result("chimera")
     assert table.excess[2] == float(chimera.excess_bytes.max()) == cmp.out_of_memory["chimera"]
     assert table.peak_memory_bytes[2] == pytest.approx(97.197 * 2**30, rel=1e-4)
-    assert cmp.verdict() == "1 of 3 fit the capacity; the fastest of them: 1f1b, makespan 2,911 ms"
+    # a config from a model has a step (its optimizer after the pipeline): runs rank by it
+    step = cmp.result("1f1b").step_time
+    assert step > cmp.result("1f1b").makespan
+    assert cmp.verdict() == f"1 of 3 fit the capacity; the fastest of them: 1f1b, step {number(step, 'ms')}"
     summary = cmp.summary()
     assert "peak memory (GiB)     fits 80 GiB" in summary and "97.2  no (+17.2 GiB)" in summary
+
+
+def test_runs_with_and_without_a_capacity_say_so_in_the_summary():
+    # a run without a capacity has nothing to fit: it was an AttributeError when the first run had one
+    with_cap = ppviz.Config("1f1b", devices=4, microbatches=8, memory_capacity=3)
+    without = ppviz.Config("gpipe", devices=4, microbatches=8)
+    for runs in ([with_cap, without], [without, with_cap]):
+        lines = ppviz.compare(runs).summary().splitlines()
+        assert lines[2].split()[-1] == "fits"  # the capacities differ: the heading names none
+        cells = {line.split()[0]: line.split("  ")[-1].strip() for line in lines[3:5]}
+        assert cells == {"1f1b": "no (+1)", "gpipe": "no capacity"}
+        assert lines[-1] == "1 of 2 fit the capacity; the fastest of them: gpipe, makespan 33"
 
 
 def test_a_bad_option_is_the_callers_mistake_not_a_refusal():

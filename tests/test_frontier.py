@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import ppviz
 from ppviz import Config, ConfigError, simulate
-from ppviz.analysis.frontier import frontier_points, pareto_front
+from ppviz.analysis.frontier import pareto_front
 from ppviz.charts.frontier import PICK
 
 
@@ -72,12 +72,12 @@ def test_the_table_is_pareto_correct_and_its_runs_are_real(front):
 
 
 def test_the_chart_draws_every_run_and_names_the_front(front):
-    spec = front.chart.to_dict()
+    spec = front.chart().to_dict()
     (data,) = spec["datasets"].values()
     assert sorted(r["name"] for r in data) == sorted(front.table.name)
     params = spec.get("params", []) + [p for layer in spec["layer"] for p in layer.get("params", [])]
     assert [p["name"] for p in params] == [PICK]
-    svg = ppviz.charts.to_svg(front.chart)
+    svg = ppviz.charts.to_svg(front.chart())
     for name in front.table[front.table.pareto].name:
         assert name.replace("≤", "&lt;=") in svg or name in svg
 
@@ -108,7 +108,7 @@ def model_front():
 def test_with_static_memory_and_a_capacity_the_front_is_on_peak_memory_among_the_runs_that_fit(model_front):
     cfg, front = model_front
     table = front.table
-    assert front.points.memory == "peak_memory"
+    assert front.memory == "peak_memory"
     for row in table.itertuples():
         res = front.result(row.name)
         assert res.peak_memory.max() == pytest.approx(row.peak_memory, rel=1e-12)
@@ -127,7 +127,7 @@ def test_with_static_memory_and_a_capacity_the_front_is_on_peak_memory_among_the
 
 def test_the_chart_of_a_model_config_is_in_gib_with_the_capacity_and_the_runs_over_it(model_front):
     cfg, front = model_front
-    spec = front.chart.to_dict()
+    spec = front.chart().to_dict()
     datasets = list(spec["datasets"].values())
     runs = next(d for d in datasets if d and "name" in d[0])
     gib = cfg.activation_bytes / 2**30
@@ -138,20 +138,20 @@ def test_the_chart_of_a_model_config_is_in_gib_with_the_capacity_and_the_runs_ov
                                                else "over the device's memory")
     (rule,) = [d for d in datasets if d and "capacity" in d[0]]
     assert rule[0]["capacity"] == pytest.approx(80.0) and rule[0]["text"] == "memory capacity 80 GiB"
-    svg = ppviz.charts.to_svg(front.chart)
+    svg = ppviz.charts.to_svg(front.chart())
     assert "peak memory, busiest device (GiB)" in svg and "crosses: over the device's memory" in svg
 
 
 def test_schedules_and_memory_choose_the_rows_and_bad_input_is_refused():
-    points = frontier_points(Config(devices=4, microbatches=8), schedules=["1f1b", "ZB1P"], memory=[])
+    points = ppviz.frontier(Config(devices=4, microbatches=8), schedules=["1f1b", "ZB1P"], memory=[])
     assert list(points.table.name) == ["1f1b", "zb-h1"] or set(points.table.name) == {"1f1b", "zb-h1"}
     with pytest.raises(ConfigError, match="give at least 1"):
-        frontier_points(Config(devices=4, microbatches=8), schedules=[], memory=[0.5])
+        ppviz.frontier(Config(devices=4, microbatches=8), schedules=[], memory=[0.5])
     with pytest.raises(ConfigError, match="metric"):
-        frontier_points(Config(), metric="bubbles")
+        ppviz.frontier(Config(), metric="bubbles")
     with pytest.raises(ConfigError, match="schedules"):
-        frontier_points(Config(), schedules="1f1b")
+        ppviz.frontier(Config(), schedules="1f1b")
     with pytest.raises(ppviz.UnknownScheduleError):
-        frontier_points(Config(), schedules=["zb-h3"])
+        ppviz.frontier(Config(), schedules=["zb-h3"])
     with pytest.raises(ConfigError, match="nothing to put"):
-        frontier_points(Config(), schedules=[], memory=[])
+        ppviz.frontier(Config(), schedules=[], memory=[])

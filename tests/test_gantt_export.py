@@ -570,6 +570,14 @@ def test_an_inference_chart_says_what_an_inference_batch_is_measured_by():
     assert "bubble" not in metrics
 
 
+def test_an_inference_chart_of_one_microbatch_has_no_throughput_to_give():
+    # one output has no steady state (Result.throughput is None): the title was a TypeError
+    res = ppviz.simulate(ppviz.Config(schedule="inference", devices=4, microbatches=1))
+    metrics = ppviz.charts.gantt_chart(res).to_dict()["title"]["subtitle"][1]
+    assert "first output 4 · throughput – · fill + drain 75 % of p × makespan" in metrics
+    assert res.to_svg().startswith("<svg")
+
+
 # The lane under each row: transfers and host copies -------------------------------------------
 
 def lane_layers(spec):

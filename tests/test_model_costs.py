@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 import ppviz
-from ppviz import Config, ConfigError, Hardware, LayoutError, Transformer, simulate
+from ppviz import Config, ConfigError, Hardware, LayoutError, Topology, Transformer, simulate
 from ppviz.core.numbers import number
-from ppviz.model import activations, flops
+from ppviz.model import activations, flops, roofline
 from ppviz.model.activations import Parallel
+from ppviz.model.costs import Training, item_costs
 from ppviz.model.static_memory import bytes_per_param
 from ppviz.widgets.wire import describe
 
@@ -21,23 +22,47 @@ LLAMA_70B = Transformer.preset("llama-3-70b", seq_len=4096)
 SIZES = dict(schedule="1f1b", devices=8, microbatches=16, tensor_parallel=8, data_parallel=4, zero_stage=1)
 
 
-def ms(flop_count, t=8):
-    return flop_count / t / (989.4e12 * 0.5) * 1e3
-
-
-def test_stage_times_are_the_flops_of_the_layers_they_hold_at_the_sustained_rate():
+def test_stage_times_are_the_kernels_and_collectives_of_the_items_they_hold():
     cfg = Config.from_model(LLAMA_70B, H100, **SIZES)
-    layer, head = flops.layer(LLAMA_70B), flops.head(LLAMA_70B)
+    cluster = ppviz.Topology.preset("dgx-h100")  # the H100's reference system: no topology was given
+    training = Training(tensor_parallel=8, data_parallel=4, zero_stage=1, pipeline_parallel=8, cluster=cluster)
+    timed = roofline.item_times(LLAMA_70B, H100, training)
+
+    def phase(item, name):
+        compute, collectives = timed[item][name]
+        comm = sum(training.groups.time(c.group, c.kind, c.bytes, cluster) for c in collectives) * 1e3
+        return compute + comm, comm
+
     assert cfg.time_unit == "ms" and cfg.stages == 8
-    # 80 layers on 8 stages: 10 each; the embedding costs no FLOPs, the head sits on the last
-    assert cfg.stage_costs[0]["f"] == pytest.approx(ms(10 * layer.f), rel=1e-12)
-    assert cfg.stage_costs[3]["b"] == pytest.approx(ms(10 * layer.i), rel=1e-12)
-    assert cfg.stage_costs[7]["w"] == pytest.approx(ms(10 * layer.w + head.w), rel=1e-12)
+    # 80 layers on 8 stages: 10 each, the embedding on the first and the head with the loss on the last
+    assert cfg.stage_costs[0]["f"] == pytest.approx(phase("E", "F")[0] + 10 * phase("t", "F")[0], rel=1e-12)
+    assert cfg.stage_costs[3]["b"] == pytest.approx(10 * phase("t", "I")[0], rel=1e-12)
+    assert cfg.stage_costs[7]["w"] == pytest.approx(10 * phase("t", "W")[0] + phase("L", "W")[0], rel=1e-12)
+    # each stage's exposed tensor-parallel traffic is kept apart for the charts
+    assert cfg.stage_costs[3]["f_comm"] == pytest.approx(10 * phase("t", "F")[1], rel=1e-12)
+    assert cfg.stage_costs[3]["b_comm"] == pytest.approx(10 * phase("t", "I")[1], rel=1e-12)
+    assert 0 < cfg.stage_costs[3]["f_comm"] < cfg.stage_costs[3]["f"]
     # f, b, w are per 1/p of the model: the stages' mean
-    assert cfg.f == pytest.approx(ms(80 * layer.f + head.f) / 8, rel=1e-12)
+    assert cfg.f == pytest.approx(sum(cfg.stage_costs[s]["f"] for s in range(8)) / 8, rel=1e-12)
     assert not cfg.uniform  # the last stage differs, so the closed forms do not apply
     res = simulate(cfg)
     assert res.closed_form is not None and not res.closed_form.applies
+
+
+def test_the_step_adds_the_data_parallel_tail_and_gives_the_mfu():
+    cfg = Config.from_model(LLAMA_70B, H100, **SIZES)
+    step = cfg.step
+    # 70B over t = 8 and p = 8: each stage's 16-bit gradients reduce-scattered over d = 4 (ZeRO-1)
+    cluster = ppviz.Topology.preset("dgx-h100")
+    groups = Training(tensor_parallel=8, data_parallel=4, pipeline_parallel=8).groups
+    params = (LLAMA_70B.layer_params() * 10) / 8
+    assert step.reduce[3] == pytest.approx(groups.time("dp", "reduce-scatter", params * 2, cluster) * 1e3, rel=1e-9)
+    assert step.gather[3] == pytest.approx(groups.time("dp", "all-gather", params * 2, cluster) * 1e3, rel=1e-9)
+    assert step.optimizer[3] == pytest.approx(params / 4 * 30 / (3350e9 * H100.memory_share) * 1e3, rel=1e-9)
+    assert step.gpus == 256 and step.tokens == 4 * 16 * 4096
+    res = simulate(cfg)
+    assert res.step_time >= res.makespan and res.mfu == pytest.approx(
+        4 * flops.iteration(LLAMA_70B, 16) / (256 * 989.4e12 * res.step_time / 1e3), rel=1e-9)
 
 
 def test_memory_in_bytes_and_the_device_capacity():
@@ -75,13 +100,22 @@ def test_out_of_memory_names_the_devices_and_the_excess():
     assert meta["memory_capacity"] == pytest.approx(capacity / res.config.activation_bytes)
 
 
+def _items(model, **training):
+    """Each item kind's (f, i, w, recompute) in ms on the H100's reference system."""
+    cluster = ppviz.Topology.preset("dgx-h100")
+    return {k: v[0] for k, v in item_costs(model, H100, Training(cluster=cluster, **training)).items()}
+
+
 def test_full_recompute_trades_time_for_memory():
     plain = Config.from_model(LLAMA_70B, H100, **SIZES)
     full = Config.from_model(LLAMA_70B, H100, recompute="full", **SIZES)
-    layer = flops.layer(LLAMA_70B)
-    # each stage's layers run their forward again before the backward; the head is not recomputed
-    assert full.stage_costs[7]["recompute"] == pytest.approx(ms(10 * layer.f), rel=1e-12)
-    assert full.stage_costs[0]["recompute"] == pytest.approx(full.stage_costs[0]["f"], rel=1e-12)
+    items = _items(LLAMA_70B, tensor_parallel=8, data_parallel=4, zero_stage=1, pipeline_parallel=8,
+                   recompute="full")
+    # each stage's layers run their forward again (kernels and collectives) before the backward;
+    # the embedding and the head are not recomputed
+    assert items["t"][3] == items["t"][0] and items["E"][3] == items["L"][3] == 0
+    assert full.stage_costs[7]["recompute"] == pytest.approx(10 * items["t"][0], rel=1e-12)
+    assert full.stage_costs[0]["recompute"] == pytest.approx(10 * items["t"][0], rel=1e-12)
     a, b = simulate(plain), simulate(full)
     assert b.makespan > a.makespan
     busy = (b.busy - a.busy)[0]
@@ -102,8 +136,16 @@ def test_selective_recompute_without_flash_attention_drops_the_attention_scores(
     kept = selective.stage_costs[1]["activation"] * selective.activation_bytes
     assert kept == pytest.approx(per_stage * sbh * 34 / 8, rel=1e-12)  # Korthikanti: sbh·34/t
     assert plain.stage_costs[1]["activation"] * plain.activation_bytes == pytest.approx(per_stage * sbh * (34 + 80) / 8)
-    core = flops.attention_core(gpt).f
-    assert selective.stage_costs[1]["recompute"] == pytest.approx(ms(per_stage * core), rel=1e-12)
+    # what is recomputed is the attention core's kernels of the forward, nothing else
+    training = Training(tensor_parallel=8, sequence_parallel=True, flash_attention=False, recompute="selective",
+                        pipeline_parallel=8, cluster=ppviz.Topology.preset("dgx-h100"))
+    table = roofline.kernel_table(gpt, H100, training)
+    again = [(r["kernel"], r["ms"]) for r in table if (r["item"], r["phase"]) == ("t", "R")]
+    core = ["attention scores Q·Kᵀ", "scale-mask-softmax", "attention dropout", "attention over values P·V"]
+    assert [name for name, _ in again] == core
+    forward = {r["kernel"]: r["ms"] for r in table if (r["item"], r["phase"]) == ("t", "F")}
+    assert all(forward[name] == ms for name, ms in again)
+    assert selective.stage_costs[1]["recompute"] == pytest.approx(per_stage * sum(ms for _, ms in again), rel=1e-12)
 
 
 def test_recompute_in_abstract_units():
@@ -132,15 +174,17 @@ def test_layout_strings_set_the_stages():
     cfg = Config.from_model(LLAMA_70B, H100, schedule="interleaved-1f1b", devices=4, microbatches=8,
                             layout="Et*9|(t*10|)*6t*11L", tensor_parallel=8)
     assert cfg.stages_per_device == 2 and cfg.stages == 8
-    layer_f = ms(flops.layer(LLAMA_70B).f)
-    assert [round(cfg.stage_costs[s]["f"] / layer_f, 9) for s in range(7)] == [9, 10, 10, 10, 10, 10, 10]
+    items = _items(LLAMA_70B, tensor_parallel=8, pipeline_parallel=4)
+    layer, embedding, head = items["t"][0], items["E"][0], items["L"][0]
+    expected = [embedding + 9 * layer] + [10 * layer] * 6 + [11 * layer + head]
+    assert [cfg.stage_costs[s]["f"] for s in range(8)] == pytest.approx(expected, rel=1e-12)
     counts = Config.from_model(LLAMA_70B, H100, schedule="1f1b", devices=4, microbatches=8,
                                layout=[19, 20, 21, 20], tensor_parallel=8)
-    assert counts.stage_costs[2]["f"] == pytest.approx(21 * layer_f, rel=1e-12)
+    assert counts.stage_costs[2]["f"] == pytest.approx(21 * layer, rel=1e-12)
     first = Config.from_model(LLAMA_70B, H100, schedule="1f1b", devices=8, microbatches=8, first_stage_layers=7,
                               last_stage_layers=7, tensor_parallel=8)
-    assert first.stage_costs[0]["f"] == pytest.approx(7 * layer_f, rel=1e-12)
-    assert first.stage_costs[1]["f"] == pytest.approx(11 * layer_f, rel=1e-12)  # (80 − 14) / 6
+    assert first.stage_costs[0]["f"] == pytest.approx(embedding + 7 * layer, rel=1e-12)
+    assert first.stage_costs[1]["f"] == pytest.approx(11 * layer, rel=1e-12)  # (80 − 14) / 6
 
 
 def test_compare_ranks_the_schedules_that_fit():
@@ -252,11 +296,22 @@ def test_an_mtp_layer_costs_a_projection_a_layer_and_the_head():
     model = Transformer(layers=4, hidden=256, heads=4, vocab=1000, seq_len=128, mtp_layers=1, gated_mlp=True,
                         ffn_hidden=512)
     cfg = Config.from_model(model, H100, schedule="1f1b", devices=3, microbatches=3, layout="Et*2|t*2m|L")
-    layer, head = flops.layer(model), flops.head(model)
-    projection = 2 * 128 * 2 * 256 * 256
-    rate = 989.4e12 * 0.5 / 1e3
-    assert cfg.stage_costs[1]["f"] == pytest.approx((3 * layer.f + projection + head.f) / rate, rel=1e-12)
-    assert cfg.stage_costs[2]["f"] == pytest.approx(head.f / rate, rel=1e-12)
+    table = roofline.kernel_table(model, H100, Training())
+
+    def forward(item):
+        return [r for r in table if (r["item"], r["phase"]) == (item, "F")]
+
+    # DeepSeek-V3's MTP module: embed the next tokens, normalise both inputs, concatenate and
+    # project 2h → h, then a whole layer and the shared head with its loss
+    mtp, names = forward("m"), [r["kernel"] for r in forward("m")]
+    own = ["embedding lookup", "MTP embedding norm", "MTP hidden norm", "MTP concatenation", "MTP projection"]
+    assert names == own + [r["kernel"] for r in forward("t")] + [r["kernel"] for r in forward("L")]
+    projection = next(r for r in mtp if r["kernel"] == "MTP projection")
+    assert projection["model_flops"] == 2 * 128 * 2 * 256 * 256
+    items = _items(model)
+    assert items["m"][0] == pytest.approx(sum(r["ms"] for r in mtp), rel=1e-12)
+    assert cfg.stage_costs[1]["f"] == pytest.approx(2 * items["t"][0] + items["m"][0], rel=1e-12)
+    assert cfg.stage_costs[2]["f"] == pytest.approx(items["L"][0], rel=1e-12)
     assert model.params == (model.embedding_params() + 4 * model.layer_params() + model.head_params()
                             + 2 * 256 + 2 * 256 * 256 + model.layer_params())
     with pytest.raises(LayoutError, match="0 × m"):
@@ -269,7 +324,11 @@ def test_from_model_takes_a_topology_and_names_its_own_options_when_one_is_missp
     sizes = dict(schedule="1f1b", devices=4, microbatches=8, tensor_parallel=8)
     cfg = Config.from_model(model, gpu, **sizes, topology="dgx-h100", comm_bytes=1e8, p2p="overlapped")
     plain = Config.from_model(model, gpu, **sizes)
-    assert cfg == plain.replace(topology="dgx-h100", comm_bytes=1e8, p2p="overlapped")
+    # t = 8 fills a DGX H100's node: one stage rank per node, so every stage boundary crosses the network
+    dgx = Topology.preset("dgx-h100")
+    assert (cfg.topology.devices_per_node, cfg.topology.intra, cfg.topology.inter) == (1, dgx.intra, dgx.inter)
+    assert cfg.topology.name == "dgx-h100, 1 stage per node"
+    assert cfg == plain.replace(topology=cfg.topology, comm_bytes=1e8, p2p="overlapped")
     assert cfg.time_unit == "ms" and simulate(cfg).makespan > simulate(plain).makespan
     with pytest.raises(ConfigError) as info:
         Config.from_model(model, gpu, **{**sizes, "tensor_parallel": 1}, tensor_paralel=8)
@@ -317,5 +376,65 @@ def test_tensor_parallel_must_split_the_heads_evenly(name, t, what):
 
 def test_a_preset_the_name_begins_is_suggested_first():
     # before: "did you mean 'h200', 'h100-sxm'?" for H100
-    with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h200'\?"):
+    # (the second is the closest other name: 'h800' now that there is an H800)
+    with pytest.raises(ConfigError, match=r"did you mean 'h100-sxm', 'h800'\?"):
         Hardware.preset("H100")
+
+
+def _dgx_h100(intra_gbps: float = 450, inter_gbps: float = 50) -> Topology:
+    dgx = Topology.preset("dgx-h100")
+    return Topology(8, intra=ppviz.Link(dgx.intra.latency, bandwidth=intra_gbps * 1e9, unit="s"),
+                    inter=ppviz.Link(dgx.inter.latency, bandwidth=inter_gbps * 1e9, unit="s"))
+
+
+def _ms_per_byte(kind: str, ranks: int, gbps: float, efficiency: float) -> float:
+    """nccl-tests' bus bytes per byte of a collective, over the bus bandwidth NCCL reaches, in ms."""
+    factor = 2 * (ranks - 1) / ranks if kind == "all-reduce" else (ranks - 1) / ranks
+    return factor / (gbps * 1e9 * efficiency) * 1e3
+
+
+def test_halving_nvlink_slows_each_tensor_parallel_layer_by_its_collectives_bytes_over_the_bandwidth():
+    # Llama 3 70B (4,096-token sequences), t = 8 with sequence parallelism inside a DGX H100's node: per layer F all-gathers
+    # and reduce-scatters the (sequence, micro-batch, hidden) activations twice (before QKV and the MLP,
+    # after the out projection and the MLP), I six times (Megatron's backward re-gathers the inputs of
+    # the column-parallel GEMMs for their weight gradients)
+    sizes = dict(schedule="1f1b", devices=4, microbatches=8, tensor_parallel=8, data_parallel=2)
+    fast = Config.from_model(LLAMA_70B, H100, topology=_dgx_h100(450), **sizes)
+    slow = Config.from_model(LLAMA_70B, H100, topology=_dgx_h100(225), **sizes)
+    nbytes = 4096 * 1 * 8192 * 2  # LLAMA_70B here: sequences of 4,096
+    per = nbytes * (_ms_per_byte("all-gather", 8, 225, 370 / 450) - _ms_per_byte("all-gather", 8, 450, 370 / 450))
+    for stage in (1, 2):  # the middle stages hold 20 layers and nothing else
+        assert slow.stage_costs[stage]["f"] - fast.stage_costs[stage]["f"] == pytest.approx(20 * 4 * per, rel=1e-9)
+        assert slow.stage_costs[stage]["b"] - fast.stage_costs[stage]["b"] == pytest.approx(20 * 6 * per, rel=1e-9)
+        assert slow.stage_costs[stage]["w"] == fast.stage_costs[stage]["w"]  # W runs no collective
+        assert slow.stage_costs[stage]["f_comm"] - fast.stage_costs[stage]["f_comm"] == pytest.approx(20 * 4 * per)
+    assert simulate(slow).step_time > simulate(fast).step_time
+
+
+def test_a_slower_network_slows_the_data_parallel_reduction_by_its_bytes_over_the_bandwidth():
+    # t = 8 fills a node, so the data-parallel group (d = 4, 8 ranks apart) crosses the network
+    sizes = dict(schedule="1f1b", devices=4, microbatches=8, tensor_parallel=8, data_parallel=4, zero_stage=1)
+    fast = Config.from_model(LLAMA_70B, H100, topology=_dgx_h100(inter_gbps=50), **sizes)
+    slow = Config.from_model(LLAMA_70B, H100, topology=_dgx_h100(inter_gbps=25), **sizes)
+    params = LLAMA_70B.layer_params() * 20 / 8  # a middle stage's shard of 20 layers per tensor-parallel rank
+    per = _ms_per_byte("reduce-scatter", 4, 25, 47 / 50) - _ms_per_byte("reduce-scatter", 4, 50, 47 / 50)
+    assert slow.step.reduce[1] - fast.step.reduce[1] == pytest.approx(params * 2 * per, rel=1e-9)
+    assert slow.step.gather[1] - fast.step.gather[1] == pytest.approx(params * 2 * per, rel=1e-9)
+    # compute and the tensor-parallel traffic inside the node are unchanged
+    assert [c["f"] for c in slow.stage_costs.values()] == [c["f"] for c in fast.stage_costs.values()]
+    assert simulate(slow).step_time > simulate(fast).step_time
+
+
+def test_a_slower_expert_parallel_link_exposes_each_moe_layers_all_to_alls():
+    # Mixtral 8x7B, EP = 8 inside a node: each MoE layer's F dispatches and combines its tokens
+    # (top 2 of 32,768 × 4,096 in 16 bits) by two all-to-alls, and I sends their gradients back by two
+    mixtral = Transformer.preset("mixtral-8x7b")
+    sizes = dict(schedule="1f1b", devices=4, microbatches=8, expert_parallel=8, data_parallel=8)
+    fast = Config.from_model(mixtral, H100, topology=_dgx_h100(450), **sizes)
+    slow = Config.from_model(mixtral, H100, topology=_dgx_h100(150), **sizes)
+    nbytes = 32768 * 4096 * 2 * 2
+    per = nbytes * (_ms_per_byte("all-to-all", 8, 150, 370 / 450) - _ms_per_byte("all-to-all", 8, 450, 370 / 450))
+    for stage in (1, 2):  # 8 layers each
+        assert slow.stage_costs[stage]["f"] - fast.stage_costs[stage]["f"] == pytest.approx(8 * 2 * per, rel=1e-9)
+        assert slow.stage_costs[stage]["b"] - fast.stage_costs[stage]["b"] == pytest.approx(8 * 2 * per, rel=1e-9)
+    assert simulate(slow).step_time > simulate(fast).step_time

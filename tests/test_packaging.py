@@ -53,6 +53,15 @@ def test_the_distribution_is_named_apart_from_the_unrelated_ppviz(dist):
         assert "ppviz/__init__.py" in z.namelist()  # import ppviz
 
 
+def test_the_wheel_and_the_sdist_carry_the_typed_marker(dist):
+    # PEP 561: without ppviz/py.typed a user's type checker ignores ppviz's annotations
+    (wheel,) = dist.glob("*.whl")
+    (sdist,) = dist.glob("*.tar.gz")
+    assert "ppviz/py.typed" in zipfile.ZipFile(wheel).namelist()
+    names = tarfile.open(sdist).getnames()
+    assert f"{names[0].split('/')[0]}/ppviz/py.typed" in names
+
+
 def test_sdist_holds_the_bundle_and_the_sources_but_no_node_modules(dist):
     (sdist,) = dist.glob("*.tar.gz")
     names = tarfile.open(sdist).getnames()

@@ -96,6 +96,16 @@ def test_a_comparison_names_the_runs_it_could_not_run():
     assert spec["title"]["text"] == "Not run" and spec["title"]["subtitle"][0].startswith("dualpipe-v: ")
 
 
+def test_a_frontier_is_pictured_by_its_chart():
+    # Frontier.chart is a method: the picture was of the bound method (an AttributeError)
+    front = ppviz.frontier(ppviz.Config(devices=4, microbatches=8), memory=[])
+    spec = static.static_chart(front.view()).to_dict()
+    assert spec == front.chart().to_dict()
+    data, metadata = static.fallback(front.view())
+    assert metadata["image/png"]["ppviz"]["spec_sha256"] == static.spec_digest(spec)
+    assert _png_size(data["image/png"])[0] > 400
+
+
 def test_enable_refuses_a_bad_scale():
     with pytest.raises(ppviz.ConfigError, match="scale"):
         static.enable(scale=0)

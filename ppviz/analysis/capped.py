@@ -88,7 +88,9 @@ def _orders(p: int, m: int, warmups: list[int], delays: list[int]) -> Orders:
         order = [(r, mb) for mb in range(m)]
         devices.append(split_backward_order(order, order, warmups[r], delays[r]))
     program = Program.from_device_ops(devices, stages=p, microbatches=m, placement=Placement.contiguous(p, 1))
-    return orders_of(program)
+    orders = orders_of(program)
+    assert orders is not None  # one stage per device, split backwards: searched
+    return orders
 
 
 __all__ = ["capped_orders", "wave_orders"]

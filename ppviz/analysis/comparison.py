@@ -25,15 +25,16 @@ from ..core.result import Result
 GIB = 2**30
 THEMES = ("auto", "light", "dark")
 #: how :meth:`Comparison.summary` may order its runs
-ORDERS = {"given": None, "makespan": lambda r: (r.makespan, float(r.peak_memory.max())),
+ORDERS = {"given": None, "makespan": lambda r: (r.step_time, r.makespan, float(r.peak_memory.max())),
           "bubble": lambda r: (r.bubble_fraction, r.makespan),
           "memory": lambda r: (float(r.peak_memory.max()), r.makespan)}
 #: the bubble metrics a comparison's charts plot: ``metric=`` names one
 METRICS = ("fraction", "rate")
 #: columns of :attr:`Comparison.table`, in order
 COLUMNS = ("name", "schedule", "devices", "microbatches", "stages_per_device", "makespan", "closed_form_makespan",
-           "bubble_fraction", "closed_form_bubble_fraction", "bubble_rate", "peak_activation", "peak_memory",
-           "peak_memory_bytes", "fits", "excess", "exposed_comm", "rank", "refused")
+           "step_time", "tail", "mfu", "tokens_per_second", "bubble_fraction", "closed_form_bubble_fraction",
+           "bubble_rate", "peak_activation", "peak_memory", "peak_memory_bytes", "fits", "excess", "exposed_comm",
+           "rank", "refused")
 _NAME_FIELDS = (("schedule", "schedule"), ("devices", "p"), ("microbatches", "m"), ("stages_per_device", "v"),
                 ("microbatch_group_size", "g"), ("f", "f"), ("b", "b"), ("w", "w"), ("comm", "comm"),
                 ("fb", "fb"), ("activation", "activation"), ("w_share", "w_share"), ("params", "params"),
@@ -97,12 +98,11 @@ class Comparison:
     """
 
     def __init__(self, runs: list[_Run], *, theme: str = "auto", metric: str = "fraction"):
-        ran = [r for r in runs if r.result is not None]
-        if not ran:
+        results = [r.result for r in runs if r.result is not None]
+        if not results:
             raise ScheduleConstraintError("schedules", [r.name for r in runs], "try other sizes or schedules",
                                           reason="none of them runs: " + "; ".join(f"{r.name}: {r.refusal}"
                                                                                     for r in runs))
-        results = [r.result for r in ran]
         units = {r.config.time_unit for r in results}
         if len(units) > 1:
             listed = ", ".join(f"{r.config.display_name} in {r.config.time_unit or 'no unit'}" for r in results)
@@ -116,12 +116,13 @@ class Comparison:
         self.names: list[str] = [n for n, r in zip(self._names, runs) if r.result is not None]
         self.refused: dict[str, str] = {n: r.refusal for n, r in zip(self._names, runs) if r.result is None}
         self.time_extent = max(r.makespan for r in results)
-        order = sorted(range(len(results)), key=lambda k: results[k].makespan)
+        # the step, data-parallel tail included, is what a run costs (the makespan without a Config.step)
+        order = sorted(range(len(results)), key=lambda k: results[k].step_time)
         self.ranking: list[str] = [self.names[k] for k in order if not results[k].out_of_memory]
         self.out_of_memory: dict[str, float] = {}
         for name, r in zip(self.names, results):
-            if r.out_of_memory:
-                excess = r.excess_bytes if r.excess_bytes is not None else r.excess
+            excess = r.excess_bytes if r.excess_bytes is not None else r.excess
+            if r.out_of_memory and excess is not None:  # out of memory: it has a capacity, and an excess
                 self.out_of_memory[name] = float(excess.max())
         self.theme, self.metric = theme, metric
 
@@ -156,7 +157,7 @@ class Comparison:
         import pandas as pd
 
         rank = {name: k + 1 for k, name in enumerate(self.ranking)}
-        rows = []
+        rows: list[dict[str, object]] = []
         for name, r, refusal in self.entries:
             if r is None:
                 rows.append({"name": name, "refused": refusal})
@@ -167,6 +168,8 @@ class Comparison:
                 "name": name, "schedule": r.config.schedule, "devices": r.devices,
                 "microbatches": r.program.whole_microbatches, "stages_per_device": _whole(r.program.stages_per_device),
                 "makespan": r.makespan, "closed_form_makespan": cf.makespan if cf is not None else None,
+                "step_time": r.step_time, "tail": float(r.tail.max()), "mfu": r.mfu,
+                "tokens_per_second": r.tokens_per_second,
                 "bubble_fraction": r.bubble_fraction,
                 "closed_form_bubble_fraction": cf.bubble_fraction if cf is not None else None,
                 "bubble_rate": r.bubble_rate, "peak_activation": float(r.peak_activation.max()),
@@ -185,15 +188,17 @@ class Comparison:
         unit = self.time_unit
         if self.ranking:
             best = self.result(self.ranking[0])
+            what = "step" if best.config.step is not None else "makespan"
             return (f"{len(self.ranking)} of {len(self.results)} fit the capacity; the fastest of them: "
-                    f"{self.ranking[0]}, makespan {number(best.makespan, unit)}")
+                    f"{self.ranking[0]}, {what} {number(best.step_time, unit)}")
         closest = min(self.out_of_memory, key=self.out_of_memory.__getitem__)
         return f"none fits the capacity; the closest: {closest}, over by {self._excess_text(closest)}"
 
     def _memory_text(self, r: Result, x: float) -> str:
         """``x`` activation units of ``r``'s memory as a table cell: in GiB when every run gives
         its activation's bytes (a model's configs do), else in activation units."""
-        return number(x * r.config.activation_bytes / GIB) if self._in_bytes else number(x)
+        b = r.config.activation_bytes
+        return number(x * b / GIB) if self._in_bytes and b is not None else number(x)
 
     def _excess_text(self, name: str) -> str:
         excess = self.out_of_memory[name]  # bytes where the run gives them (see __init__)
@@ -217,21 +222,31 @@ class Comparison:
         unit = self.time_unit
         static = any(r.static_memory.any() for r in self.results)
         first = self.results[0]
-        capacity = first.config.memory_capacity
+        # runs may have different capacities, or some none: the column names one only when all share it
+        capacities = {r.config.memory_capacity for r in self.results}
+        fit_column = capacities != {None}
+        shared = next(iter(capacities)) if len(capacities) == 1 else None
         memory = ("peak memory" if static else "peak activation") + (" (GiB)" if self._in_bytes else "")
+        stepped = any(r.config.step is not None for r in self.results)
         header = ["schedule", "v", f"makespan ({unit})" if unit else "makespan", "bubble", memory]
-        if capacity is not None:
-            header.append(f"fits {self._memory_text(first, capacity)}{' GiB' if self._in_bytes else ''}")
+        if stepped:
+            header[3:3] = [f"step ({unit})" if unit else "step", "MFU"]
+        if fit_column:
+            header.append("fits" if shared is None else
+                          f"fits {self._memory_text(first, shared)}{' GiB' if self._in_bytes else ''}")
         rows = [header]
         for name, r in pairs:
             cf = r.closed_form if r.closed_form is not None and r.closed_form.applies else None
             closed_peak = max(cf.peak_activation) if cf is not None and cf.peak_activation and not static else None
             row = [name, number(r.program.stages_per_device),
                    number(r.makespan) + (f" ({number(cf.makespan)})" if cf is not None else ""),
+                   *((number(r.step_time), share(r.mfu) if r.mfu is not None else "-") if stepped else ()),
                    share(r.bubble_fraction) + (f" ({share(cf.bubble_fraction)})" if cf is not None else ""),
                    self._memory_text(r, float(r.peak_memory.max())) +
                    (f" ({self._memory_text(r, closed_peak)})" if closed_peak is not None else "")]
-            if capacity is not None:
+            if fit_column and r.excess is None:
+                row.append("no capacity")
+            elif fit_column and r.excess is not None:
                 excess = self._memory_text(r, float(r.excess.max())) + (" GiB" if self._in_bytes else "")
                 row.append("yes" if not r.out_of_memory else f"no (+{excess})")
             rows.append(row)

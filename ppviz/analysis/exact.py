@@ -85,7 +85,11 @@ def solve(config: Config, max_memory: float, *, time_limit: float = 30.0) -> Exa
                 pairs.append((a, b))
     nvar = n + 1 + len(pairs)
     C = n
-    rows, cols, vals, lo, hi = [], [], [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    lo: list[float] = []
+    hi: list[float] = []
 
     def add(terms, lower, upper):
         r = len(lo)
@@ -112,7 +116,7 @@ def solve(config: Config, max_memory: float, *, time_limit: float = 30.0) -> Exa
         add([(b, 1), (a, -1), (y, -big)], dur[a] - big, np.inf)  # y = 1: a first
         add([(a, 1), (b, -1), (y, big)], dur[b], np.inf)  # y = 0: b first
     # memory at each F's start: its own activation plus the changes of the ops before it
-    before = {}
+    before: dict[int, list[tuple[int, int, bool]]] = {}
     for q, (a, b) in enumerate(pairs):
         before.setdefault(b, []).append((a, n + 1 + q, False))  # a before b when y = 1
         before.setdefault(a, []).append((b, n + 1 + q, True))  # b before a when y = 0
@@ -128,10 +132,11 @@ def solve(config: Config, max_memory: float, *, time_limit: float = 30.0) -> Exa
             else:
                 terms.append((y, change[other]))
         add(terms, -np.inf, max_memory - constant)
-    A = coo_matrix((vals, (rows, cols)), shape=(len(lo), nvar)).tocsr()
+    A = coo_matrix((np.asarray(vals), (np.asarray(rows, np.int64), np.asarray(cols, np.int64))),
+                   shape=(len(lo), nvar)).tocsr()
     cost = np.zeros(nvar)
     cost[C] = 1.0
-    integrality = np.zeros(nvar)
+    integrality = np.zeros(nvar, np.int64)
     integrality[n + 1:] = 1
     bounds = Bounds(np.zeros(nvar), np.r_[np.full(n + 1, big), np.ones(len(pairs))])
     res = milp(cost, constraints=LinearConstraint(A, lo, hi), integrality=integrality, bounds=bounds,
@@ -148,6 +153,7 @@ def solve(config: Config, max_memory: float, *, time_limit: float = 30.0) -> Exa
         ahead[i] += (k == I) + 2 * (k == W)  # its own F (and I) run before it
     orders: Orders = [sorted((op for op in ops if op[1] == s), key=lambda op: ahead[index[op]]) for s in range(S)]
     timing = problem.evaluate(orders)
+    assert timing is not None  # a feasible solution's orders keep every dependency
     optimal = res.status == 0
     bound = float(res.fun) if optimal else float(getattr(res, "mip_dual_bound", 0.0) or 0.0)
     return Exact(timing.makespan, min(bound, timing.makespan), optimal, orders)

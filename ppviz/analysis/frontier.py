@@ -7,22 +7,29 @@ included), whether it fits the device (with a ``memory_capacity``), and whether 
 Pareto front — no other run that fits is at least as low on both bubble and memory and lower
 on one. Memory is the peak activation, or the peak memory where the config has static memory
 (``params``: two replicas hold it twice, which an activation count does not see).
-``ppviz.frontier`` draws it (``ppviz.charts.frontier_chart``) and opens a run's Gantt chart
-when its point is clicked.
+:func:`frontier` returns it as a :class:`Frontier`: the rows as a DataFrame (``.table``), the
+chart (``.chart()``, :func:`ppviz.charts.frontier_chart`) and the widget in which clicking a
+point opens that run's Gantt chart (``.view()``, what a notebook shows).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..core.config import Config
 from ..core.errors import ConfigError, checked_arguments
+from ..core.engine import simulate
 from ..core.metrics import metrics
+from ..core.result import Result
 from ..core.registry import lookup
-from .search import DEFAULT_EFFORT, checked_effort, checked_limit, checked_size, library_runs, search
+from .search import DEFAULT_EFFORT, SearchResult, checked_effort, checked_limit, checked_size, library_runs, search
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 METRICS = {"fraction": "bubble_fraction", "rate": "bubble_rate"}
 COLUMNS = ("name", "source", "schedule", "stages_per_device", "memory_limit", "makespan", "bubble_fraction",
@@ -54,18 +61,55 @@ def _floats(name: str, values) -> np.ndarray:
         raise ConfigError(name, values, "give a list of numbers, one per point") from None
 
 
+@checked_arguments
 @dataclass
-class FrontierPoints:
-    """The frontier's rows (a pandas DataFrame, best memory first) and what made each row:
-    ``runs[name]`` is the run's Config (library) or its :class:`SearchResult` (search).
-    ``memory``: the column the front is taken on (``"peak_activation"``, or ``"peak_memory"``
-    where the config has static memory); ``config``: the config the runs share."""
+class Frontier:
+    """What :func:`frontier` returns: the frontier's rows and what made each.
 
-    table: object
+    ``table`` is a pandas DataFrame, one row per run, best memory first (:data:`COLUMNS`;
+    ``pareto`` marks the front); ``runs[name]`` is the run's Config (library) or its
+    :class:`ppviz.SearchResult` (search); ``memory`` is the column the front is taken on
+    (``"peak_activation"``, or ``"peak_memory"`` where the config has static memory);
+    ``config`` the config the runs share. Its views: ``result(name)`` (a run's full
+    :class:`ppviz.Result`), ``chart()`` (Altair) and ``view()`` (the chart above the Gantt chart
+    of the point clicked; what a notebook, or marimo, shows)."""
+
+    table: pd.DataFrame
     metric: str
-    runs: dict = field(default_factory=dict)
+    runs: dict[str, Config | SearchResult] = field(default_factory=dict)
     memory: str = "peak_activation"
     config: Config | None = None
+
+    def result(self, name: str) -> Result:
+        """The run named ``name`` (a row of ``table``), simulated in full."""
+        if name not in self.runs:
+            raise ConfigError("name", name, f"give one of the table's names: {', '.join(self.table.name)}")
+        run = self.runs[name]
+        return run if isinstance(run, Result) else simulate(run)
+
+    def chart(self, *, width: int = 460, height: int = 320):
+        """The frontier chart (:func:`ppviz.charts.frontier_chart`)."""
+        from ..charts.frontier import frontier_chart
+
+        return frontier_chart(self, width=width, height=height)
+
+    def view(self):
+        """The chart above the Gantt chart of the run last clicked (:class:`ppviz.widgets.FrontierView`)."""
+        from ..widgets.frontier import FrontierView
+
+        return FrontierView(self)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.view())
+
+    def _display_(self):
+        return self.view()  # marimo's hook; the view has its own (ppviz/widgets/marimo.py)
+
+    def __repr__(self) -> str:
+        return f"<Frontier: {len(self.table)} runs, {int(self.table.pareto.sum())} on the Pareto front>\n" + \
+            self.table.to_string(index=False)
 
 
 def default_limits(devices: int) -> list[float]:
@@ -74,17 +118,22 @@ def default_limits(devices: int) -> list[float]:
     return sorted({float(max(1, math.ceil(p / 3))), float(max(1, math.ceil(p / 2))), float(p), float(2 * p - 1)})
 
 
-def frontier_points(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
-                    effort: int = DEFAULT_EFFORT) -> FrontierPoints:
-    """Library schedules and search results for ``config``'s sizes and costs, with the Pareto front marked.
+@checked_arguments
+def frontier(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
+             effort: int = DEFAULT_EFFORT) -> Frontier:
+    """The Pareto frontier of bubble against peak memory for ``config``'s sizes and costs.
 
-    ``schedules``: names to include (default: every library schedule that accepts the sizes);
-    ``memory``: limits to search at (default :func:`default_limits`; ``[]`` for none), each in
-    activation units or, with the config's ``activation_bytes``, as a size in bytes
-    (``"40GiB"``), as :func:`ppviz.search` takes them; each refused with the least reachable peak
-    when below it; ``metric``: ``"fraction"`` or
-    ``"rate"``, the bubble the front is taken on; ``effort``: :func:`ppviz.search`'s, for each
-    limit (at most :data:`ppviz.analysis.search.MAX_EFFORT`).
+    Runs every library schedule that accepts the sizes (``schedules``: only these names) and
+    :func:`ppviz.search` at each limit of ``memory`` (default :func:`default_limits`: about p/3,
+    p/2, p and 2p − 1 activation units; ``[]`` for none), each in activation units or, with the
+    config's ``activation_bytes``, as a size in bytes (``"40GiB"``), as :func:`ppviz.search` takes
+    them; each refused with the least reachable peak when below it. Memory is the busiest
+    device's peak activation, or its activation and static memory together where the config has
+    static memory (in GiB on the chart where it gives ``activation_bytes``); with a
+    ``memory_capacity`` the runs that do not fit are never on the front. ``metric``:
+    ``"fraction"`` or ``"rate"``, the bubble the front is taken on; ``effort``:
+    :func:`ppviz.search`'s, for each limit (at most :data:`ppviz.analysis.search.MAX_EFFORT`).
+    Returns a :class:`Frontier`.
     """
     import pandas as pd
 
@@ -134,7 +183,7 @@ def frontier_points(config: Config, schedules=None, memory=None, *, metric: str 
     if fits.any():
         table.loc[fits, "pareto"] = pareto_front(table[METRICS[metric]][fits], table[memory_column][fits])
     table = table.sort_values([memory_column, METRICS[metric], "name"], kind="stable").reset_index(drop=True)
-    return FrontierPoints(table, metric, runs, memory_column, config)
+    return Frontier(table, metric, runs, memory_column, config)
 
 
 def _fits(peak_memory: np.ndarray, config: Config) -> bool:
@@ -143,4 +192,4 @@ def _fits(peak_memory: np.ndarray, config: Config) -> bool:
     return config.memory_capacity is None or bool((peak_memory <= config.memory_capacity).all())
 
 
-__all__ = ["pareto_front", "frontier_points", "FrontierPoints", "default_limits", "METRICS", "COLUMNS"]
+__all__ = ["pareto_front", "frontier", "Frontier", "default_limits", "METRICS", "COLUMNS"]

@@ -55,7 +55,7 @@ from ..core.result import Result
 from . import heuristic
 from .capped import capped_orders, wave_orders
 from .improve import improve
-from .orders import Problem, orders_of
+from .orders import Orders, Problem, orders_of
 
 #: Evaluations the local search may spend, in ops evaluated (an evaluation costs about
 #: 0.7 µs per op): about half a second at p = 8, m = 32 (768 ops).
@@ -282,6 +282,12 @@ def max_search_work() -> int:
     return max(1, MAX_SEARCH_WORK * max_ops() // DEFAULT_MAX_OPS)
 
 
+def _v(config: Config) -> int:
+    """The config's stages per device (a config's schedule has set the default in place of None)."""
+    assert config.stages_per_device is not None
+    return config.stages_per_device
+
+
 def _most_microbatches(devices: int, stages_per_device: int, searches: int, limit: int) -> int:
     """The most microbatches ``searches`` searches at these sizes accept within ``limit`` op runs
     (0 when none)."""
@@ -301,7 +307,7 @@ def checked_size(config: Config, searches: int = 1) -> Config:
         raise ConfigError("segments", config.segments,
                           "search with segments=1 (whole microbatches); set Seq1F1B beside the answer with "
                           "ppviz.compare", reason="the search orders whole microbatches, not sequence segments")
-    p, m, v = config.devices, config.microbatches, config.stages_per_device
+    p, m, v = config.devices, config.microbatches, _v(config)
     work = searches * search_work(p, m, v)
     limit = max_search_work()
     if work > limit:
@@ -332,7 +338,7 @@ def library_runs(config: Config, fixed_v: bool, replicas: bool = True):
             continue
         if not replicas and spec.replicas > 1:
             continue
-        vs = [config.stages_per_device] if fixed_v else sorted({spec.default_v, config.stages_per_device})
+        vs = [_v(config)] if fixed_v else sorted({spec.default_v, _v(config)})
         for v in vs:
             if v < spec.v_min or (spec.v_max is not None and v > spec.v_max):
                 continue
@@ -341,7 +347,7 @@ def library_runs(config: Config, fixed_v: bool, replicas: bool = True):
                                 "microbatch_group_size": None})
             except ScheduleConstraintError:
                 continue
-            if fixed_v and cfg.stages != config.devices * config.stages_per_device:
+            if fixed_v and cfg.stages != config.devices * _v(config):
                 continue
             yield (spec.name if v == spec.default_v else f"{spec.name} v={v}"), v, cfg
 
@@ -349,7 +355,7 @@ def library_runs(config: Config, fixed_v: bool, replicas: bool = True):
 def _placements(config: Config, fixed_v: bool) -> list[Placement]:
     """Placements the search builds orders for: one stage per device (the heuristic's), and
     the V when two stages per device are allowed."""
-    p, v = config.devices, config.stages_per_device
+    p, v = config.devices, _v(config)
     if fixed_v:
         return [Placement.contiguous(p, 1)] if v == 1 else [Placement.v_shape(p, v)] if v == 2 else \
             [Placement.loop(p, v)]
@@ -442,7 +448,7 @@ def search(config: Config, max_memory: float | str | None = None, *, stages_per_
     # every device (twice the parameters, which an activation limit does not see)
     library = list(library_runs(config, fixed_v, replicas=stages_per_device is None))
     placements = _placements(config, fixed_v)
-    work = search_work(config.devices, config.microbatches, config.stages_per_device)
+    work = search_work(config.devices, config.microbatches, _v(config))
     show = progress if progress is not None else work >= PROGRESS_FROM_WORK
     with tqdm(total=len(library) + len(placements) + STARTS, desc="ppviz.search", unit="step",
               disable=not show) as bar:
@@ -529,6 +535,7 @@ def _nothing_fits(config: Config, max_memory, candidates) -> ConfigError:
                            + (" that fits the device's memory" if capacity is not None else ""),
                            reason="no schedule fits: every one needs more on some device")
     least = min(candidates, key=lambda c: (c.peak_memory, c.makespan))
+    assert capacity is not None  # without one every candidate has room
     return ConfigError("max_memory", max_memory,
                        "lower the static memory (more devices, ZeRO sharding) or the activations (recompute, fewer "
                        f"microbatches in flight), or give a larger memory_capacity: the least any schedule here needs "
@@ -541,7 +548,7 @@ def _candidates(config: Config, limit: float, library, placements, bar):
     them as (candidate, config, problem or None, orders or None), and the lower bound for one
     stage per device (None when that placement is not searched)."""
     candidates: list[Candidate] = []
-    runs = []
+    runs: list[tuple[Candidate, Config, Problem | None, Orders | None]] = []
     for name, v, cfg in library:
         got = metrics(cfg)
         cand = _candidate(name, got.makespan, got.peak_activation, got.static_memory,
@@ -555,7 +562,9 @@ def _candidates(config: Config, limit: float, library, placements, bar):
         cfg = config.replace(schedule="custom", stages_per_device=v, microbatch_group_size=None, label=None)
         problem = Problem(cfg, placement)
         serial = problem.serial()
-        built = [(f"one microbatch at a time{'' if v == 1 else f' v={v}'}", serial, problem.evaluate(serial))]
+        serial_timing = problem.evaluate(serial)
+        assert serial_timing is not None  # one microbatch at a time never deadlocks
+        built = [(f"one microbatch at a time{'' if v == 1 else f' v={v}'}", serial, serial_timing)]
         static = placement_static_memory(placement, cfg)
         room = _room(cfg, static, limit)
         # the orders below are built for one limit on every device: the tightest

@@ -26,11 +26,15 @@ import dataclasses
 import itertools
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ..core.config import Config
 from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, checked_arguments, did_you_mean
-from ..core.metrics import metrics, metrics_many
+from ..core.metrics import Metrics, metrics, metrics_many
+
+if TYPE_CHECKING:  # pandas is imported when a sweep runs
+    import pandas as pd
 
 #: Largest number of configs one sweep takes (the rows alone would take gigabytes beyond).
 MAX_CONFIGS = 10_000_000
@@ -63,22 +67,23 @@ class _Grid:
         return tuple(reversed(out))
 
 
-def _rows(items: list[tuple[dict | Config, tuple]]) -> list[tuple]:
+def _rows(items: Sequence[tuple[dict | Config, tuple]]) -> list[tuple]:
     """A row per (config or its fields, inputs): the inputs, then the metrics or the refusal.
 
     Configs of one shape run together (:func:`ppviz.core.metrics.metrics_many`); should a
     batch refuse (an override naming a stage the program lacks, say), its configs run one by
     one so that only the refused ones become refusals.
     """
-    rows: list[tuple | None] = [None] * len(items)
+    rows: dict[int, tuple] = {}
     built = []
     for k, (given, inputs) in enumerate(items):
         try:
             built.append((k, given if isinstance(given, Config) else Config(**given)))
         except PpvizError as exc:
             rows[k] = _refusal(inputs, exc)
+    got: list[Metrics | PpvizError]
     try:
-        got = metrics_many([config for _, config in built])
+        got = list(metrics_many([config for _, config in built]))
     except PpvizError:
         got = []
         for k, config in built:
@@ -91,7 +96,7 @@ def _rows(items: list[tuple[dict | Config, tuple]]) -> list[tuple]:
         rows[k] = _refusal(inputs, m) if isinstance(m, PpvizError) else inputs + (
             m.makespan, m.bubble_fraction, m.bubble_rate, m.ideal, float(m.peak_activation.max()),
             float(m.peak_memory.max()), None)
-    return rows
+    return [rows[k] for k in range(len(items))]
 
 
 def _refusal(inputs: tuple, exc: Exception) -> tuple:
@@ -111,7 +116,8 @@ def _run_configs(configs: Sequence[Config], names: tuple[str, ...]) -> list[tupl
     return _rows([(c, tuple(getattr(c, n) for n in names)) for c in configs])
 
 
-def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config] | None, tuple[str, ...]]:
+def _checked_grid(grid, base: Config | None) -> tuple[_Grid | list[Config], tuple[str, ...]]:
+    """The grid to run (a product of values, or configs) and the names of its input columns."""
     if base is not None and not isinstance(base, Config):
         raise ConfigError("base", base, "give a ppviz.Config whose fields the grid does not set, or None")
     if isinstance(grid, Config):
@@ -130,9 +136,9 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
                 raise ConfigError(f"grid[{name!r}]", given, "give at least one value")
             names.append(name)
             values.append(tuple(options))
-        for name, options in zip(names, values):
+        for name, choices in zip(names, values):
             others = {n: v for n, v in zip(names, values) if n != name}
-            for value in options:
+            for value in choices:
                 _check_value(name, value, base, others)
         fields = {} if base is None else {f: getattr(base, f) for f in _FIELDS if f not in names and f != "label"}
         if base is not None and "schedule" in names and fields["stages_per_device"] == base.spec.default_v:
@@ -141,7 +147,7 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
         if len(made) > MAX_CONFIGS:
             raise ConfigError("grid", f"{len(made):,} configs", f"give at most {MAX_CONFIGS:,} (split the sweep)",
                               reason="too many combinations")
-        return made, None, tuple(names)
+        return made, tuple(names)
     if isinstance(grid, (str, bytes)) or not isinstance(grid, Sequence):
         raise ConfigError("grid", grid, "give a list of ppviz.Config or a dict {Config field: [values]}")
     configs = list(grid)
@@ -157,7 +163,7 @@ def _checked_grid(grid, base: Config | None) -> tuple[_Grid | None, list[Config]
     default = Config()
     varying = [n for n in _FIELDS if n not in CORE and any(getattr(c, n) != getattr(configs[0], n) for c in configs)]
     shown = [n for n in ("f", "b", "w", "comm") if n not in varying and getattr(configs[0], n) != getattr(default, n)]
-    return None, configs, CORE + tuple(n for n in _FIELDS if n in varying or n in shown)
+    return configs, CORE + tuple(n for n in _FIELDS if n in varying or n in shown)
 
 
 def _check_value(name: str, value, base: Config | None, others: dict[str, tuple]) -> None:
@@ -202,7 +208,7 @@ def _chunks(total: int, workers: int, chunk_size: int | None) -> list[tuple[int,
 
 @checked_arguments
 def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None = None,
-          chunk_size: int | None = None, progress: bool = True):
+          chunk_size: int | None = None, progress: bool = True) -> pd.DataFrame:
     """Run every config of ``grid`` on the fast metrics path; a pandas DataFrame, one row per config.
 
     ``grid``: a list of :class:`ppviz.Config`, or a dict {Config field: list of values} swept as
@@ -214,8 +220,8 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
     import pandas as pd
     from tqdm.auto import tqdm
 
-    made, configs, names = _checked_grid(grid, base)
-    total = len(made) if made is not None else len(configs)
+    work, names = _checked_grid(grid, base)
+    total = len(work)
     if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
         raise ConfigError("chunk_size", chunk_size, "give a whole number >= 1, or None to choose")
     cores = os.cpu_count() or 1
@@ -231,11 +237,12 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
     else:
         workers = cores if n_jobs in (None, -1) else n_jobs
     bounds = _chunks(total, workers, chunk_size)
-    if made is not None:
-        tasks = [(_run_grid, (made, lo, hi)) for lo, hi in bounds]
+    tasks: list[tuple[Callable[..., list[tuple]], tuple]]
+    if isinstance(work, _Grid):
+        tasks = [(_run_grid, (work, lo, hi)) for lo, hi in bounds]
     else:
-        tasks = [(_run_configs, (configs[lo:hi], names)) for lo, hi in bounds]
-    parts: list[list[tuple] | None] = [None] * len(tasks)
+        tasks = [(_run_configs, (work[lo:hi], names)) for lo, hi in bounds]
+    parts: dict[int, list[tuple]] = {}
     with tqdm(total=total, desc="ppviz.sweep", unit="config", disable=not progress) as bar:
         if client is not None:
             from distributed import as_completed
@@ -256,7 +263,7 @@ def sweep(grid, *, base: Config | None = None, client=None, n_jobs: int | None =
             for k, rows in enumerate(run(delayed(fn)(*args) for fn, args in tasks)):
                 parts[k] = rows
                 bar.update(len(rows))
-    rows = [row for part in parts for row in part]
+    rows = [row for k in range(len(tasks)) for row in parts[k]]
     return pd.DataFrame.from_records(rows, columns=list(names) + list(OUTPUTS))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -76,9 +77,9 @@ def _capacity(runs: Runs, unit, drawn: str = "red dashes:") -> tuple[list, str, 
     ``y`` (none when a run has no capacity or they differ), a note for the subtitle naming the
     runs that exceed it (``drawn``: how the chart shows the capacity), and the capacity (0 for
     none)."""
-    caps = [None if r.config.memory_capacity is None else float(r.config.memory_capacity) * k
-            for r, k in zip(runs.results, unit.factors)]
-    if any(c is None for c in caps) or not np.allclose(caps, caps[0], rtol=1e-9, atol=0):
+    given = [r.config.memory_capacity for r in runs.results]
+    caps = [float(c) * k for c, k in zip(given, unit.factors) if c is not None]
+    if len(caps) < len(given) or not np.allclose(caps, caps[0], rtol=1e-9, atol=0):
         return [], "", 0.0
     cap = caps[0]
     over = [name for name, r in zip(runs.names, runs.results) if r.out_of_memory]
@@ -96,7 +97,7 @@ def finite_or_none(x) -> float | None:
 def _bubble(runs: Runs, metric: str, legend: bool | str = False, height: int | None = None,
             width: int = 360) -> alt.LayerChart:
     attr, label, definition = metric_of(metric, BUBBLE_METRICS)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, r in zip(runs.names, runs.results):
         cf = r.closed_form
         c = r.config
@@ -161,7 +162,7 @@ def _memory(runs: Runs, width: int | None = None) -> alt.LayerChart:
     """``width``: the chart's, in pixels (by default from the devices and runs)."""
     unit = memory_unit(runs.results)
     what, static = memory_words(runs.results)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name, r, k in zip(runs.names, runs.results, unit.factors):
         cf = r.closed_form
         closed = cf.peak_activation if cf and cf.peak_activation else None
@@ -172,8 +173,8 @@ def _memory(runs: Runs, width: int | None = None) -> alt.LayerChart:
                 "peak": float(r.peak_memory[d]) * k, "activation": float(r.peak_activation[d]) * k,
                 "static": float(r.static_memory[d]) * k,
                 "closed": None if c is None else (float(c) + float(r.static_memory[d])) * k,
-                "closed_applies": cf.applies if c is not None else None,
-                "formula": cf.memory_formula if c is not None else "none published",
+                "closed_applies": cf.applies if cf is not None and c is not None else None,
+                "formula": cf.memory_formula if cf is not None and c is not None else "none published",
             })
     tooltip = [alt.Tooltip("name:N", title="schedule"), alt.Tooltip("device:O"),
                alt.Tooltip("peak:Q", title=f"peak {what} ({unit.label})", format=".4~g")]
@@ -364,10 +365,13 @@ def comparison_charts(runs, *, metric: str = "fraction", columns: int = 2) -> al
     stacked = columns == 1
     bubble = _bubble(runs, metric, legend=legend and "bottom", height=height, width=300)
     pareto = _pareto(runs, metric, height, width=320 if not stacked else 340, legend=legend)
-    rows = [bubble, pareto] if stacked else [alt.hconcat(*_level_titles(bubble, pareto), spacing=36)]
+    rows: list[alt.LayerChart | alt.HConcatChart | alt.VConcatChart] = \
+        [bubble, pareto] if stacked else [alt.hconcat(*_level_titles(bubble, pareto), spacing=36)]
     rows.append(_memory(runs, width=720 if not stacked else 400))
     if any(r.config.topology is not None for r in runs.results):
-        rows.append(_communication(runs, legend, one_column=stacked))
+        exposed, volume = _communication(runs, legend)
+        rows.append(alt.vconcat(exposed, volume, spacing=30).resolve_scale(color="shared") if stacked
+                    else _side_by_side(exposed, volume))
     # (the memory table's colour is its own, a scale of memory)
     return alt.vconcat(*rows, spacing=30).resolve_scale(color="shared" if legend else "independent")
 
@@ -405,14 +409,14 @@ def memory_curve_chart(run, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
     name = display_names([c])[0]
     color = colors_for([name], [c.schedule])[name]
     per_device = max(4, max_rows // p - 1)  # one more row per device carries the curve to the makespan
-    rows = []
+    rows: list[dict[str, Any]] = []
     total = kept = 0
     for d in range(p):
         times, values = r.memory.curve(d)
         values = values + r.static_memory[d]
         top = int(np.argmax(values))
         row = f"device {d} · peak {format_number(values[top] * k)}"
-        if r.fits is not None and not r.fits[d]:
+        if r.fits is not None and r.excess is not None and not r.fits[d]:
             row += f" · +{format_number(float(r.excess[d]) * k)} {unit.label} over"
         st, sv = summarize_steps(times, values, per_device)
         total += len(times)
@@ -443,7 +447,7 @@ def memory_curve_chart(run, *, max_rows: int = MAX_ROWS) -> alt.FacetChart:
         # the device's memory, which the curve (activations + static) must stay under
         cap = float(c.memory_capacity) * k
         capacity_note = f"; {_capacity_words(cap, unit)}"
-        if r.out_of_memory:
+        if r.out_of_memory and r.fits is not None:
             capacity_note += f", exceeded on {int((~r.fits).sum())} of {p} devices"
         layers.append(base.transform_filter("datum.first").mark_rule(**_CAPACITY_RULE).encode(
             x=alt.datum(0), x2=alt.datum(r.makespan), y=alt.datum(cap),
@@ -590,13 +594,13 @@ def sweep_heatmap(frame, *, x: str = "microbatches", y: str = "devices", metric:
                           f"frame[frame.{varying[0]} == ...]" if varying else "drop the repeated rows first",
                           reason=f"several rows share a cell: they differ in {', '.join(varying) or 'nothing'}")
     text = share if attr != "makespan" else number
-    rows = []
+    rows: list[dict[str, Any]] = []
     for row in frame.to_dict("records"):
         refused = isinstance(row["refusal"], str)
         value = None if refused else float(row[attr])
         rows.append({"facet": str(row[facet]), "x": row[x].item() if hasattr(row[x], "item") else row[x],
                      "y": row[y].item() if hasattr(row[y], "item") else row[y], "value": value,
-                     "label": _REFUSED_MARK if refused else text(value), "refused": refused,
+                     "label": _REFUSED_MARK if value is None else text(value), "refused": refused,
                      "why": row["refusal"] if refused else "ran"})
     values = [row["value"] for row in rows if row["value"] is not None]
     low, high = (min(values), max(values)) if values else (0.0, 1.0)
@@ -638,8 +642,9 @@ def _byte_unit(largest: float) -> tuple[str, float]:
     return _BYTE_UNITS[k], 1000.0 ** k
 
 
-def _communication(runs: Runs, legend: bool = True, one_column: bool = False) -> alt.HConcatChart | alt.VConcatChart:
-    rows = []
+def _communication(runs: Runs, legend: bool = True) -> tuple[alt.LayerChart, alt.LayerChart]:
+    """The exposed communication and the volume of :func:`communication_chart`."""
+    rows: list[dict[str, Any]] = []
     for name, r in zip(runs.names, runs.results):
         t = r.transfers
         total = r.devices * r.makespan
@@ -694,8 +699,10 @@ def _communication(runs: Runs, legend: bool = True, one_column: bool = False) ->
         width=360, height=alt.Step(band),
         title=_title("Exposed communication per schedule", "solid: idle waiting for communication (its share is "
                      "the label), faded: waiting for compute", "together: the bubble fraction"))
-    if one_column:
-        return alt.vconcat(exposed, volume, spacing=30).resolve_scale(color="shared")
+    return exposed, volume
+
+
+def _side_by_side(exposed: alt.LayerChart, volume: alt.LayerChart) -> alt.HConcatChart:
     return alt.hconcat(exposed, volume, spacing=40).resolve_scale(color="shared")
 
 
@@ -709,4 +716,4 @@ def communication_chart(runs) -> alt.HConcatChart:
     the bytes sent between devices (``Result.transfers``), with the number of transfers. Runs
     with a bare ``comm`` have no transfers; their latency still shows as exposed communication.
     """
-    return _communication(Runs.of(runs))
+    return _side_by_side(*_communication(Runs.of(runs)))

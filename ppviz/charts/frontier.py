@@ -3,9 +3,12 @@ the Pareto front joined by a staircase, and a click selection that names the run
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import altair as alt
 
-from ..analysis.frontier import METRICS, FrontierPoints
+from ..analysis.frontier import METRICS, Frontier
 from ..core.errors import ConfigError, checked_arguments
 from .inputs import BUBBLE_METRICS, PALETTE
 from .labels import UNLABELLED, label_marks, leader_marks, point_labels
@@ -17,7 +20,7 @@ _SOURCES = ("library", "search")
 
 
 @checked_arguments
-def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 320) -> alt.LayerChart:
+def frontier_chart(points: Frontier, *, width: int = 460, height: int = 320) -> alt.LayerChart:
     """Bubble (x) against the busiest device's peak memory (y), one point per run.
 
     Library schedules and search results have their own colour; runs on the Pareto front
@@ -27,8 +30,8 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
     config has static memory (``points.memory``); in GiB where it gives ``activation_bytes``.
     With a ``memory_capacity`` a rule marks it and runs over it are crosses, never on the front.
     """
-    if not isinstance(points, FrontierPoints):
-        raise ConfigError("points", points, "give what ppviz.analysis.frontier.frontier_points returns")
+    if not isinstance(points, Frontier):
+        raise ConfigError("points", points, "give what ppviz.frontier returns")
     attr = METRICS[points.metric]
     _, label, definition = BUBBLE_METRICS[points.metric]
     table = points.table
@@ -38,12 +41,13 @@ def frontier_chart(points: FrontierPoints, *, width: int = 460, height: int = 32
     capacity = None if config is None or config.memory_capacity is None else config.memory_capacity * scale
     what = "peak memory" if points.memory == "peak_memory" else "peak activation"
     unit = "GiB" if unit_bytes else "activation units"
-    rows = [{"name": r.name, "source": r.source, "bubble": float(getattr(r, attr)),
+    records: Iterable[Any] = table.itertuples()  # pandas types each field as any scalar
+    rows: list[dict[str, Any]] = [{"name": r.name, "source": r.source, "bubble": float(getattr(r, attr)),
              "memory": float(getattr(r, points.memory)) * scale, "makespan": float(r.makespan),
              "limit": None if r.memory_limit != r.memory_limit else float(r.memory_limit) * scale,
              "v": int(r.stages_per_device), "front": bool(r.pareto), "fits": bool(r.fits),
              "status": "Pareto front" if r.pareto else "dominated" if r.fits else "over the device's memory"}
-            for r in table.itertuples()]
+            for r in records]
     top_x = max((row["bubble"] for row in rows), default=0.0)
     top_y = max([row["memory"] for row in rows] + ([capacity] if capacity is not None else []), default=0.0)
     x_end, y_end = top_x * 1.12 if top_x > 0 else 1.0, top_y * 1.1 if top_y > 0 else 1.0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
+from typing import Any
 
 import altair as alt
 import numpy as np
@@ -166,8 +167,8 @@ def _gantt_pieces(r: Result, width: int, merge_above: int, window: tuple[float, 
     kind = o.kind[slot].astype(object)
     kind[program.pair[slot]] = "F&B"
     code = np.zeros(len(slot), np.int64)
-    for c, k in enumerate(_KINDS):
-        code[kind == k] = c
+    for c, name in enumerate(_KINDS):
+        code[kind == name] = c
     n = len(slot)
     # float sums leave ulp-sized gaps between ops that touch: they are not idle time
     eps = 1e-9 * makespan
@@ -203,14 +204,14 @@ def _gantt_pieces(r: Result, width: int, merge_above: int, window: tuple[float, 
 
     ops = []
     for i in np.flatnonzero(~in_run).tolist():
-        k = int(slot[i])
-        mb = int(o.microbatch[k])
-        row = {"device": int(dev[i]), "stage": int(o.stage[k]), "microbatch": mb, "kind": kind[i],
-               "start": float(s[i]), "end": float(e[i]), "op": program.action_at(k),
+        j = int(slot[i])
+        mb = int(o.microbatch[j])
+        row = {"device": int(dev[i]), "stage": int(o.stage[j]), "microbatch": mb, "kind": kind[i],
+               "start": float(s[i]), "end": float(e[i]), "op": program.action_at(j),
                "paint": f"{SLOT_OF[kind[i]]}{SHADE_ORDER[mb // program.segments % 4]}"}
         if kind[i] == "F&B":
-            row["op"] = f"{o.stage[k]}F{mb} & {program.action_at(k + 1)}"
-            row["backward_microbatch"] = int(o.microbatch[k + 1])
+            row["op"] = f"{o.stage[j]}F{mb} & {program.action_at(j + 1)}"
+            row["backward_microbatch"] = int(o.microbatch[j + 1])
         ops.append(row)
 
     bands = []
@@ -223,9 +224,9 @@ def _gantt_pieces(r: Result, width: int, merge_above: int, window: tuple[float, 
         times = np.bincount(code[a:b], weights=e[a:b] - s[a:b], minlength=len(_KINDS))
         counts = np.bincount(code[a:b], minlength=len(_KINDS))
         shares = [(k, float(times[c]), int(counts[c])) for c, k in enumerate(_KINDS) if counts[c]]
-        idle = end - start - float(times.sum())
-        if idle > eps:
-            shares.append(("idle", idle, 0))
+        idle_time = end - start - float(times.sum())
+        if idle_time > eps:
+            shares.append(("idle", idle_time, 0))
         total = sum(t for _, t, _ in shares)
         top = 0.0
         for k, t, count in shares:
@@ -541,7 +542,7 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
     c, program, cf = r.config, r.program, r.closed_form
     wrap = max(60, int((width + 120) / 6.8))  # characters of 12 px text across the chart
     name = c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule)
-    v = f" · v={c.stages_per_device}" if c.stages_per_device > 1 else ""
+    v = f" · v={c.stages_per_device}" if (c.stages_per_device or 1) > 1 else ""  # Config sets it: never None
     unit = c.time_unit or None
     comm = f" · comm={number(c.comm)}" if c.comm > 0 else ""
     # a segmented program's bars are numbered by segment index (microbatch·k + segment)
@@ -568,8 +569,10 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
     # output and the steady throughput, and its idle share is called what it is
     idle_name = "fill + drain" if program.forward_only else "bubble"
     per = f"per {unit}" if unit else "per unit of time"
-    first = (f"first output {number(r.time_to_first_output, unit)} · throughput {number(r.throughput, per)} · "
-             if program.forward_only else "")
+    # one microbatch has no steady state: no throughput, a dash as in the widget
+    throughput = "–" if r.throughput is None else number(r.throughput, per)
+    first = (f"first output {number(r.time_to_first_output, unit)} · throughput {throughput} · "
+             if r.time_to_first_output is not None else "")  # a forward-only run's
     metrics = (f"makespan {number(r.makespan, unit)}{closed(number(cf.makespan, unit) if cf else None)} · {first}"
                f"{idle_name} {share(r.bubble_fraction)} of p × makespan"
                f"{closed(share(cf.bubble_fraction) if cf else None)} · "
@@ -613,9 +616,14 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
     cf = r.closed_form
     closed = list(cf.peak_activation) if cf is not None and cf.peak_activation else []
     capacity = r.config.memory_capacity
+    # read only with a capacity; without one every device fits, by nothing
+    fits = r.fits if r.fits is not None else np.ones(p, bool)
+    excess = r.excess if r.excess is not None else np.zeros(p)
     base = r.static_memory * k if capacity is not None else np.zeros(p)
     peaks = (r.peak_memory if capacity is not None else r.peak_activation) * k
-    curves, heads, rules = [], [], []
+    curves: list[dict[str, Any]] = []
+    heads: list[dict[str, Any]] = []
+    rules: list[dict[str, Any]] = []
     top = 0.0 if capacity is None else capacity * k
     t0, t1 = window
     end = min(t1, r.makespan)
@@ -626,10 +634,10 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
             st, sv = np.r_[st, end], np.r_[sv, sv[-1]]
         b = float(base[d])
         curves += [{"device": d, "time": float(t), "memory": float(v) * k + b, "static": b} for t, v in zip(st, sv)]
-        over = capacity is not None and not r.fits[d]
-        excess = f"  +{number(float(r.excess[d]) * k, _label(unit))} over" if over else ""
+        over = capacity is not None and not fits[d]
+        excess_text = f"  +{number(float(excess[d]) * k, _label(unit))} over" if over else ""
         heads.append({"device": d, "peak": float(peaks[d]),
-                      "text": f"device {d}  peak {number(float(peaks[d]), _label(unit))}{excess}",
+                      "text": f"device {d}  peak {number(float(peaks[d]), _label(unit))}{excess_text}",
                       "colour": th.over if over else th.muted})
         if d < len(closed):
             rules.append({"device": d, "closed": float(closed[d]) * k + b})
@@ -664,15 +672,15 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
     layers.append(area)
     if capacity is not None:
         cap = capacity * k
-        overs = [dict(row, cap=cap) for row in curves if not r.fits[row["device"]]]
+        overs = [dict(row, cap=cap) for row in curves if not fits[row["device"]]]
         if overs:  # the part above the capacity, red, as the widget paints it
             layers.append(alt.Chart({"values": overs}).transform_calculate(
                 over=f"max(datum.memory, {cap})", level=level.format("over"), line=level.format("cap")).mark_area(
                 interpolate="step-after", color=th.over_fill, line={"color": th.over, "strokeWidth": 1.2}).encode(
                 x=alt.X("time:Q", scale=x_scale, axis=None), y=alt.Y("level:Q", scale=y_scale, axis=None),
                 y2="line:Q", detail="device:N", tooltip=memory_tooltip))
-        caps = [{"device": d, "cap": cap, "colour": th.foreground if r.fits[d] else th.over,
-                 "alpha": 0.6 if r.fits[d] else 1.0} for d in range(p)]
+        caps = [{"device": d, "cap": cap, "colour": th.foreground if fits[d] else th.over,
+                 "alpha": 0.6 if fits[d] else 1.0} for d in range(p)]
         layers.append(alt.Chart({"values": caps}).transform_calculate(level=level.format("cap")).mark_rule(
             strokeDash=[7, 3], strokeWidth=1.25).encode(
             x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=None), x2=alt.X2Datum(end),
@@ -691,14 +699,15 @@ def _memory_lanes(r: Result, th: _GanttTheme, width: int, row: int, x_scale: alt
         text="text:N", color=alt.Color("colour:N", scale=None)))
     what = ("memory" if capacity is not None else "activation memory") + \
         (f" ({unit.label})" if unit.label != ACTIVATION_UNIT else "")
-    subtitle = f"per device, same scale on every lane; {UNIT_NOTE if k == 1 else unit.note}" + \
+    note = f"per device, same scale on every lane; {UNIT_NOTE if k == 1 else unit.note}" + \
         ("; dashed: closed-form peak" if rules else "")
+    subtitle: str | list[str] = note
     if capacity is not None:
-        over = int(np.count_nonzero(~r.fits))
+        devices_over = int(np.count_nonzero(~fits))
         amount = number(capacity * k, _label(unit))
-        subtitle = [subtitle, f"activations over the grey static memory (weights, gradients, optimizer); long dashes: "
+        subtitle = [note, f"activations over the grey static memory (weights, gradients, optimizer); long dashes: "
                               f"device capacity {amount}" +
-                    (f", {over} of {p} devices over it (red)" if over else ", every device fits")]
+                    (f", {devices_over} of {p} devices over it (red)" if devices_over else ", every device fits")]
     return alt.layer(*layers).properties(
         width=width, height=p * lane, view=alt.ViewBackground(stroke=None),
         title=alt.TitleParams(what, subtitle=subtitle, anchor="start", color=th.foreground, fontSize=TEXT_SIZE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import altair as alt
 import numpy as np
@@ -61,7 +62,10 @@ def results_of(items, field: str = "runs") -> list[Result]:
     return one_time_unit(results, [r.config.display_name for r in results])
 
 
-def one_time_unit(results: Sequence[Result], names: Sequence[str]) -> Sequence[Result]:
+_Runs = TypeVar("_Runs", bound=Sequence[Result])
+
+
+def one_time_unit(results: _Runs, names: Sequence[str]) -> _Runs:
     """``results``, when their times can share one axis and one ranking: all in one time unit."""
     units = {r.config.time_unit for r in results}
     if len(units) > 1:
@@ -174,9 +178,10 @@ class MemoryUnit:
 
 
 def memory_unit(results: Sequence[Result]) -> MemoryUnit:
-    sizes = [r.config.activation_bytes for r in results]
-    if any(s is None for s in sizes):
-        mixed = " (not every config gives activation_bytes, so bytes are not shown)" if any(sizes) else ""
+    given = [r.config.activation_bytes for r in results]
+    sizes = [s for s in given if s is not None]
+    if len(sizes) < len(given):
+        mixed = " (not every config gives activation_bytes, so bytes are not shown)" if any(given) else ""
         return MemoryUnit(ACTIVATION_UNIT, [1.0] * len(results), UNIT_NOTE + mixed)
     # the capacity counts, as the widget's unit does: the lanes show it beside the peaks
     largest = max(max(float(r.peak_memory.max()), r.config.memory_capacity or 0.0) * s for r, s in zip(results, sizes))

@@ -65,7 +65,8 @@ def place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[st
         return inside and not any(box[0] < b[2] and b[0] < box[2] and box[1] < b[3] and b[1] < box[3] for b in avoid)
 
     def attempt(sequence):
-        boxes, place = [], [-1] * len(xs)
+        boxes: list[tuple[float, float, float, float]] = []
+        place = [-1] * len(xs)
         for i in sequence:
             candidates = list(spots(i))
             # clear of markers and labels if possible; else over a marker rather than dropping the name

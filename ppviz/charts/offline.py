@@ -15,6 +15,7 @@ it for ppviz's charts too. To show every Altair chart offline, opt in with Altai
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import altair as alt
 
@@ -33,11 +34,16 @@ class OfflineChart(alt.JupyterChart):
     _is_offline = False
 
 
+#: Altair's chart classes (every subclass of its ``TopLevelMixin``)
+_CHART_TYPES = (alt.Chart, alt.LayerChart, alt.HConcatChart, alt.VConcatChart, alt.ConcatChart, alt.FacetChart,
+                alt.RepeatChart)
+
+
 @checked_arguments
 def widget(chart, **options) -> OfflineChart:
     """A JupyterChart widget of ``chart`` that renders with no internet (selections and params
     sync to Python as with ``alt.JupyterChart``). The JavaScript is bundled once per process."""
-    if not isinstance(chart, alt.TopLevelMixin):
+    if not isinstance(chart, _CHART_TYPES):
         raise ConfigError("chart", chart, "give an Altair chart, such as one that ppviz.charts draws")
     OfflineChart.enable_offline()
     return OfflineChart(chart, **options)
@@ -60,7 +66,14 @@ def _user_renderer_is_offline() -> bool:
     return active in _OFFLINE_RENDERERS or (active == "jupyter" and alt.JupyterChart._is_offline)
 
 
-class _ShownOffline:
+if TYPE_CHECKING:
+    # the checker sees what every offline class derives from besides this mixin (_offline_class)
+    _Altair = alt.TopLevelMixin
+else:
+    _Altair = object
+
+
+class _ShownOffline(_Altair):
     """Displayed through :class:`OfflineChart`; everything else is the Altair class it precedes.
     Altair's copies keep the class (``properties``, ``configure_*``, ``interactive``…), and the
     operators below keep it for charts composed from ppviz's."""
@@ -93,8 +106,7 @@ def _offline_class(base: type) -> type:
         "__module__": __name__, "__doc__": f"An ``alt.{base.__name__}`` shown offline in notebooks."})
 
 
-_CLASSES = {base: _offline_class(base) for base in (alt.Chart, alt.LayerChart, alt.HConcatChart, alt.VConcatChart,
-                                                   alt.ConcatChart, alt.FacetChart, alt.RepeatChart)}
+_CLASSES = {base: _offline_class(base) for base in _CHART_TYPES}
 
 
 def _as_altair(chart):

@@ -85,7 +85,8 @@ def compact_png(data: bytes) -> bytes:
     """The same PNG, its pixel data deflated again at zlib's default level: vl-convert
     compresses for speed, and this makes a chart about three times smaller in a tenth of a
     second. The pixels and every other chunk stay as they were."""
-    chunks, pixels = [], []
+    chunks: list[tuple[bytes, bytes | None]] = []  # None: where the image data goes
+    pixels: list[bytes] = []
     at = 8
     while at < len(data):
         (length,) = struct.unpack(">I", data[at:at + 4])
@@ -99,7 +100,7 @@ def compact_png(data: bytes) -> bytes:
         at += 12 + length
     idat = zlib.compress(zlib.decompress(b"".join(pixels)))
     out = [data[:8]]
-    for kind, body in chunks:
-        body = idat if body is None else body
+    for kind, given in chunks:
+        body = idat if given is None else given
         out.append(struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body)))
     return b"".join(out)

@@ -9,9 +9,28 @@ link: each row also has a ``ready`` time, and a ``queued`` time.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 from .errors import checked_arguments
+
+
+class _Timed(Protocol):
+    """A table with a start and an end per row (read-only: the tables are frozen)."""
+
+    @property
+    def start(self) -> np.ndarray: ...
+    @property
+    def end(self) -> np.ndarray: ...
+
+
+class _Queued(Protocol):
+    """A table of copies that were ready, then started."""
+
+    @property
+    def ready(self) -> np.ndarray: ...
+    @property
+    def start(self) -> np.ndarray: ...
 
 
 @checked_arguments
@@ -19,6 +38,8 @@ class Columns:
     """Mixin for a frozen dataclass of equal-length columns."""
 
     COLUMNS: tuple[str, ...] = ()
+    # every table is a dataclass (declared for the checker; @dataclass sets it)
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
 
     def __len__(self) -> int:
         return len(getattr(self, dataclasses.fields(self)[0].name))
@@ -30,7 +51,7 @@ class Columns:
         return self.COLUMNS or tuple(f.name for f in dataclasses.fields(self))
 
     @property
-    def duration(self) -> np.ndarray:
+    def duration(self: _Timed) -> np.ndarray:
         return self.end - self.start
 
     def to_pandas(self):
@@ -50,7 +71,7 @@ class Queue(Columns):
     EMPTY: tuple[str, ...] = ()
 
     @property
-    def queued(self) -> np.ndarray:
+    def queued(self: _Queued) -> np.ndarray:
         """Time each copy waited for its link after it was ready."""
         return self.start - self.ready
 

@@ -103,7 +103,7 @@ class Graph:
     def waits(self) -> np.ndarray:
         slots, every, plan = self.slots, np.arange(self.T), self.plan
         consumer_rank = plan.consumer - self.first[self.of_op[plan.consumer]]  # 1 for a pair's second op
-        if self.blocking:
+        if self.gate is not None:  # blocking
             # the batch after a slot holds back the next slot: its sends (posted by the slot
             # before) and the receives placed there; a receive in an earlier batch also holds
             # back its consumer
@@ -252,7 +252,8 @@ def _single_input(g: Graph) -> Timeline:
     dep_slot[pad[g.slot_of_op[has]]] = pad[g.slot_of_op[g.dep[has]]]
     cost = np.zeros(none + 1)
     cost[pad] = g.cost
-    cross = lead = link_free = ends_at = takes = None
+    cross: np.ndarray | None = None
+    lead: np.ndarray | None = None
     if queue:
         dep_slot[pad[g.consumer]] = base + np.arange(T)
         posted = np.full(none + 1, T, np.int64)
@@ -267,6 +268,7 @@ def _single_input(g: Graph) -> Timeline:
         cross[pad[g.consumer]] = g.duration
         lead = np.zeros(none + 1)
         lead[pad[g.post] + R] = g.duration
+        link_free = ends_at = takes = np.empty(0)  # no queue: the rounds read none of them
     here = lay.heads.copy()
     prev = here - R
     remaining = slots
@@ -326,7 +328,7 @@ def _events(g: Graph, offload: Offloads | None = None) -> Timeline:
     stop = (g.end_slot + 1).tolist()
     clock = [0.0] * p
     copying = offload is not None
-    if copying:
+    if offload is not None:
         reload_op, reload_of, offload_op = _copies_by_slot(g, offload)
         row_start = g.row_start.tolist()
         links = HostLinks(p, offload.duration.tolist())

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .errors import ConfigError, ScheduleConstraintError, checked_arguments
 from .budget import check_size
 from .registry import ScheduleSpec, lookup
+from .step import Step
 from .topology import Link, Offload, Topology, checked_topology
 
 #: Default share of a microbatch's activation that W still needs after I. The zero-bubble
@@ -22,7 +23,7 @@ DEFAULT_W_SHARE = 32 / 34
 FULL_RECOMPUTE_SHARE = 2 / 34
 RECOMPUTE = (None, "selective", "full")
 
-_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute")
+_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", "f_comm", "b_comm")
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -172,6 +173,11 @@ class Config:
         its forward over each device's host link, and copied back before the backward that needs
         it; ``None`` (the default): nothing is offloaded. See :mod:`ppviz.core.offload` for the
         timing rules.
+    step : a :class:`ppviz.Step`, what the training step adds after the pipeline's ops: each
+        stage's data-parallel gradient reduction, the optimizer step and the parameter gather,
+        timed on each device after its last backward (``Result.step_time``, ``Result.tails``),
+        and the tokens, FLOPs and GPUs that give ``Result.mfu``. ``None``: the step is the
+        pipeline's makespan. ``Config.from_model`` fills it.
     """
 
     # sizes and costs by position would be unreadable: every field but the schedule is a keyword
@@ -202,6 +208,7 @@ class Config:
     comm_bytes: float | None = None
     p2p: str | None = None
     offload: Offload | None = None
+    step: Step | None = None
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -215,14 +222,26 @@ class Config:
         set_(self, "devices", positive_int("devices", self.devices))
         set_(self, "microbatches", positive_int("microbatches", self.microbatches))
         v = positive_int("stages_per_device", self.stages_per_device, allow_none=True)
-        set_(self, "stages_per_device", spec.default_v if v is None else v)
+        v = spec.default_v if v is None else v
+        set_(self, "stages_per_device", v)
         set_(self, "segments", positive_int("segments", self.segments))
         if self.segments > 1 and not spec.segmented:
             raise ScheduleConstraintError("segments", self.segments, "use 1, or the seq1f1b schedule to split sequences",
                                           reason=f"{spec.name} does not split microbatches into sequence segments")
         self._check_transfers()
         self._check_offload(spec)
-        check_size(spec, self.devices, self.stages_per_device, self.microbatches, transfers=self.transfers,
+        if self.step is not None:
+            if not isinstance(self.step, Step):
+                raise ConfigError("step", self.step, "give a ppviz.Step (the data-parallel tail: per stage a gradient "
+                                  "reduction, optimizer step and parameter gather), or None; Config.from_model fills "
+                                  "one from the model and its data-parallel layout")
+            stages = spec.stage_count(self.devices, self.stages_per_device if self.stages_per_device is not None
+                                      else spec.default_v)
+            if self.step.stages is not None and stages is not None and self.step.stages != stages:
+                raise ConfigError("step", self.step.stages, f"give the step's times for {stages} stages",
+                                  reason=f"{spec.name} at these sizes has {stages} stages and the step describes "
+                                         f"{self.step.stages}")
+        check_size(spec, self.devices, v, self.microbatches, transfers=self.transfers,
                    segments=self.segments)
         for name in ("f", "b", "w", "comm", "activation", "params"):
             set_(self, name, _number(name, getattr(self, name)))
@@ -268,8 +287,9 @@ class Config:
                 if getattr(self, name) is not None:
                     raise ConfigError(name, getattr(self, name), accepted, reason="it needs a topology")
             return
-        set_(self, "topology", checked_topology(self.topology))
-        self.topology.in_unit(self.time_unit)  # a preset on a unitless config is refused here
+        topology = checked_topology(self.topology)
+        set_(self, "topology", topology)
+        topology.in_unit(self.time_unit)  # a preset on a unitless config is refused here
         if self.comm_bytes is None:
             raise ConfigError("comm_bytes", None, "give the bytes of one transfer (micro-batch × sequence × hidden × "
                               "bytes per element for a transformer), or 0 for latency only",

@@ -14,6 +14,7 @@ a program that cannot finish is detected (no device can move) instead of hanging
 from __future__ import annotations
 
 import array
+from typing import Any
 
 import numpy as np
 
@@ -66,7 +67,8 @@ def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
     return np.stack([f, i + w, i, w])
 
 
-def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "auto"):
+def execute(program: Program, cost: np.ndarray, comm: float | np.ndarray, *,
+            engine: str = "auto") -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Start and end time of every op, and the index of the op each one depends on.
 
     Two exact engines give bit-identical times: ``"events"`` walks each device until it must
@@ -81,7 +83,7 @@ def execute(program: Program, cost: np.ndarray, comm: float, *, engine: str = "a
     has_dep = dep >= 0
     cross = np.zeros(len(program))
     if np.ndim(comm) or comm:
-        latency = comm[has_dep] if np.ndim(comm) else comm
+        latency = comm[has_dep] if isinstance(comm, np.ndarray) and comm.ndim else comm
         cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], latency, 0.0)
     if engine == "auto":
         engine = choose_engine(program)
@@ -320,7 +322,7 @@ def program_config(program: Program, config: Config | None, options: dict) -> Co
     """The config a program runs with: ``config`` (or a custom one of unit costs) with ``options``
     replacing fields, checked against the program's devices and microbatches."""
     if config is None:
-        base = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
+        base: dict[str, Any] = {"schedule": "custom", "devices": program.devices, "microbatches": program.whole_microbatches}
         if program.name not in (None, "custom"):  # a registry schedule's program keeps its name in charts
             base["label"] = program.name
         base.update(options)
@@ -344,7 +346,7 @@ def _source(x, config: Config | None, options: dict, name: str) -> tuple[Program
     """What a run is made from: the program and the config to simulate it with, or a Result that
     is already the answer (a Result given without options)."""
     if isinstance(x, (str, ScheduleSpec)):
-        x = Config(schedule=x)
+        x = Config(schedule=x if isinstance(x, str) else x.name)
     if config is not None and not isinstance(x, Program):
         raise ConfigError("config", config, "give a config with a Program only (it gives the program its costs); "
                           "for a Config, a Result or a schedule name, give changed fields as keywords",

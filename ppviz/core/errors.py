@@ -112,12 +112,14 @@ class ArgumentError(PpvizError, TypeError):
         self.call, self.takes, self.missing = call, takes, missing or []
         accepted = f"{call} takes {', '.join(takes)}" if takes else f"{call} takes no arguments"
         self.accepted = accepted
+        self.field: str | None
+        self.value: object
         if unknown is not None:
             self.field, self.value = unknown
             text = f"{self.field}={shown_value(self.value)}: {call} has no such argument; {did_you_mean(self.field, takes)}{accepted}"
         else:
             # no value to show: the argument is absent, or the fault is in how many there are
-            self.field, self.value = (self.missing or [None])[0], None
+            self.field, self.value = (self.missing[0] if self.missing else None), None
             reason = f"{call} needs {' and '.join(self.missing)}" if self.missing else detail
             text = f"{reason}; {accepted}"
         super().__init__(text)

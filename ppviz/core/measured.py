@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import Columns
+from .config import Config
 from .program import Program
 from .result import Result, unit_suffix
 from .transfers import Transfers
@@ -79,7 +80,7 @@ class Measured(Result):
     ``wait``, ``transfers``, ``steps``, ``step``, ``samples``, ``clock_offsets``, ``sources``
     (the files read) and ``pipeline_time`` (first op start to last op end, = ``makespan``)."""
 
-    def __init__(self, config, program: Program, start: np.ndarray, end: np.ndarray, *, wait: np.ndarray,
+    def __init__(self, config: Config, program: Program, start: np.ndarray, end: np.ndarray, *, wait: np.ndarray,
                  transfers: Transfers, steps: Steps, step: int, samples: Samples, clock_offsets: np.ndarray,
                  sources: tuple[str, ...], dependencies: np.ndarray):
         cost = end - start

@@ -75,7 +75,7 @@ _BATCHED = ("makespan", "busy", "idle", "ideal", "bubble_fraction", "bubble_rate
 class Batch:
     """The metrics of many configs of one program as arrays, a row per config (:meth:`Plan.batch`)."""
 
-    configs: list
+    configs: list[Config]
     makespan: np.ndarray
     busy: np.ndarray
     idle: np.ndarray
@@ -144,7 +144,8 @@ class Plan:
             partner_cross = np.zeros(n, bool)
             partner_cross[second - 1] = cross[second]
             part_l, pcross_l, pair_l = partner.tolist(), partner_cross.tolist(), pair.tolist()
-            self.steps = [(i, prev_l[i], dep_l[i], cross_l[i], pair_l[i], part_l[i], pcross_l[i]) for i in order]
+            self.steps: list[tuple[int, ...]] = [(i, prev_l[i], dep_l[i], cross_l[i], pair_l[i], part_l[i], pcross_l[i])
+                                                 for i in order]
         else:
             self.steps = [(i, prev_l[i], dep_l[i], cross_l[i]) for i in order]
         placement = program.placement
@@ -156,7 +157,7 @@ class Plan:
         counts = np.diff(offsets)
         self.width = max(int(counts.max(initial=0)), 1)
         self.cell = device.astype(np.int64) * self.width + np.arange(n) - np.repeat(offsets[:-1], counts)
-        self._waves = None
+        self._waves: list[tuple[np.ndarray, ...]] | None = None
 
     def times(self, cost: np.ndarray, comm: float) -> tuple[np.ndarray, np.ndarray]:
         """Start and end of every op: the event engine's values for these costs."""
@@ -278,7 +279,7 @@ class Plan:
             per_stage = np.array([configs[k].params * p / S for k in uniform])[:, None]
             slices = np.broadcast_to(per_stage, (len(uniform), len(self.holds)))
             rows = np.zeros((len(uniform), p))
-            np.add.at(rows, (slice(None), self.holds), slices)
+            np.add.at(rows, (slice(None), self.holds), slices)  # type: ignore[arg-type]  # numpy's stubs take no (slice, array) index
             out[uniform] = rows
         done = set(uniform) if self.holds is not None else set()
         for k, c in enumerate(configs):
@@ -304,8 +305,8 @@ class Plan:
             rows = np.select([kind == F, kind == B, kind == I, kind == W], [f, i + w, i, w], 0.0)
             if self.pairs:
                 first = np.flatnonzero(program.pair)
-                ratio = np.array([1.0 if configs[k].fb is None else
-                                  configs[k].fb / (configs[k].f + configs[k].b + configs[k].w) for k in plain])[:, None]
+                ratio = np.array([1.0 if (fb := configs[k].fb) is None else
+                                  fb / (configs[k].f + configs[k].b + configs[k].w) for k in plain])[:, None]
                 rows[:, first] = ratio * (rows[:, first] + rows[:, first + 1])
                 rows[:, first + 1] = 0.0
             cost[plain] = rows
@@ -506,7 +507,7 @@ def _default(field: dataclasses.Field):
 def metrics_many(configs: list[Config]) -> list[Metrics]:
     """:func:`metrics` of each config, in order; configs of one shape run together
     (:meth:`Plan.batch`), several times faster than one by one."""
-    out: list[Metrics | None] = [None] * len(configs)
+    out: dict[int, Metrics] = {}
     groups: dict[tuple, list[int]] = {}
     for k, config in enumerate(configs):
         if not isinstance(config, Config):
@@ -521,7 +522,7 @@ def metrics_many(configs: list[Config]) -> list[Metrics]:
         batch = plan_for(configs[members[0]]).batch([configs[k] for k in members])
         for row, k in enumerate(members):
             out[k] = batch[row]
-    return out
+    return [out[k] for k in range(len(configs))]
 
 
 def metrics(x, config: Config | None = None, **options) -> Metrics:

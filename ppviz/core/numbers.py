@@ -42,7 +42,7 @@ def _trimmed(text: str) -> str:
 def _grouped(text: str) -> str:
     sign, body = ("-", text[1:]) if text.startswith("-") else ("", text)
     whole, _, fraction = body.partition(".")
-    groups = []
+    groups: list[str] = []
     while len(whole) > 3:
         groups.insert(0, whole[-3:])
         whole = whole[:-3]

@@ -6,6 +6,7 @@ NUL."""
 from __future__ import annotations
 
 import os
+from typing import AnyStr
 
 from .errors import ConfigError
 
@@ -37,7 +38,7 @@ def unwritable(name: str, ending: str = "") -> tuple[str, str] | None:
     return None
 
 
-def exported(path, data: str | bytes) -> str | bytes | None:
+def exported(path, data: AnyStr) -> AnyStr | None:
     """``data`` itself when ``path`` is None; else written to ``path`` — a file name (text as
     UTF-8), or an open file with a ``write`` method — and None. Callers render first and write
     last, so a bad option leaves no empty file."""

@@ -35,9 +35,10 @@ import csv
 import io
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .errors import ConfigError, ParseError, ProgramError, checked_arguments
 from .paths import exported
@@ -82,6 +83,11 @@ class CommOps:
     """
 
     __slots__ = ("_columns", "_ordered", "_source", "_placement", "placed")
+    _columns: tuple[np.ndarray, ...] | None
+    _ordered: tuple[np.ndarray, np.ndarray] | None
+    _source: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None
+    _placement: Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray]] | None
+    placed: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None
 
     def __init__(self, kind, stage, microbatch, device, before, order):
         self._columns = (np.asarray(kind, dtype=np.int8), np.asarray(stage, dtype=np.int32),
@@ -94,6 +100,12 @@ class CommOps:
         #: and consumer op, the compute op each send precedes, and (None until needed) each
         #: receive's; None for ops read from text
         self.placed = None
+
+    @classmethod
+    def of_rows(cls, rows: Sequence[tuple[int, int, int, int, int]]) -> "CommOps":
+        """From (kind, stage, microbatch, device, before) rows, each gap's ops in the order given."""
+        kind, stage, microbatch, device, before = zip(*rows)
+        return cls(kind, stage, microbatch, device, before, np.arange(len(rows)))
 
     @classmethod
     def of_transfers(cls, program, producer, consumer, send_before, placement, recv_before=None) -> "CommOps":
@@ -111,17 +123,20 @@ class CommOps:
 
     def receive_positions(self) -> np.ndarray:
         """For lowered ops, the compute op each transfer's receive precedes."""
-        if self.placed[3] is None:
-            self._place()
-        return self.placed[3]
+        assert self.placed is not None, "only lowered ops have transfers"
+        recv_before = self.placed[3]
+        return self._place()[0] if recv_before is None else recv_before
 
     def _place(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        assert self.placed is not None and self._placement is not None, "only lowered ops are placed"
         recv_before, send_order, recv_order = self._placement()
-        self.placed = self.placed[:3] + (recv_before,)
+        self.placed = (*self.placed[:3], recv_before)
         return recv_before, send_order, recv_order
 
     def _spelled(self) -> tuple[np.ndarray, ...]:
         if self._columns is None:
+            # columns are spelled out only for lowered ops: of_transfers set the source and placed
+            assert self._source is not None and self.placed is not None
             kind, stage, microbatch, device = self._source
             producer, consumer, send_before, _ = self.placed
             recv_before, send_order, recv_order = self._place()
@@ -143,7 +158,10 @@ class CommOps:
     order = property(lambda self: self._spelled()[5])
 
     def __len__(self) -> int:
-        return 2 * len(self.placed[0]) if self._columns is None else len(self._columns[0])
+        if self._columns is None:
+            assert self.placed is not None  # lowered ops: of_transfers set them
+            return 2 * len(self.placed[0])
+        return len(self._columns[0])
 
     def ordered(self) -> tuple[np.ndarray, np.ndarray]:
         """(indices in each device's order, device d's being ``offsets[d]:offsets[d+1]`` of them)."""
@@ -230,7 +248,8 @@ class Program:
     __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
                  "forward_only", "segments", "_device", "_actions", "comms")
 
-    def __init__(self, kind, stage, microbatch, pair, offsets, *, stages: int, microbatches: int,
+    def __init__(self, kind: ArrayLike, stage: ArrayLike, microbatch: ArrayLike, pair: ArrayLike | None,
+                 offsets: ArrayLike, *, stages: int, microbatches: int,
                  placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
                  segments: int = 1, comms: CommOps | None = None):
         self.kind = np.asarray(kind, dtype=np.int8)
@@ -244,8 +263,8 @@ class Program:
         self.name = name
         self.forward_only = bool(forward_only)
         self.segments = int(segments)
-        self._device = None
-        self._actions = None
+        self._device: np.ndarray | None = None
+        self._actions: Actions | None = None
         #: the communication ops (torch's SEND/RECV actions), or None for a compute-only program
         self.comms = comms
 
@@ -262,7 +281,7 @@ class Program:
             offsets.append(len(codes))
         kind, stage, microbatch, pair = _decode(codes)
         if comms:
-            meta["comms"] = CommOps(*zip(*comms), np.arange(len(comms)))
+            meta["comms"] = CommOps.of_rows(comms)
         return cls(kind, stage, microbatch, pair, offsets, **meta)
 
     @classmethod
@@ -353,7 +372,7 @@ class Program:
         offsets = np.cumsum([0] + [len(c[0]) for c in columns])
         kind, stage, microbatch, pair = (np.concatenate([c[k] for c in columns]) for k in range(4))
         program = cls(kind, stage, microbatch, pair, offsets, stages=1, microbatches=1, name=name,
-                      comms=CommOps(*zip(*comms), np.arange(len(comms))) if comms else None)
+                      comms=CommOps.of_rows(comms) if comms else None)
         return program._with_inferred_shape(microbatches, stages, placement)
 
     @classmethod
@@ -535,16 +554,17 @@ class Program:
         program has them)."""
         lo, hi = int(self.offsets[device]), int(self.offsets[device + 1])
         mine: list[int] = []
-        if comms and self.comms is not None:
-            index, offsets = self.comms.ordered()
+        ops = self.comms if comms else None
+        if ops is not None:
+            index, offsets = ops.ordered()
             if device + 1 < len(offsets):
                 mine = index[offsets[device]:offsets[device + 1]].tolist()
-        before = self.comms.before if mine else None
+        before = ops.before if ops is not None and mine else np.empty(0, np.int64)
         out = []
         i, c = lo, 0
         while i < hi or c < len(mine):
-            if c < len(mine) and before[mine[c]] <= i:
-                out.append(self.comms.action_at(mine[c]))
+            if ops is not None and c < len(mine) and before[mine[c]] <= i:
+                out.append(ops.action_at(mine[c]))
                 c += 1
                 continue
             out.append(self.action_at(i))
@@ -579,7 +599,7 @@ class Program:
                 and np.array_equal(self.pair, other.pair) and self.forward_only == other.forward_only
                 and self.segments == other.segments)
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable (mutable arrays), as typeshed marks list
 
     def __repr__(self) -> str:
         return (f"<Program {self.name!r}: {self.devices} devices, {self.stages} stages, "

@@ -15,8 +15,10 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .closed_form import ClosedForm
 from .errors import ConfigError, ScheduleConstraintError, UnknownScheduleError, checked_arguments
 from .paths import exported
+from .program import Program
 
 
 @dataclass(frozen=True)
@@ -26,15 +28,16 @@ class ScheduleSpec:
     name: str
     summary: str
     reference: str
-    builder: Callable | None
+    # each takes the Config (which imports this module, so it is not named here)
+    builder: Callable[..., Program] | None
     aliases: tuple[str, ...] = ()
     default_v: int = 1
     v_min: int = 1
     v_max: int | None = 1  # None: no upper bound
     v_step: int = 1  # 2: every other v from v_min (Hanayo's v = 2 × waves)
     constraints: str = ""
-    validate: Callable | None = None
-    closed_form: Callable | None = None
+    validate: Callable[..., None] | None = None
+    closed_form: Callable[..., ClosedForm] | None = None
     replicas: int = 1
     split_backward: bool = False
     #: an inference pipeline: forwards only (its programs are ``forward_only``)
@@ -74,7 +77,7 @@ class ScheduleSpec:
         if self.validate is not None:
             self.validate(config)
 
-    def build_program(self, config):
+    def build_program(self, config) -> Program:
         if self.builder is None:
             raise ConfigError(
                 "schedule", config.schedule,

@@ -10,14 +10,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import Columns
+from .config import Config
 from .paths import exported
+from .step import Tails, tails
+from .topology import SECONDS
 from .errors import ConfigError, checked_arguments
 from .closed_form import caveat
 from .memory import MemoryCurves, activation_curves, static_memory
 from .numbers import number, share, size
 from .offload import HostCopies
 from .offload import curves as offload_curves
-from .program import KINDS
+from .program import KINDS, Program
+from .topology import Offload
 from .topology import describe as describe_topology
 from .transfers import Transfers
 
@@ -148,7 +152,8 @@ class Result:
     to its reload's start; a backward waiting for its reload counts in ``exposed_comm``.
     """
 
-    def __init__(self, config, program, start, end, dep, cost, *, transfers: Transfers | None = None,
+    def __init__(self, config: Config, program: Program, start: np.ndarray, end: np.ndarray, dep: np.ndarray,
+                 cost: np.ndarray, *, transfers: Transfers | None = None,
                  device_end: np.ndarray | None = None, host_copies: HostCopies | None = None):
         self.config = config
         self.program = program
@@ -176,6 +181,13 @@ class Result:
         )
         self.dependencies = dep  # per op, the index of the op it waits for (−1 for none)
         self.makespan = float(end.max()) if len(end) else 0.0
+        step = config.step
+        if step is not None:
+            self.tails, self.device_step_end = tails(program, start, end, step)
+        else:
+            self.tails, self.device_step_end = Tails.empty(), np.zeros(program.devices)
+            np.maximum.at(self.device_step_end, program.device, end)
+        self.step_time = max(self.makespan, float(self.device_step_end.max(initial=0.0)))
         self.busy = np.bincount(program.device, weights=cost, minlength=p)
         self.idle = self.makespan - self.busy
         self.ideal = float(self.busy.max())
@@ -220,6 +232,35 @@ class Result:
     def idle_compute(self) -> np.ndarray:
         """Per device, the idle time spent waiting for compute: ``idle − exposed_comm``."""
         return self._idle_split[1]
+
+    @property
+    def tail(self) -> np.ndarray:
+        """Per device, how long its step goes on after its last pipeline op: the data-parallel
+        gradient reduction that its backwards did not hide, the optimizer step and the
+        parameter gather (``Config.step``; zeros without one)."""
+        last = np.zeros(self.devices)
+        np.maximum.at(last, self.program.device, self.ops.end)
+        return self.device_step_end - last
+
+    @property
+    def mfu(self) -> float | None:
+        """Model-FLOPs utilisation of the step: the model's FLOPs (``Config.step.model_flops``)
+        over every GPU's peak for the step time; None when the config does not give them."""
+        step = self.config.step
+        if step is None or step.model_flops is None or step.gpus is None or step.peak_flops is None \
+                or not self.step_time:
+            return None
+        return step.model_flops / (step.gpus * step.peak_flops * self.step_time)
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Tokens trained per second (``Config.step.tokens`` over the step time, converted from
+        the config's ``time_unit``); None without tokens or a time unit in seconds' family."""
+        step = self.config.step
+        unit = self.config.time_unit
+        if step is None or step.tokens is None or unit not in SECONDS or not self.step_time:
+            return None
+        return step.tokens / (self.step_time * SECONDS[unit])
 
     @property
     def devices(self) -> int:
@@ -290,6 +331,8 @@ class Result:
         if settings:
             lines.append(f"  settings         {settings}")
         lines.append(f"  makespan         {time(self.makespan)}" + (f"   closed form {time(cf.makespan)}" if cf else ""))
+        if c.step is not None:
+            lines.extend(self._step_lines(time))
         lines.append(f"  bubble fraction  {share(self.bubble_fraction)}" +
                      (f"   closed form {share(cf.bubble_fraction)}  [idle per device: {cf.bubble_formula}]" if cf else ""))
         lines.append(f"  bubble rate      {share(self.bubble_rate)}" +
@@ -315,10 +358,33 @@ class Result:
         if c.transfers:
             lines.extend(self._transfer_lines(unit))
         if c.offload is not None:
-            lines.extend(self._offload_lines(unit))
+            lines.extend(self._offload_lines(c.offload))
         return "\n".join(lines)
 
-    def _offload_lines(self, unit: str) -> list[str]:
+    def _step_lines(self, time) -> list[str]:
+        """The step beyond the pipeline: its time, each device's tail and what it spends it on,
+        throughput and MFU."""
+        t = self.tails
+        tail = self.tail
+        worst = int(np.argmax(tail))
+        parts = []
+        for kind in ("reduce", "optimizer", "gather"):
+            mine = (t.device == worst) & (t.kind == kind)
+            if mine.any():
+                parts.append(f"{'gradient reduction' if kind == 'reduce' else kind} "
+                             f"{time(float(t.duration[mine].sum()))}")
+        lines = [f"  step time        {time(self.step_time)}   data-parallel tail up to {time(float(tail.max()))} "
+                 f"(device {worst}" + (f": {', '.join(parts)}" if parts else "") + ")"]
+        rates = []
+        if self.tokens_per_second is not None:
+            rates.append(f"{number(self.tokens_per_second)} tokens/s")
+        if self.mfu is not None:
+            rates.append(f"MFU {share(self.mfu)}")
+        if rates:
+            lines.append(f"  throughput       {', '.join(rates)}")
+        return lines
+
+    def _offload_lines(self, offload: Offload) -> list[str]:
         c = self.config
         h = self.host_copies
         off = h.kind == "offload"
@@ -329,7 +395,7 @@ class Result:
         moved = float(h.bytes[off].sum())
         amount = size(moved) if in_bytes else number(moved, "activation units")
         time = c.time_unit
-        lines = [f"  offload          {c.offload.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')}",
+        lines = [f"  offload          {offload.describe(c.time_unit, 'bytes' if in_bytes else 'activation units')}",
                  f"    copies         {number(int(off.sum()))} offloads, {number(int(reload.sum()))} reloads "
                  f"({amount} each way); queued {number(float(h.queued.sum()), time)} in all"]
         lines.append(f"    backwards wait {number(late, time)} in all for their reloads")
@@ -337,14 +403,15 @@ class Result:
 
     def fit_summary(self) -> str:
         """One line: whether every device's peak memory fits ``Config.memory_capacity`` (None: no capacity)."""
-        if self.fits is None:
+        capacity = self.config.memory_capacity
+        # fits and excess are set with a capacity, both None without one
+        if capacity is None or self.fits is None or self.excess is None:
             return "memory capacity  none given"
         b = self.config.activation_bytes
 
         def amount(x: float) -> str:
             return number(x * b / 2**30, "GiB") if b is not None else number(x)
 
-        capacity = self.config.memory_capacity
         head = f"memory capacity  {amount(capacity)} per device: "
         if not self.out_of_memory:
             worst = int(np.argmax(self.peak_memory))
@@ -366,6 +433,7 @@ class Result:
             why = "the default: communication waited for in batches"
         t = self.transfers
         volume = float(t.bytes.sum())
+        assert c.comm_bytes is not None  # Config refuses a topology without it
         one = c.comm_bytes / self.program.segments
         time = c.time_unit
         lines = [f"  transfers        {number(len(t))} of {size(one)} ({size(volume)} in all), p2p {mode} ({why})",

@@ -167,7 +167,8 @@ class Topology:
 
     @classmethod
     def preset(cls, name: str) -> "Topology":
-        """A common system by name: ``"dgx-h100"``, ``"dgx-a100"``, ``"roce-h100"`` (see :data:`PRESETS`)."""
+        """A common system by name: ``"dgx-h100"``, ``"dgx-a100"``, ``"roce-h100"``, ``"dgx-b200"``,
+        ``"gb200-nvl72"`` (see :data:`PRESETS`)."""
         key = name.strip().lower() if isinstance(name, str) else None
         if key not in PRESETS:
             raise ConfigError("topology", name, f"use one of {', '.join(PRESETS)}",
@@ -194,7 +195,7 @@ class Topology:
                 f"{self.intra.describe(time_unit)}; between nodes {self.inter.describe(time_unit)}")
 
 
-def checked_topology(value):
+def checked_topology(value: object) -> Topology | Link:
     """A Topology or Link as given (a preset name becomes its Topology); anything else is a ConfigError."""
     if isinstance(value, (Topology, Link)):
         return value
@@ -243,8 +244,18 @@ _NET_LATENCY = 18.0e-6
 #:   8 GPUs per server on NVLink (450 GB/s each way), servers joined by RoCE at 400 Gb/s per
 #:   GPU, 50 GB/s each way (arXiv 2407.21783, §3.3.1). The same bandwidths as ``"dgx-h100"``
 #:   from a different fabric; NCCL's model gives it the same network latency.
+#: - ``"dgx-b200"``: NVIDIA DGX B200, 8 GPUs per node. NVLink 5: "1.8 TB/s per GPU bandwidth, 18
+#:   Links per GPU", 900 GB/s each way; "Compute links: 8x 400 Gbit/s", 50 GB/s per GPU each way
+#:   (NVIDIA dgxc-benchmarking README, "B200 Reference Architecture").
+#: - ``"gb200-nvl72"``: NVIDIA GB200 NVL72, one NVLink domain of 72 GPUs (18 compute trays of 4):
+#:   NVLink 5 at 1.8 TB/s per GPU, 900 GB/s each way (dgxc-benchmarking README, "GB200
+#:   Reference Architecture"); between racks one ConnectX-7 (400 Gb/s, 50 GB/s each way) per GPU
+#:   (NVIDIA Multi-Node NVLink Systems tuning guide, "Understanding Your Grace-Blackwell
+#:   Systems": the 72x1 configuration's compute trays carry CX7 NICs).
 PRESETS = {
-    name: Topology(8, intra=Link(_NVLINK_LATENCY, bandwidth=nvlink, unit="s"),
+    name: Topology(per_node, intra=Link(_NVLINK_LATENCY, bandwidth=nvlink, unit="s"),
                    inter=Link(_NET_LATENCY, bandwidth=network, unit="s"), name=name)
-    for name, nvlink, network in (("dgx-h100", 450e9, 50e9), ("dgx-a100", 300e9, 25e9), ("roce-h100", 450e9, 50e9))
+    for name, per_node, nvlink, network in (("dgx-h100", 8, 450e9, 50e9), ("dgx-a100", 8, 300e9, 25e9),
+                                            ("roce-h100", 8, 450e9, 50e9), ("dgx-b200", 8, 900e9, 50e9),
+                                            ("gb200-nvl72", 72, 900e9, 50e9))
 }

@@ -20,7 +20,7 @@ import numpy as np
 from .columns import Queue
 from .dependencies import dependencies
 from .errors import ProgramError, checked_arguments
-from .program import COMM_KINDS, F, RECV_B, RECV_F, SEND_B, SEND_F, Program, action, comm_action
+from .program import COMM_KINDS, F, RECV_B, RECV_F, SEND_B, SEND_F, CommOps, Program, action, comm_action
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Plan:
     src: np.ndarray
     dst: np.ndarray
     send_before: np.ndarray
-    recv_before: np.ndarray
+    recv_before: np.ndarray | None
 
     def __len__(self) -> int:
         return len(self.producer)
@@ -68,8 +68,14 @@ def plan(program: Program, *, receives: bool = True) -> Plan:
     return _matched(program)
 
 
+def _comms(program: Program) -> CommOps:
+    """The communication ops of a program that :func:`plan` found to have them."""
+    assert program.comms is not None
+    return program.comms
+
+
 def _matched(program: Program) -> Plan:
-    comms = program.comms
+    comms = _comms(program)
     producer, consumer = crossings(program)
     t = len(producer)
     S, m = program.stages, program.microbatches
@@ -134,7 +140,7 @@ def _matched(program: Program) -> Plan:
 def _where(program: Program, c: int) -> str:
     """``device d, position k`` of communication op ``c``, counting every action of the device in
     torch's ``pipeline_order_with_comms`` (compute and communication)."""
-    comms = program.comms
+    comms = _comms(program)
     index, offsets = comms.ordered()
     d = int(comms.device[c])
     rank = int(np.flatnonzero(index[offsets[d]:offsets[d + 1]] == c)[0])
@@ -145,14 +151,14 @@ def _where(program: Program, c: int) -> str:
 
 
 def _error(program: Program, c: int, reason: str) -> ProgramError:
-    comms = program.comms
+    comms = _comms(program)
     where = _where(program, c)
     d, position = (int(x.split()[-1]) for x in where.split(", "))
     return ProgramError(f"{where} ({comms.action_at(c)}): {reason}", device=d, position=position)
 
 
 def _no_transfer(program: Program, c: int, S: int, m: int) -> str:
-    comms = program.comms
+    comms = _comms(program)
     kind, stage, mb = int(comms.kind[c]), int(comms.stage[c]), int(comms.microbatch[c])
     if stage >= S or mb >= m:
         return f"stage must be in 0..{S - 1} and microbatch in 0..{m - 1}"

@@ -281,6 +281,12 @@ def _time_base(other: dict, source: str) -> tuple[float, str | None]:
     return float(scale), unit
 
 
+def _finite(x: object, what: str, name: object, source: str) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or abs(x) > 1e300:
+        raise ParseError(f"{source}: op {_shown(name)}'s {what} must be a finite number; found {_shown(x)}")
+    return x
+
+
 def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
     """One :class:`RankRecords` per device (thread) of a trace :func:`chrome_trace` wrote."""
     per_unit, unit = _time_base(trace["otherData"], source)
@@ -293,9 +299,7 @@ def read_chrome_trace(trace: dict, source: str) -> list[RankRecords]:
         if isinstance(tid, bool) or not isinstance(tid, int) or not 0 <= tid < 1 << 20:
             raise ParseError(f"{source}: op {_shown(name)} has tid {_shown(tid)}; ppviz traces give each device "
                              f"a thread numbered from 0")
-        for what, x in (("ts", ts), ("dur", dur)):
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or x != x or abs(x) > 1e300:
-                raise ParseError(f"{source}: op {_shown(name)}'s {what} must be a finite number; found {_shown(x)}")
+        ts, dur = _finite(ts, "ts", name, source), _finite(dur, "dur", name, source)
         if dur < 0:
             raise ParseError(f"{source}: op {_shown(name)} has a negative duration {dur:g}")
         records = devices.setdefault(tid, RankRecords(source=f"{source} (device {tid})", rank=tid, host=None,

@@ -47,6 +47,12 @@ def _time(op: dict, key: str, where: str, scale: float) -> float:
     return float(x) * scale
 
 
+def _index(value: object, what: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << 31:
+        raise ParseError(f"{where}: {what!r} must be a whole number >= 0; found {_shown(value)}")
+    return value
+
+
 def read_measured_json(trace: dict, source: str) -> list[RankRecords]:
     """One :class:`RankRecords` per rank named in the file."""
     version = trace.get(FORMAT_KEY)
@@ -69,10 +75,8 @@ def read_measured_json(trace: dict, source: str) -> list[RankRecords]:
         if unknown:
             raise ParseError(f"{where} has an unknown field {_shown(unknown[0])}; the fields are {', '.join(_FIELDS)}")
         rank, step, action = op.get("rank"), op.get("step"), op.get("action")
-        for what, value in (("rank", rank), ("step", step)):
-            if (value is not None or what == "rank") and (isinstance(value, bool) or not isinstance(value, int)
-                                                          or not 0 <= value < 1 << 31):
-                raise ParseError(f"{where}: {what!r} must be a whole number >= 0; found {_shown(value)}")
+        rank = _index(rank, "rank", where)
+        step = None if step is None else _index(step, "step", where)
         start, end = _time(op, "start", where, scale), _time(op, "end", where, scale)
         span_start = _time(op, "wait_start", where, scale) if "wait_start" in op else start
         if end < start or span_start > start:

@@ -175,12 +175,8 @@ def _fit(ops: dict, span: float, p: int, room: int) -> _Drawn:
     equally wide, so labels line up), unless filling the width merges fewer ops or labels more."""
     full = room / span
     scales = [full] if span > room else [float(room // span), full]
-    best = None
-    for scale in scales:
-        drawn = _draw(ops, scale, p, min(room, max(1, math.ceil(span * scale - _EDGE))))
-        if best is None or (drawn.merged, -drawn.labelled) < (best.merged, -best.labelled):
-            best = drawn
-    return best
+    drawn = (_draw(ops, scale, p, min(room, max(1, math.ceil(span * scale - _EDGE)))) for scale in scales)
+    return min(drawn, key=lambda d: (d.merged, -d.labelled))  # the first of equals
 
 
 def _readable_window(ops: dict, span: float, p: int, room: int) -> tuple[float, float, _Drawn] | None:

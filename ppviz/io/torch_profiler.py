@@ -33,6 +33,7 @@ import math
 import re
 from bisect import bisect_right
 from collections import defaultdict
+from typing import NoReturn
 
 from ..core.errors import ParseError
 from ..core.program import B, F, I, W, _shown
@@ -111,7 +112,7 @@ def looks_like(trace) -> bool:
     return False
 
 
-def _bad_time(name, ts, dur, source):
+def _bad_time(name, ts, dur, source) -> NoReturn:
     for what, x in (("ts", ts), ("dur", dur)):
         if isinstance(x, bool) or not isinstance(x, (int, float)) or not -1e300 < x < 1e300:
             raise ParseError(f"{source}: event {_shown(name)}'s {what} must be a finite number; found {_shown(x)}")
@@ -226,6 +227,10 @@ def _key(pid):
     return pid if isinstance(pid, (int, str)) else repr(pid)
 
 
+#: a compute op's span: ((kind, stage or None, microbatch), span start, span end, step or None)
+_Span = tuple[tuple[int, int | None, int], float, float, int | None]
+
+
 def _fill(records: RankRecords, proc: _Process, origin_us: int, source: str) -> None:
     """Compute ops (waits split off), sends and receive completions of one process."""
     step_of = _step_finder(proc.steps)
@@ -242,9 +247,9 @@ def _fill(records: RankRecords, proc: _Process, origin_us: int, source: str) -> 
     def ms(t):
         return (t - origin_us) / 1000.0
 
-    compute = []  # (key, span_start, span_end, step)
+    compute: list[_Span] = []  # (key, span_start, span_end, step)
     pairs = []  # (forward key, backward key, span_start, span_end, step)
-    received = {}  # (step, direction, stage, microbatch) -> completion
+    received: dict[tuple[int | None, str, int | None, int], float] = {}  # (step, direction, stage, microbatch) -> completion
     for action, start, end in proc.pp:
         step = step_of(start)
         match = COMPUTE_RE.fullmatch(action)
@@ -324,7 +329,7 @@ def _innermost(compute):
     """Drop a span that holds another of the same action (torch's runtime span around the one
     ppviz.annotate adds): the inner one is the computation without the wait."""
     compute.sort(key=lambda c: (c[0][0], -1 if c[0][1] is None else c[0][1], c[0][2], c[1], -c[2]))
-    out = []
+    out: list[_Span] = []
     for c in compute:
         if out and out[-1][0] == c[0] and out[-1][3] == c[3] and out[-1][1] <= c[1] and c[2] <= out[-1][2]:
             out[-1] = c

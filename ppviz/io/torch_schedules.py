@@ -193,9 +193,9 @@ def from_torch(schedule, *, devices: int | None = None, microbatches: int | None
     if not isinstance(order, Mapping) or not order:
         raise ConfigError("schedule", cls.__name__,
                           "give a torch schedule object with a pipeline_order, a schedule class or a schedule name")
-    m = getattr(schedule, "_n_microbatches", None)
+    microbatches = getattr(schedule, "_n_microbatches", None)
     stages = getattr(schedule, "_num_stages", None)
-    return Program.from_actions(order, microbatches=m, stages=stages, name=cls.__name__).validate()
+    return Program.from_actions(order, microbatches=microbatches, stages=stages, name=cls.__name__).validate()
 
 
 __all__ = ["from_torch"]

@@ -51,6 +51,12 @@ MAX_TRACE_BYTES = 1 << 30
 _GZIP_CHUNK = 16 << 20
 
 
+#: (step, kind, stage, microbatch, pair, span_start, start, end): see RankRecords
+OpRecord = tuple[int | None, int, int | None, int, bool, float, float, float]
+#: (step, direction "F"/"B", stage, microbatch, time): see RankRecords
+CommRecord = tuple[int | None, str, int | None, int, float]
+
+
 @dataclass
 class RankRecords:
     """The annotations of one rank.
@@ -72,9 +78,9 @@ class RankRecords:
     origin_ns: int
     world_size: int | None = None
     time_unit: str | None = "ms"
-    ops: list = field(default_factory=list)
-    sends: list = field(default_factory=list)
-    recvs: list = field(default_factory=list)
+    ops: list[OpRecord] = field(default_factory=list)
+    sends: list[CommRecord] = field(default_factory=list)
+    recvs: list[CommRecord] = field(default_factory=list)
 
 
 def read_bytes(path: str, max_bytes: int = MAX_TRACE_BYTES) -> bytes:

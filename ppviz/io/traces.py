@@ -26,6 +26,7 @@ import gc
 import os
 from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -133,7 +134,7 @@ def _parse_json(data: bytes, source: str):
 def _read_all(files: list[str], progress, max_bytes: int) -> list[RankRecords]:
     if progress is None:
         progress = len(files) > 1 and sum(os.path.getsize(f) for f in files) > _PROGRESS_BYTES
-    iterator = files
+    iterator: Iterable[str] = files
     if progress:
         from tqdm.auto import tqdm
 
@@ -178,6 +179,7 @@ def _devices(records: list[RankRecords]) -> list[RankRecords]:
     if ranked:
         by_rank: dict[int, RankRecords] = {}
         for r in ranked:
+            assert r.rank is not None  # ranked holds the ranks that name themselves
             if r.rank in by_rank:
                 raise ParseError(f"rank {r.rank} appears twice: in {by_rank[r.rank].source} and in {r.source}; "
                                  f"give one trace per rank")
@@ -275,9 +277,9 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
         except ProgramError as exc:
             failures.append((label, exc))
     if not programs:
-        label, exc = failures[0]
+        label, error = failures[0]
         raise ParseError(f"the traces hold no complete pipeline step (stages 0..{S - 1}, microbatches 0..{m - 1}, "
-                         f"{p} ranks); step {label}: {exc}")
+                         f"{p} ranks); step {label}: {error}")
     hosts = {r.host for r in devices if r.host is not None}
     offsets = np.zeros(p)
     if align is True or (align == "auto" and len(hosts) > 1):
@@ -376,8 +378,8 @@ def _steps(programs, labels, start, end, p) -> Steps:
         span = float(end[order].max() - start[order].min())
         busy = _busy(program, start[order], end[order])
         rows.append((label, span, busy, 1 - busy / (p * span) if span > 0 else 0.0))
-    label, span, busy, bubble = (np.array(col) for col in zip(*rows))
-    return Steps(label.astype(np.int64), span, busy, bubble)
+    numbers, spans, busy_times, bubbles = (np.array(col) for col in zip(*rows))
+    return Steps(numbers.astype(np.int64), spans, busy_times, bubbles)
 
 
 def _choose(step, steps: Steps) -> int:

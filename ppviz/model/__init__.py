@@ -1,5 +1,6 @@
 """From a model and a machine to costs: ``Transformer`` and ``Hardware`` descriptions, the
-FLOPs, activation and static-memory formulas (each module cites its paper), pipeline layouts
+FLOPs, activation and static-memory formulas (each module cites its paper), the kernels each item
+runs and their times on the hardware (``kernels``, ``roofline``), pipeline layouts
 (Megatron's layout strings, even and first/last splits, the automatic balancer), and
 ``costs``, which turns them into a :class:`ppviz.Config` in milliseconds and bytes
 (``ppviz.Config.from_model``)."""

@@ -28,7 +28,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from itertools import accumulate
 
 import numpy as np
@@ -49,9 +49,13 @@ class MemoryLimit:
     copies: np.ndarray
     capacity: float
 
-    def __post_init__(self):
-        object.__setattr__(self, "_act", np.concatenate([[0.0], np.cumsum(self.activation)]))
-        object.__setattr__(self, "_static", np.concatenate([[0.0], np.cumsum(self.static)]))
+    @cached_property
+    def _act(self) -> np.ndarray:
+        return np.concatenate([[0.0], np.cumsum(self.activation)])
+
+    @cached_property
+    def _static(self) -> np.ndarray:
+        return np.concatenate([[0.0], np.cumsum(self.static)])
 
     def excess(self, cuts: Sequence[int]) -> float:
         """How far the fullest device is over the capacity (0 when every device fits)."""
@@ -88,16 +92,16 @@ def candidates(costs: Sequence[float], stages: int, weights: np.ndarray | None =
         excess, stage, device = stage_first(cuts, limit)
         return (excess, device, stage)
 
-    starts = [list(c) for c in starts]
+    start_cuts = [list(c) for c in starts]
     found = []
     orders = (stage_first, device_first) if weights is not None and W.shape[0] < stages else (stage_first,)
     limits = (memory, None) if memory is not None else (None,)
     for limit in limits:
         for order in orders:
             objective = partial(order, limit=limit)
-            best = min([_min_max_cuts(prefix, stages), *starts], key=objective)
+            best = min([_min_max_cuts(prefix, stages), *start_cuts], key=objective)
             found.append(_improve(best, objective, n, stages))
-    return found + starts
+    return found + start_cuts
 
 
 def _min_max_cuts(prefix: list[float], stages: int) -> list[int]:

@@ -1,21 +1,31 @@
 """From a model and a machine to a :class:`ppviz.Config` in real units: per-stage times in
 milliseconds and memory in bytes, with the device's capacity for "will it fit?".
 
-Per stage s (model chunk s), for one microbatch: F, I and W times from the FLOPs of the items
-the stage holds (``ppviz.model.flops``) at the hardware's sustained rate, divided over the t
-tensor-parallel ranks; the recompute time (forward FLOPs run again before the backward); the
-activation bytes the stage's F stores (``ppviz.model.activations``); and its static bytes,
-parameters / t × the bytes per parameter of mixed-precision Adam under ZeRO
-(``ppviz.model.static_memory``). The embedding sits on the first stage and the LM head with the
-loss on the last, so those stages differ; with tied embeddings the last stage keeps its own copy
-of the matrix (Megatron shares it between the first and last stage) unless they are one stage.
+Per stage s (model chunk s), for one microbatch on one device of its tensor-parallel group: the
+F, I and W times (and the recompute before a backward) are the kernels of the items the stage
+holds (``ppviz.model.kernels``) timed by the roofline (``ppviz.model.roofline``), plus the
+tensor- and expert-parallel collectives those passes issue, timed by NCCL's model over their
+groups' links (``ppviz.model.collectives``: Megatron-LM's rank order over the cluster's nodes)
+less the share ``tp_comm_overlap`` hides; under context parallelism a rank runs 1/cp of each
+sequence and passes keys and values round a ring. ``stage_costs`` keeps each stage's exposed
+communication apart (``f_comm``, ``b_comm``) for the charts. The activation bytes the stage's F
+stores come from ``ppviz.model.activations``; its static bytes are parameters / t × the bytes per
+parameter of mixed-precision Adam under ZeRO (``ppviz.model.static_memory``). The embedding sits
+on the first stage and the LM head with the loss on the last, so those stages differ; with tied
+embeddings the last stage keeps its own copy of the matrix (Megatron shares it between the first
+and last stage) unless they are one stage.
 
-Not modelled: tensor-parallel and data-parallel communication (fold their cost into
-``Hardware.efficiency``), expert parallelism (every expert of a stage's MoE layers is on each
-of its devices), ZeRO-3, the transient memory of the one layer being
-recomputed during a backward, and, under full recompute with a split backward (I, then W
-later), the recomputed activations W still needs in between (the zero-bubble paper's M_W):
-W is taken to keep ``w_share`` of what F stored.
+The step beyond the pipeline (:class:`ppviz.Step`, from :func:`step_of`): each stage's gradients
+reduced over its data-parallel group, the optimizer step and the distributed optimizer's
+parameter gather, and the step's tokens and model FLOPs for throughput and MFU. Given a
+``topology`` (the cluster: GPUs per NVLink domain, the NVLink and the network per GPU), the
+pipeline's transfers cross it as its stage ranks sit on it (``Groups.pipeline_topology``);
+without one, the collectives cross the hardware's reference system (:data:`REFERENCE_SYSTEMS`).
+
+Not modelled: ZeRO-3 (and FSDP), the transient memory of the one layer being recomputed during a
+backward, and, under full recompute with a split backward (I, then W later), the recomputed
+activations W still needs in between (the zero-bubble paper's M_W): W is taken to keep
+``w_share`` of what F stored.
 
 Activation offload (``offload=α``, PipeOffload, arXiv 2503.01328) copies α of each stage's
 stored activation bytes over the hardware's PCIe link (``Hardware.host_link``), or over the link
@@ -36,23 +46,27 @@ import numpy as np
 from ..core.config import Config
 from ..core.errors import ConfigError, LayoutError, did_you_mean
 from ..core.registry import lookup
-from ..core.topology import Offload
-from . import activations, flops
+from ..core.step import Step
+from ..core.topology import Link, Offload, Topology, checked_topology
+from . import activations, flops, roofline
 from .activations import Parallel, boundary_bytes
 from .balance import MemoryLimit, candidates
+from .collectives import Groups
 from .hardware import Hardware
 from .layout import Layout
 from .static_memory import bytes_per_param
-from .transformer import Transformer
+from .transformer import Transformer, checked_count
 
 LAYOUT_KEYWORDS = ("even", "balanced")
 
 
 @dataclass(frozen=True)
 class StageCosts:
-    """One microbatch through each stage: times in ms (``f``, ``i``, ``w``, ``recompute``),
-    ``activation`` bytes stored by F, ``static`` bytes (weights, gradients, optimizer state),
-    on one device of the stage's tensor-parallel group; ``layout`` says what each stage holds."""
+    """One microbatch through each stage: times in ms (``f``, ``i``, ``w``, ``recompute``; each
+    its compute and its exposed tensor-, context- and expert-parallel communication, which
+    ``f_comm``, ``i_comm`` give alone), ``activation`` bytes stored by F, ``static`` bytes
+    (weights, gradients, optimizer state) and ``params`` (parameters), on one device of the
+    stage's tensor-parallel group; ``layout`` says what each stage holds."""
 
     layout: Layout
     f: np.ndarray
@@ -61,11 +75,20 @@ class StageCosts:
     recompute: np.ndarray
     activation: np.ndarray
     static: np.ndarray
+    f_comm: np.ndarray
+    i_comm: np.ndarray
+    params: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Training:
-    """How the model is trained, beyond the pipeline: parallelism, recompute, attention kernel, ZeRO."""
+    """How the model is trained, beyond the pipeline: the parallel groups (tensor, sequence,
+    context, expert, data and pipeline parallel sizes, laid out in Megatron-LM's rank order over
+    ``cluster``'s nodes), recompute, the attention kernel, FP8, ZeRO, and which communication
+    hides under compute: ``tp_comm_overlap`` (the share of the tensor-parallel collectives
+    Transformer Engine's userbuffers overlap with their GEMMs: 0 by default, as in Megatron-LM;
+    NVIDIA's performance recipes turn it on), ``overlap_grad_reduce`` and ``overlap_param_gather``
+    (Megatron-LM's, for the data-parallel tail: :class:`ppviz.Step`)."""
 
     tensor_parallel: int = 1
     sequence_parallel: bool | None = None  # None: on when tensor_parallel > 1
@@ -73,10 +96,22 @@ class Training:
     zero_stage: int = 0
     recompute: str | None = None
     flash_attention: bool = True
+    expert_parallel: int = 1  # the experts of each MoE layer split over this many devices
+    fp8: bool = False  # Transformer Engine's FP8: GEMMs at the FP8 rate, everything else 16-bit
+    context_parallel: int = 1  # the sequence split over this many devices, attention's keys and values passed round a ring
+    pipeline_parallel: int = 1
+    cluster: Topology | None = None
+    tp_comm_overlap: float = 0.0
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
 
     def __post_init__(self):
-        if not isinstance(self.flash_attention, bool):
-            raise ConfigError("flash_attention", self.flash_attention, "give True or False")
+        for name in ("flash_attention", "fp8", "overlap_grad_reduce", "overlap_param_gather"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(name, getattr(self, name), "give True or False")
+        checked_count("expert_parallel", self.expert_parallel, minimum=1)
+        checked_count("context_parallel", self.context_parallel, minimum=1)
+        checked_count("pipeline_parallel", self.pipeline_parallel, minimum=1)
         if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
             raise ConfigError("sequence_parallel", self.sequence_parallel,
                               "give True, False or None (on when tensor_parallel > 1)")
@@ -84,28 +119,146 @@ class Training:
         bytes_per_param(self.zero_stage, self.data_parallel)  # checks ZeRO's stage and data parallelism
         if self.recompute not in flops.RECOMPUTE:
             raise ConfigError("recompute", self.recompute, "give None, 'selective' or 'full'")
+        share = self.tp_comm_overlap
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+            raise ConfigError("tp_comm_overlap", share, "give the share of the tensor-parallel collectives hidden "
+                              "under their GEMMs, from 0 (Megatron-LM's default) to 1")
+        if self.cluster is not None and not isinstance(self.cluster, Topology):
+            raise ConfigError("cluster", self.cluster, "give a ppviz.Topology")
 
     @property
     def parallel(self) -> Parallel:
         sp = self.tensor_parallel > 1 if self.sequence_parallel is None else self.sequence_parallel
         return Parallel(self.tensor_parallel, sp)
 
+    @property
+    def groups(self) -> Groups:
+        return Groups(tp=self.tensor_parallel, cp=self.context_parallel, ep=self.expert_parallel,
+                      dp=self.data_parallel, pp=self.pipeline_parallel)
+
+
+#: The systems the accelerators' presets are built into, whose links the parallel groups' collectives
+#: cross when ``from_model`` is given no topology: NVIDIA's reference designs (ppviz.core.topology)
+REFERENCE_SYSTEMS = {"a100-80gb": "dgx-a100", "h100-sxm": "dgx-h100", "h200": "dgx-h100", "b200": "dgx-b200",
+                     "gb200": "gb200-nvl72"}
+#: Bytes an Adam step reads and writes per parameter of its shard (fused multi-tensor Adam, as
+#: Megatron-LM's distributed optimizer runs it): the fp32 gradient (4), the fp32 master weight
+#: and the two fp32 moments, each read and written (3 × 8), and the 16-bit weight written back (2)
+OPTIMIZER_BYTES = 30
+#: Bytes of a gradient element as the data-parallel group reduces it: 16-bit, Megatron-LM's
+#: default (``grad_reduce_in_fp32=False``)
+GRADIENT_BYTES = 2
+PARAMETER_BYTES = 2
+
+
+def cluster_of(hardware: Hardware, topology) -> Topology | None:
+    """The cluster whose links the parallel groups' collectives cross: ``topology`` (a preset name,
+    a Topology or a Link), or the hardware's reference system, or None when neither is known."""
+    if topology is not None:
+        return _as_topology(checked_topology(topology))
+    name = REFERENCE_SYSTEMS.get(hardware.name or "")
+    if name is not None:
+        return Topology.preset(name)
+    if hardware.nvlink_gbps is not None:
+        nvlink = Link(11.8e-6, bandwidth=hardware.nvlink_gbps * 1e9, unit="s")
+        return Topology(hardware.nvlink_domain or 8, intra=nvlink, inter=nvlink, name=None)
+    return None
+
+
+def _as_topology(topology) -> Topology:
+    if isinstance(topology, Link):
+        return Topology(10**9, intra=topology, inter=topology)
+    return topology
+
 
 def item_costs(model: Transformer, hardware: Hardware, training: Training) -> dict[str, tuple]:
-    """Per item kind (E, t, m, L): (f, i, w, recompute) in ms, stored activation bytes, parameters."""
-    t = training.parallel.tensor
-    rate = hardware.flops_per_ms * t
-    mode = training.recompute
-    fl = {"E": flops.NONE, "t": flops.layer(model), "m": flops.mtp(model), "L": flops.head(model)}
-    again = {"E": 0, "t": flops.recomputed(model, mode), "m": flops.recomputed(model, mode), "L": 0}
-    par, flash = training.parallel, training.flash_attention
-    act = {"E": activations.embedding_bytes(model, par),
-           "t": activations.layer_bytes(model, par, flash_attention=flash, recompute=mode),
-           "m": activations.mtp_bytes(model, par, flash_attention=flash, recompute=mode),
-           "L": activations.head_bytes(model, par)}
+    """Per item kind (E, t, m, L): (f, i, w, recompute) in ms, stored activation bytes, parameters,
+    and the exposed communication inside (f, i, w, recompute), in ms.
+
+    Compute is each phase's kernels timed by the roofline (:func:`ppviz.model.roofline.item_times`);
+    the tensor- and expert-parallel collectives a phase issues are timed by NCCL's model over their
+    groups' links (:mod:`ppviz.model.collectives`) and add to it, less the share
+    ``tp_comm_overlap`` hides under compute. Under context parallelism each rank runs 1/cp of the
+    sequence, attends to all of it (its attention kernels cp times those of the shortened
+    sequence, as Megatron-LM's load-balanced causal split gives each rank 1/cp of the work) and
+    passes its keys and values round the ring, hidden under that attention where it can be."""
+    cp = training.context_parallel
+    per_rank = model if cp == 1 else model.replace(seq_len=_split_sequence(model, cp))
+    timed = roofline.item_times(per_rank, hardware, training)
+    attention = _attention_ms(per_rank, hardware, training) if cp > 1 else {}
+    groups, cluster = training.groups, training.cluster
+    par, flash, mode = training.parallel, training.flash_attention, training.recompute
+    act = {"E": activations.embedding_bytes(per_rank, par),
+           "t": activations.layer_bytes(per_rank, par, flash_attention=flash, recompute=mode),
+           "m": activations.mtp_bytes(per_rank, par, flash_attention=flash, recompute=mode),
+           "L": activations.head_bytes(per_rank, par)}
     params = {"E": model.embedding_params(), "t": model.layer_params(), "m": model.mtp_params(),
               "L": model.head_params()}
-    return {k: ((fl[k].f / rate, fl[k].i / rate, fl[k].w / rate, again[k] / rate), act[k], params[k]) for k in fl}
+    out = {}
+    for item in ("E", "t", "m", "L"):
+        times, comms = [], []
+        for phase in ("F", "I", "W", "R"):
+            compute, collectives = timed[item][phase]
+            exposed = 0.0
+            for group in ("tp", "ep"):
+                ms = sum(_collective_ms(groups, c, cluster) for c in collectives if c.group == group)
+                hidden = min(ms * training.tp_comm_overlap, compute) if group == "tp" else 0.0
+                exposed += ms - hidden
+            if cp > 1:
+                extra = (cp - 1) * attention.get((item, phase), 0.0)
+                ring = _ring_ms(per_rank, training, phase) if item in "tm" else 0.0
+                compute += extra
+                exposed += max(0.0, ring - (extra + attention.get((item, phase), 0.0)))
+            times.append(compute + exposed)
+            comms.append(exposed)
+        out[item] = (tuple(times), act[item], params[item], tuple(comms))
+    return out
+
+
+def _split_sequence(model: Transformer, cp: int) -> int:
+    if model.seq_len % cp:
+        raise ConfigError("context_parallel", cp, f"give a size that divides the sequence of {model.seq_len}",
+                          reason="context parallelism splits every sequence evenly over its ranks")
+    return model.seq_len // cp
+
+
+def _attention_ms(model: Transformer, hardware: Hardware, training: Training) -> dict:
+    """(item, phase) → the time of its attention kernels, for context parallelism's extra work."""
+    out: dict = {}
+    for row in roofline.kernel_table(model, hardware, training):
+        if row["kind"] in ("attention", "attention_backward"):
+            key = (row["item"], row["phase"])
+            out[key] = out.get(key, 0.0) + row["ms"]
+    return out
+
+
+def _collective_ms(groups: Groups, collective, cluster: Topology | None) -> float:
+    if getattr(groups, collective.group) <= 1:
+        return 0.0
+    return groups.time(collective.group, collective.kind, collective.bytes, _known(cluster, collective.group)) * 1e3
+
+
+def _known(cluster: Topology | None, group: str) -> Topology:
+    """The cluster the ``group``'s collectives cross, which they cannot be timed without."""
+    if cluster is None:
+        raise ConfigError("topology", None, "give topology= (a preset such as 'dgx-h100', or a ppviz.Topology): "
+                          f"the {group} group's collectives need its links",
+                          reason="the hardware has no reference system and no NVLink bandwidth")
+    return cluster
+
+
+def _ring_ms(model: Transformer, training: Training, phase: str) -> float:
+    """Context parallelism's ring exchange in one layer's phase: cp − 1 steps, each passing a
+    rank's keys and values (F) or their gradients too (I: twice the bytes), 16-bit, over the
+    context-parallel group's link (Megatron-LM's ring attention, Liu et al. 2023)."""
+    if phase not in ("F", "I"):
+        return 0.0
+    groups, cluster = training.groups, _known(training.cluster, "cp")
+    kv = 2 * model.tokens * model.kv_size // training.parallel.tensor * activations.BYTES
+    nbytes = kv * (2 if phase == "I" else 1)
+    link, efficiency = groups.link("cp", cluster)
+    step = link.latency + nbytes / (link.bandwidth * efficiency)
+    return (groups.cp - 1) * step * 1e3
 
 
 def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training: Training = Training()) -> StageCosts:
@@ -118,11 +271,40 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
     for items in layout.stages:
         count = {c: items.count(c) for c in per}  # a stage's cost is its items' costs, kind by kind
         times = [sum(count[c] * per[c][0][k] for c in per) for k in range(4)]
+        comm = [sum(count[c] * per[c][3][k] for c in per) for k in (0, 1)]
         act = sum((count[c] * per[c][1] for c in per), Fraction(0))
         params = sum(count[c] * per[c][2] for c in per) + (model.vocab * model.hidden if tied_copy and "L" in items else 0)
-        rows.append((*times, float(act), float(Fraction(params, training.parallel.tensor) * per_param)))
-    f, i, w, r, act, static = (np.array(col, dtype=float) for col in zip(*rows))
-    return StageCosts(layout, f, i, w, r, act, static)
+        rank_params = Fraction(params, training.parallel.tensor)
+        rows.append((*times, float(act), float(rank_params * per_param), *comm, float(rank_params)))
+    f, i, w, r, act, static, f_comm, i_comm, params = (np.array(col, dtype=float) for col in zip(*rows))
+    return StageCosts(layout, f, i, w, r, act, static, f_comm, i_comm, params)
+
+
+def step_of(costs: StageCosts, hardware: Hardware, training: Training, microbatches: int,
+            model: Transformer) -> Step:
+    """The data-parallel tail of each stage (:class:`ppviz.Step`, times in ms) and the step's
+    throughput figures: a stage's gradients (16-bit) are all-reduced over its data-parallel group,
+    or reduce-scattered under ZeRO-1/2 (Megatron-LM's distributed optimizer), which then
+    all-gathers the updated 16-bit weights; the optimizer step is memory-bound, its shard's
+    :data:`OPTIMIZER_BYTES` per parameter at the HBM bandwidth memory-bound kernels reach."""
+    groups, d = training.groups, training.data_parallel
+    cluster = _known(training.cluster, "dp") if d > 1 else None
+    sharded = training.zero_stage >= 1
+    reduce, optimizer, gather = [], [], []
+    for params in costs.params:
+        kind = "reduce-scatter" if sharded else "all-reduce"
+        reduce.append(groups.time("dp", kind, params * GRADIENT_BYTES, cluster) * 1e3 if cluster else 0.0)
+        gather.append(groups.time("dp", "all-gather", params * PARAMETER_BYTES, cluster) * 1e3
+                      if cluster and sharded else 0.0)
+        shard = params / d if sharded else params
+        optimizer.append(shard * OPTIMIZER_BYTES / (hardware.hbm_gbps * 1e9 * hardware.memory_share) * 1e3
+                         if hardware.hbm_gbps is not None else 0.0)
+    gpus = groups.gpus
+    tokens = d * microbatches * model.tokens
+    return Step(reduce=tuple(reduce), optimizer=tuple(optimizer), gather=tuple(gather),
+                overlap_grad_reduce=training.overlap_grad_reduce, overlap_param_gather=training.overlap_param_gather,
+                tokens=float(tokens), model_flops=float(d * flops.iteration(model, microbatches)),
+                gpus=gpus, peak_flops=hardware.peak_tflops * 1e12 / 1e3)
 
 
 def _sequence(model: Transformer) -> str:
@@ -166,7 +348,7 @@ def held_at_peak(config: Config) -> np.ndarray:
         times, values = result.memory.curve(d)
         peak = times[int(np.argmax(values))]
         mine = ops.device == d
-        live = {}
+        live: dict[tuple[int, int], float] = {}
         for stage, mb, kind, start, end in zip(ops.stage[mine], ops.microbatch[mine], ops.kind[mine],
                                                ops.start[mine], ops.end[mine]):
             key = (int(stage), int(mb))
@@ -196,6 +378,7 @@ def balanced_layout(model: Transformer, hardware: Hardware, config: Config, trai
         key = (result.out_of_memory, result.makespan)
         if best_key is None or key < best_key:
             best, best_key = layout, key
+    assert best is not None  # the balancer always has candidates
     return best
 
 
@@ -273,10 +456,11 @@ def _check_heads_split(model: Transformer, t: int) -> None:
 
 def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devices: int = 4,
          microbatches: int = 8, stages_per_device: int | None = None, data_parallel: int = 1,
-         tensor_parallel: int = 1, sequence_parallel: bool | None = None, zero_stage: int = 0,
-         recompute: str | None = None, flash_attention: bool = True, layout=None,
-         first_stage_layers: int | None = None, last_stage_layers: int | None = None,
-         **options) -> tuple[Config, Layout]:
+         tensor_parallel: int = 1, sequence_parallel: bool | None = None, context_parallel: int = 1,
+         expert_parallel: int = 1, zero_stage: int = 0, recompute: str | None = None, flash_attention: bool = True,
+         fp8: bool = False, tp_comm_overlap: float = 0.0, overlap_grad_reduce: bool = True,
+         overlap_param_gather: bool = True, layout=None, first_stage_layers: int | None = None,
+         last_stage_layers: int | None = None, **options) -> tuple[Config, Layout]:
     """The config of :meth:`ppviz.Config.from_model` and the layout it places the model by."""
     if not isinstance(model, Transformer):
         raise ConfigError("model", model, "give a ppviz.Transformer, e.g. ppviz.Transformer.preset('llama-3-70b')")
@@ -297,13 +481,25 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                           f"{did_you_mean(unknown[0], accepted)}from_model takes {', '.join(accepted)}",
                           reason="from_model has no such option")
     # transfers need the unit, which the costs below bring: they are set last
-    transfers = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
+    transfers: dict[str, object] = {key: options.pop(key) for key in ("topology", "comm_bytes", "p2p") if key in options}
     offload = _offload(options.pop("offload", None), hardware)
-    training = Training(tensor_parallel, sequence_parallel, data_parallel, zero_stage, recompute, flash_attention)
+    if not isinstance(devices, int) or isinstance(devices, bool) or devices < 1:
+        raise ConfigError("devices", devices, "give a whole number of pipeline stages >= 1")
+    training = Training(tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
+                        data_parallel=data_parallel, zero_stage=zero_stage, recompute=recompute,
+                        flash_attention=flash_attention, expert_parallel=expert_parallel, fp8=fp8,
+                        context_parallel=context_parallel, pipeline_parallel=devices,
+                        cluster=cluster_of(hardware, transfers.get("topology")), tp_comm_overlap=tp_comm_overlap,
+                        overlap_grad_reduce=overlap_grad_reduce, overlap_param_gather=overlap_param_gather)
     _check_heads_split(model, training.parallel.tensor)
-    if transfers.get("topology") is not None and "comm_bytes" not in transfers:
-        # what crosses the links is the model's own: its hidden states, sharded as the training shards them
-        transfers["comm_bytes"] = boundary_bytes(model, training.parallel)
+    if transfers.get("topology") is not None and training.cluster is not None:
+        # the topology is the cluster's: a node holds as many pipeline stages as its GPUs hold
+        # stage ranks (one, when a stage's tensor- and data-parallel ranks fill it)
+        transfers["topology"] = training.groups.pipeline_topology(training.cluster)
+        if "comm_bytes" not in transfers:
+            # what crosses the links is the model's own: its hidden states, sharded as the training shards them
+            cp = training.context_parallel
+            transfers["comm_bytes"] = boundary_bytes(model, training.parallel) // cp
     # the run's links and offload: the balancer simulates its candidates with them, so that the
     # layout it keeps is the fastest (and fits) in this run, not in one without them
     links = {**transfers, **({"offload": offload} if offload is not None else {})}
@@ -344,10 +540,12 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
     unit = float(costs.activation.sum()) / p  # bytes of one microbatch through 1/p of the model
     per_stage = {s: {"f": float(costs.f[s]), "b": float(costs.i[s]), "w": float(costs.w[s]),
                      "recompute": float(costs.recompute[s]), "activation": float(costs.activation[s]) / unit,
-                     "params": float(costs.static[s]) / unit} for s in range(base.stages)}
+                     "params": float(costs.static[s]) / unit, "f_comm": float(costs.f_comm[s]),
+                     "b_comm": float(costs.i_comm[s])} for s in range(base.stages)}
     config = base.replace(
         f=float(costs.f.sum()) / p, b=float(costs.i.sum()) / p, w=float(costs.w.sum()) / p,
         stage_costs=per_stage, activation=1.0, activation_bytes=unit, params=float(costs.static.sum()) / p / unit,
         w_share=activations.weight_gradient_share(model, flash_attention=training.flash_attention),
-        memory_capacity=hardware.memory_bytes / unit, time_unit="ms", recompute=training.recompute)
+        memory_capacity=hardware.memory_bytes / unit, time_unit="ms", recompute=training.recompute,
+        step=step_of(costs, hardware, training, base.microbatches, model))
     return config.replace(**links) if links else config

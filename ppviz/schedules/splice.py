@@ -99,7 +99,7 @@ def _stretch(before, after) -> tuple[int, int]:
 def _insert(base_columns, next_columns, stretch, count: int, period: int) -> list[tuple[np.ndarray, ...]]:
     """Per device: the base order with ``count`` copies of its steady stretch inserted, each a
     period of microbatches on from the one before, and the rest ``count`` periods on."""
-    out = []
+    out: list[tuple[np.ndarray, ...]] = []
     for (kind, stage, mb, pair), (kind1, stage1, mb1, pair1), (at, extra) in zip(base_columns, next_columns, stretch):
         piece = slice(at, at + extra)
         shift = np.repeat(np.arange(count, dtype=np.int64) * period, extra)

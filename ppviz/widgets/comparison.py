@@ -274,7 +274,7 @@ class ComparisonView(ipywidgets.VBox):
         self._linked += [((self.chart, "_vl_selections"), (self.state, "_chart_selections")),
                          ((self.chart, "_params"), (self.state, "_chart_params"))]
         self.links = [ipywidgets.jslink(source, target) for source, target in self._linked]
-        self._kernel_links = None
+        self._kernel_links: list[traitlets.link] | None = None
         fit = ""
         if comparison.fits is not None:
             ranking = comparison.ranking

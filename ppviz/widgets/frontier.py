@@ -1,11 +1,10 @@
-"""``ppviz.frontier``: the bubble-vs-memory Pareto frontier as a table and a chart; in a notebook,
-clicking a point opens that run's Gantt chart below it.
+"""The view of a :class:`ppviz.Frontier`: the bubble-vs-memory chart, where clicking a point
+opens that run's Gantt chart below it.
 
     front = ppviz.frontier(ppviz.Config(devices=8, microbatches=32, comm=0.1))
     front.table          # pandas DataFrame: one row per run, ``pareto`` marks the front
-    front.chart          # the Altair chart (ppviz.charts.frontier_chart)
-    front                # in a notebook (Jupyter or marimo): the chart, and the Gantt chart
-                         # of the point clicked
+    front.chart()        # the Altair chart (ppviz.charts.frontier_chart)
+    front                # in a notebook (Jupyter or marimo): this view, front.view()
 
 The click travels as Altair's own ``JupyterChart`` selection (``ppviz_frontier_pick``),
 observed from Python; the Gantt chart is :func:`ppviz.show`'s.
@@ -16,52 +15,13 @@ from __future__ import annotations
 import ipywidgets
 import traitlets
 
-from ..analysis.frontier import FrontierPoints, frontier_points
-from ..analysis.search import DEFAULT_EFFORT
+from ..analysis.frontier import Frontier
 from ..charts import widget as chart_widget
-from ..charts.frontier import PICK, frontier_chart
-from ..core.config import Config
-from ..core.engine import simulate
-from ..core.errors import ConfigError, checked_arguments
-from ..core.result import Result
+from ..charts.frontier import PICK
+from ..core.errors import ConfigError
 from . import marimo
 from .gantt import GanttWidget
 from .viewer import Viewer
-
-
-@checked_arguments
-class Frontier:
-    """What :func:`frontier` returns: ``table`` (a pandas DataFrame), ``chart`` (Altair),
-    ``result(name)`` (a run's full :class:`ppviz.Result`) and ``view()`` (the linked widget,
-    which is also how a notebook displays it)."""
-
-    def __init__(self, points: FrontierPoints):
-        self.points = points
-        self.table = points.table
-        self.chart = frontier_chart(points)
-
-    def result(self, name: str) -> Result:
-        """The run named ``name`` (a row of ``table``), simulated in full."""
-        if name not in self.points.runs:
-            raise ConfigError("name", name, f"give one of the table's names: {', '.join(self.table.name)}")
-        run = self.points.runs[name]
-        return run if isinstance(run, Result) else simulate(run)
-
-    def view(self) -> "FrontierView":
-        return FrontierView(self)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.view())
-
-    def _display_(self):
-        # marimo's display protocol: the view, which has its own _display_ (ppviz/widgets/marimo.py)
-        return self.view()
-
-    def __repr__(self) -> str:
-        return f"<Frontier: {len(self.table)} runs, {int(self.table.pareto.sum())} on the Pareto front>\n" + \
-            self.table.to_string(index=False)
 
 
 class FrontierView(ipywidgets.VBox):
@@ -71,8 +31,10 @@ class FrontierView(ipywidgets.VBox):
     selected = traitlets.Unicode("")
 
     def __init__(self, front: Frontier):
+        if not isinstance(front, Frontier):
+            raise ConfigError("front", front, "give what ppviz.frontier returns")
         self.front = front
-        self.chart = chart_widget(front.chart, embed_options={"renderer": "svg", "actions": False})
+        self.chart = chart_widget(front.chart(), embed_options={"renderer": "svg", "actions": False})
         self.chart.add_class("ppviz-frontier-chart")
         self.detail = ipywidgets.VBox()
         # marimo draws no ipywidgets container: there one Gantt chart, empty until a click, is
@@ -99,21 +61,4 @@ class FrontierView(ipywidgets.VBox):
         return marimo.stack([self.chart, self._marimo_detail], "ppviz-frontier")
 
 
-@checked_arguments
-def frontier(config: Config, schedules=None, memory=None, *, metric: str = "fraction",
-             effort: int = DEFAULT_EFFORT) -> Frontier:
-    """The Pareto frontier of bubble against peak memory for ``config``'s sizes and costs.
-
-    Runs every library schedule that accepts the sizes (``schedules``: only these names) and
-    :func:`ppviz.search` at each limit of ``memory`` (default: about p/3, p/2, p and 2p − 1
-    activation units; ``[]`` for none). Memory is the busiest device's peak activation, or its
-    activation and static memory together where the config has static memory (in GiB on the
-    chart where it gives ``activation_bytes``); with a ``memory_capacity`` the runs that do
-    not fit are never on the front. ``metric``: ``"fraction"`` or ``"rate"``. Returns a
-    :class:`Frontier`: ``.table``, ``.chart``, and in a notebook the chart whose points open
-    their Gantt charts when clicked.
-    """
-    return Frontier(frontier_points(config, schedules, memory, metric=metric, effort=effort))
-
-
-__all__ = ["Frontier", "FrontierView", "frontier"]
+__all__ = ["FrontierView"]

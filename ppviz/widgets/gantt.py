@@ -12,6 +12,7 @@ import traitlets
 
 from ..core.errors import ConfigError
 from ..core.result import Result
+from ..analysis.residuals import Residuals
 from .overlay import against_label, describe_overlay, encode_overlay, overlay_of
 from .wire import describe, encode_memory, encode_timeline
 
@@ -72,8 +73,8 @@ class GanttWidget(anywidget.AnyWidget):
 
     def __init__(self, result: Result | None, *, against=None, **kwargs):
         super().__init__(**kwargs)
-        self.result = None
-        self.residuals = None
+        self.result: Result | None = None
+        self.residuals: Residuals | None = None
         if result is not None:
             self.set_result(result, against=against)
 

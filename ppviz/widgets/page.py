@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from typing import Any
 
 from ..charts.style import THEMES
 from ..core.errors import ConfigError
@@ -73,7 +74,7 @@ def standalone_html(x, *, theme: str = "light", width: str = "1200px", against=N
 
     if against is not None and len(results) != 1:
         raise ConfigError("against", type(against).__name__, "against= overlays one measured run; give one, not a list")
-    charts = [{"timeline": b64(encode_timeline(r)), "memory": b64(encode_memory(r)), "meta": describe(r),
+    charts: list[dict[str, Any]] = [{"timeline": b64(encode_timeline(r)), "memory": b64(encode_memory(r)), "meta": describe(r),
                "overlay": ""} for r in results]
     if against is not None:
         residuals = overlay_of(results[0], against)

@@ -39,7 +39,7 @@ PNG = "image/png"
 #: where a stored picture says what it was rendered from: the Vega-Lite spec's digest and the
 #: renderer's version (``tests/test_notebooks.py`` compares both when it checks for staleness)
 METADATA_KEY = "ppviz"
-RENDERER = f"vl-convert {vl_convert.__version__}"
+RENDERER = f"vl-convert {vl_convert.__version__}"  # type: ignore[attr-defined]  # its stub omits the module's __version__
 _WIDTH = 900  # the plot's width in pixels, as the widget's on a laptop screen
 
 _original_format = None
@@ -60,11 +60,12 @@ def static_chart(obj) -> alt.TopLevelMixin | None:
     if isinstance(obj, Comparison):
         return _comparison_chart(obj)
     if isinstance(obj, alt.JupyterChart):
-        return obj.chart
+        # an Altair chart, though the trait is typed as any Vega-Lite spec
+        return obj.chart if isinstance(obj.chart, alt.TopLevelMixin) else None
     if isinstance(obj, alt.TopLevelMixin):
         return obj
     if isinstance(obj, FrontierView):
-        return obj.front.chart
+        return obj.front.chart()
     if isinstance(obj, ipywidgets.Box):
         # a layout of widgets (controls beside a chart): the first of its charts stands for it
         return next((chart for chart in map(static_chart, obj.children) if chart is not None), None)

@@ -85,12 +85,13 @@ class Viewer(ipywidgets.VBox):
 
     @property
     def result(self) -> Result:
+        assert self.gantt.result is not None  # a viewer's chart always holds a run
         return self.gantt.result
 
     @property
     def config(self) -> Config:
         """The config of the run on display (the last change that was accepted)."""
-        return self.gantt.result.config
+        return self.result.config
 
     def update(self, **changes) -> "Viewer":
         """Re-simulate with some config fields changed (as ``Config.replace``), redraw, and
@@ -138,6 +139,7 @@ class Viewer(ipywidgets.VBox):
             if getattr(config, name) > top:
                 raise ConfigError(name, getattr(config, name), f"the widget draws at most {top}; "
                                   "use ppviz.simulate for larger runs")
+        assert config.stages_per_device is not None  # Config sets the schedule's default
         return estimate_ops(config.spec, config.devices, config.stages_per_device,
                             config.microbatches * config.segments, transfers=config.transfers)
 
@@ -161,7 +163,7 @@ class _CostField:
     another number runs it; the text of the value on display runs nothing. ``value`` is the number,
     as on ipywidgets' number boxes: setting it from Python runs it as typing would."""
 
-    def __init__(self, name: str, label: str, value: float, unit: str, on_change, width: str):
+    def __init__(self, name: str, label: str, value: float, unit: str | None, on_change, width: str):
         self.name = name
         self.unit = unit
         self._value = float(value)
@@ -316,7 +318,7 @@ class _Controls:
 
 
 @checked_arguments
-def show(run, controls: bool = True, *, theme: str = "auto", against=None):
+def show(run, controls: bool = True, *, theme: str = "auto", against=None) -> Viewer:
     """The interactive Gantt chart of one run: a Config, Program, Result or schedule name.
 
     With ``controls`` the chart sits under widgets for schedule, p, m, v, f, b, w and comm

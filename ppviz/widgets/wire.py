@@ -11,6 +11,7 @@ import numpy as np
 from ..core.closed_form import caveat
 from ..core.errors import ConfigError
 from ..core.result import Result
+from ..core.topology import Link, Topology
 
 TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
 MEMORY_MAGIC = 0x4D565050  # b"PPVM"
@@ -136,19 +137,20 @@ def _communication(result: Result) -> dict | None:
     if not c.transfers:
         return None
     topology = c.topology
+    assert isinstance(topology, (Topology, Link))  # Config made a preset name its Topology
     unit = c.time_unit
-    single = not hasattr(topology, "devices_per_node")  # a ppviz.Link: one link between every pair
-    intra = topology if single else topology.intra
+    nodes = topology if isinstance(topology, Topology) else None  # None for a Link: one between every pair
+    intra = topology if nodes is None else nodes.intra
     return {
         "count": len(result.transfers),
         "bytes": c.comm_bytes,
         "volume": float(np.sum(result.transfers.bytes)) if len(result.transfers) else 0.0,
         "p2p": c.p2p_mode,
-        "topology": None if single else topology.name,
+        "topology": None if nodes is None else nodes.name,
         # device d is on node d // devices_per_node; None: one link between every pair of devices
-        "devices_per_node": None if single else topology.devices_per_node,
+        "devices_per_node": None if nodes is None else nodes.devices_per_node,
         "intra": intra.describe(unit),
-        "inter": None if single else topology.inter.describe(unit),
+        "inter": None if nodes is None else nodes.inter.describe(unit),
         "exposed_comm": _floats(result.exposed_comm),
         "idle_compute": _floats(result.idle_compute),
     }
