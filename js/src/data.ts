@@ -3,7 +3,7 @@
 
 export const TIMELINE_MAGIC = 0x54565050; // "PPVT"
 export const MEMORY_MAGIC = 0x4d565050; // "PPVM"
-export const FORMAT_VERSION = 4;
+export const FORMAT_VERSION = 5;
 
 export const KIND_F = 0;
 export const KIND_B = 1;
@@ -27,9 +27,12 @@ export interface Timeline {
   offsets: Uint32Array;
   start: Float32Array;
   dur: Float32Array;
-  dep: Int32Array;
-  mb: Uint32Array;
-  stage: Uint16Array;
+  /** op k's dependency as its rank among microbatch mb[k]'s ops (opsOf), depNone for none: read
+   * it through depOf */
+  depRank: Uint8Array | Uint16Array | Uint32Array;
+  depNone: number;
+  mb: Uint16Array | Uint32Array;
+  stage: Uint8Array | Uint16Array;
   flags: Uint8Array;
   /** busy[k] = summed duration of the drawn slots before op k (pair partners count once) */
   busy: Float64Array;
@@ -162,8 +165,10 @@ export function decodeTimeline(input: unknown): Timeline {
   const n = r.u32();
   const devices = r.u32();
   const widths = r.u32();
-  const [mbBytes, stageBytes, durBytes] = [widths & 0xff, (widths >> 8) & 0xff, (widths >> 16) & 0xff];
-  if (![2, 4].includes(mbBytes) || ![1, 2].includes(stageBytes) || ![1, 2, 4].includes(durBytes)) {
+  const [mbBytes, stageBytes, durBytes, depBytes] =
+    [widths & 0xff, (widths >> 8) & 0xff, (widths >> 16) & 0xff, widths >>> 24];
+  if (![2, 4].includes(mbBytes) || ![1, 2].includes(stageBytes) || ![1, 2, 4].includes(durBytes) ||
+      ![1, 2, 4].includes(depBytes)) {
     throw new Error(`ppviz: the timeline's column widths (${widths.toString(16)}) are not in ppviz's format`);
   }
   const table = r.column(Float32Array, r.u32());
@@ -171,9 +176,10 @@ export function decodeTimeline(input: unknown): Timeline {
   const start = r.column(Float32Array, n);
   const dur = durBytes === 4 ? r.column(Float32Array, n)
     : lookUp(table, durBytes === 1 ? r.column(Uint8Array, n) : r.column(Uint16Array, n));
-  const dep = r.column(Int32Array, n);
-  const mb = mbBytes === 4 ? r.column(Uint32Array, n) : widened(new Uint32Array(n), r.column(Uint16Array, n));
-  const stage = stageBytes === 2 ? r.column(Uint16Array, n) : widened(new Uint16Array(n), r.column(Uint8Array, n));
+  const depRank = unsignedColumn(r, depBytes, n);
+  // the narrow columns are read where they are, not widened: each copy costs milliseconds at 10^6 ops
+  const mb = mbBytes === 4 ? r.column(Uint32Array, n) : r.column(Uint16Array, n);
+  const stage = stageBytes === 2 ? r.column(Uint16Array, n) : r.column(Uint8Array, n);
   const flags = r.column(Uint8Array, n);
   const transfers = decodeTransfers(r, devices, n);
   // one pass for everything the first paint needs from every op: at 10^6 ops each pass costs
@@ -199,7 +205,8 @@ export function decodeTimeline(input: unknown): Timeline {
   if (seen & FLAG_PAIR_F) kinds |= KINDS_PAIR;
   const { stageChunk, chunks } = chunksOf(devices, stages, offsets, stage, flags);
   return {
-    n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, byMicrobatch: null,
+    n, devices, microbatches, offsets, start, dur, depRank, depNone: 2 ** (8 * depBytes) - 1, mb, stage, flags, busy,
+    byMicrobatch: null,
     stageChunk, stages, chunks, bidirectional, kinds, transfers,
   };
 }
@@ -222,10 +229,17 @@ export function opsOf(tl: Timeline, j: number): Uint32Array {
   return j >= 0 && j < tl.microbatches ? by.index.subarray(by.offsets[j], by.offsets[j + 1]) : new Uint32Array(0);
 }
 
-/** A narrow column copied into the wider array the rest of the front end reads. */
-function widened<T extends Uint16Array | Uint32Array>(out: T, narrow: Uint8Array | Uint16Array): T {
-  out.set(narrow);
-  return out;
+/** The op op k depends on, or -1: its rank among its microbatch's ops, looked up there. */
+export function depOf(tl: Timeline, k: number): number {
+  const rank = tl.depRank[k];
+  if (rank === tl.depNone) return -1;
+  const ops = opsOf(tl, tl.mb[k]);
+  if (rank >= ops.length) throw new Error(`ppviz: op ${k}'s dependency is not among its microbatch's ops`);
+  return ops[rank];
+}
+
+function unsignedColumn(r: Reader, bytes: number, n: number): Uint8Array | Uint16Array | Uint32Array {
+  return bytes === 1 ? r.column(Uint8Array, n) : bytes === 2 ? r.column(Uint16Array, n) : r.column(Uint32Array, n);
 }
 
 /** Durations sent as indices into a table of the distinct ones. */
@@ -320,7 +334,8 @@ export function waitedTransfer(tl: Timeline, k: number): number {
 
 /** Each stage's chunk on its device: its rank among the stages that device runs in the same
  * direction (a placement puts each stage of a direction on one device). */
-function chunksOf(devices: number, stages: number, offsets: Uint32Array, stage: Uint16Array, flags: Uint8Array) {
+function chunksOf(devices: number, stages: number, offsets: Uint32Array, stage: Uint8Array | Uint16Array,
+  flags: Uint8Array) {
   const deviceOfStage = new Int32Array(2 * stages).fill(-1);
   for (let d = 0; d < devices; d++) {
     for (let k = offsets[d]; k < offsets[d + 1]; k++) {
@@ -427,7 +442,7 @@ export function endOf(tl: Timeline, k: number): number {
 
 /** The op k waited for (its dependency set its start), or -1. */
 export function waitedFor(tl: Timeline, k: number): number {
-  return tl.flags[k] & FLAG_WAITED ? tl.dep[k] : -1;
+  return tl.flags[k] & FLAG_WAITED ? depOf(tl, k) : -1;
 }
 
 /** torch's action string of op k, e.g. "3F1". */

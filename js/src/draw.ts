@@ -15,6 +15,7 @@ import {
   type Timeline,
   chunkOf,
   endOf,
+  depOf,
   deviceOf,
   isReverse,
   inputTransfer,
@@ -574,7 +575,7 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.fillStyle = P.path;
   const routed = L.laneHeight > 0; // cross-device arrows run through the transfer lanes instead
   for (const k of members) {
-    const dep = tl.dep[k];
+    const dep = depOf(tl, k);
     if (dep < 0 || (routed && inputTransfer(tl, k) >= 0)) continue;
     const from = slotOf(tl, dep);
     const to = slotOf(tl, k);

@@ -9,6 +9,7 @@ import {
   chunkOf,
   decodeMemory,
   decodeTimeline,
+  depOf,
   deviceOf,
   isReverse,
   lowerBound,
@@ -34,7 +35,7 @@ describe("decodeTimeline", () => {
       expect(tl.dur[k]).toBe(o.dur);
       expect(tl.mb[k]).toBe(o.mb);
       expect(tl.stage[k]).toBe(o.stage);
-      expect(tl.dep[k]).toBe(o.dep);
+      expect(depOf(tl, k)).toBe(o.dep);
       expect(deviceOf(tl, k)).toBe(o.device);
       expect(waitedFor(tl, k)).toBe(o.waited ? o.dep : -1);
     });

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import comm_engine, offload
+from . import comm_engine, offload, relaxation
 from .config import Config
 from .dependencies import deadlock_error, dependencies
 from .errors import ConfigError, checked_arguments
@@ -73,7 +73,8 @@ def execute(program: Program, cost: np.ndarray, comm: float | np.ndarray, *,
 
     Two exact engines give bit-identical times: ``"events"`` walks each device until it must
     wait (cost ∝ ops) and ``"lockstep"`` advances every device by one op per vectorised round
-    (cost ∝ rounds × devices); ``"auto"`` runs the cheaper by :func:`choose_engine`'s cost model.
+    (cost ∝ rounds × devices); ``"auto"`` runs the cheaper by :func:`choose_engine`'s cost model,
+    after trying ``relaxation`` where it applies (the same times, by whole-array passes).
     ``comm`` is the latency added to every dependency between devices, or an array giving each
     op's own (a measured run's transfers; ignored where the dependency stays on one device).
     Raises DeadlockError when the per-device orders cannot all finish.
@@ -86,6 +87,10 @@ def execute(program: Program, cost: np.ndarray, comm: float | np.ndarray, *,
         latency = comm[has_dep] if isinstance(comm, np.ndarray) and comm.ndim else comm
         cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], latency, 0.0)
     if engine == "auto":
+        if relaxation.applies(program, cross):
+            relaxed = relaxation.times(program, dep, cost)
+            if relaxed is not None:
+                return relaxed[0], relaxed[1], dep
         engine = choose_engine(program)
     if engine == "lockstep":
         if program.pair.any():
