@@ -32,13 +32,14 @@ from .browser.programs import dualpipe_like
 def parse_timeline(data: bytes) -> dict:
     """An independent reader of the layout in ARCHITECTURE.md, "Wire format"."""
     magic, version, n, p, widths, k = (int(x) for x in np.frombuffer(data, "<u4", count=6))
-    mb_bytes, stage_bytes, dur_bytes = widths & 0xFF, widths >> 8 & 0xFF, widths >> 16 & 0xFF
+    mb_bytes, stage_bytes, dur_bytes, dep_bytes = widths & 0xFF, widths >> 8 & 0xFF, widths >> 16 & 0xFF, widths >> 24
     table = np.frombuffer(data, "<f4", count=k, offset=24)
     pos = 24 + 4 * k
     cols = {"offsets": np.frombuffer(data, "<u4", count=p + 1, offset=pos)}
     pos += 4 * (p + 1)
     unsigned = {1: "u1", 2: "<u2", 4: "<u4"}
-    for name, dtype in (("start", "<f4"), ("dur", "<f4" if dur_bytes == 4 else unsigned[dur_bytes]), ("dep", "<i4"),
+    for name, dtype in (("start", "<f4"), ("dur", "<f4" if dur_bytes == 4 else unsigned[dur_bytes]),
+                        ("dep", unsigned[dep_bytes]),
                         ("mb", unsigned[mb_bytes]), ("stage", unsigned[stage_bytes]), ("flags", "u1")):
         assert pos % 4 == 0, f"column {name} starts unaligned at {pos}"
         cols[name] = np.frombuffer(data, dtype, count=n, offset=pos)
@@ -46,13 +47,20 @@ def parse_timeline(data: bytes) -> dict:
         pos += -pos % 4
     if dur_bytes != 4:
         cols["dur"] = table[cols["dur"]]
+    # a dependency is its rank among its microbatch's ops in program order (the width's largest
+    # value for none)
+    of_microbatch: dict[int, list[int]] = {}
+    for k, j in enumerate(cols["mb"].tolist()):
+        of_microbatch.setdefault(j, []).append(k)
+    none = (1 << 8 * dep_bytes) - 1
+    cols["dep"] = np.array([-1 if r == none else of_microbatch[j][r] for r, j in zip(cols["dep"].tolist(), cols["mb"].tolist())])
     t = int(np.frombuffer(data, "<u4", count=1, offset=pos)[0])  # the transfers section (tests/test_wire_golden.py)
     pos += 4
     for dtype in ("<f4", "<f4", "<f4", "<u4", "<u4", "<u2", "<u2", "u1"):
         pos += t * np.dtype(dtype).itemsize
         pos += -pos % 4
     assert pos == len(data)
-    return {"magic": magic, "version": version, "n": n, "p": p, "transfers": t, "widths": (mb_bytes, stage_bytes, dur_bytes),
+    return {"magic": magic, "version": version, "n": n, "p": p, "transfers": t, "widths": (mb_bytes, stage_bytes, dur_bytes, dep_bytes),
             "table": table, **cols}
 
 
@@ -65,7 +73,7 @@ def test_timeline_bytes_hold_every_column(config):
     res = ppviz.simulate(config)
     t = parse_timeline(encode_timeline(res))
     ops = res.ops
-    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 4, len(ops), res.devices)
+    assert (t["magic"], t["version"], t["n"], t["p"]) == (TIMELINE_MAGIC, 5, len(ops), res.devices)
     np.testing.assert_array_equal(t["offsets"], res.program.offsets)
     np.testing.assert_allclose(t["start"], ops.start, rtol=1e-7)
     np.testing.assert_allclose(t["dur"], ops.end - ops.start, rtol=1e-7)
@@ -81,30 +89,31 @@ def test_timeline_bytes_hold_every_column(config):
         assert np.all(np.diff(t["start"][lane]) >= 0), "the front end's culling needs sorted starts per device"
 
 
-def test_a_simulated_timeline_costs_13_bytes_per_op():
-    """u16 microbatches, u8 stages and durations as u8 indices into a table of the distinct ones."""
+def test_a_simulated_timeline_costs_10_bytes_per_op():
+    """u16 microbatches, u8 stages, durations as u8 indices into a table of the distinct ones and
+    dependencies as u8 ranks in their microbatches."""
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=8, microbatches=512, f=1.5, b=2.25))
     n, p = len(res.ops), res.devices
     data = encode_timeline(res)
     t = parse_timeline(data)
-    assert t["widths"] == (2, 1, 1) and t["table"].tolist() == [1.5, 2.25 + res.config.w]  # F, and B = I + W
-    assert len(data) == 24 + 4 * 2 + 4 * (p + 1) + 13 * n + 4
+    assert t["widths"] == (2, 1, 1, 1) and t["table"].tolist() == [1.5, 2.25 + res.config.w]  # F, and B = I + W
+    assert len(data) == 24 + 4 * 2 + 4 * (p + 1) + 10 * n + 4
     np.testing.assert_array_equal(t["dur"], (res.ops.end - res.ops.start).astype(np.float32))
 
 
 @pytest.mark.parametrize("case", ["measured", "microbatches", "stages", "distinct durations"])
 def test_columns_widen_where_their_values_need_it(case):
     if case == "measured":  # each op its own duration: no table, f4 durations
-        res, widths = ppviz.load_trace(ppviz.example_trace()), (2, 1, 4)
+        res, widths = ppviz.load_trace(ppviz.example_trace()), (2, 1, 4, 1)
     elif case == "microbatches":  # microbatch indices past 65535 need u32
-        res, widths = ppviz.simulate(ppviz.Config(schedule="gpipe", devices=1, microbatches=70_000)), (4, 1, 1)
-    elif case == "stages":  # 512 stages need u16
+        res, widths = ppviz.simulate(ppviz.Config(schedule="gpipe", devices=1, microbatches=70_000)), (4, 1, 1, 1)
+    elif case == "stages":  # 512 stages need u16, and a microbatch's 1,024 ops u16 dependency ranks
         res, widths = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=2, stages_per_device=256,
-                                                  microbatches=4)), (2, 2, 1)
+                                                  microbatches=4)), (2, 2, 1, 2)
     else:  # a forward time per stage: 300 distinct durations need u16 indices
         res, widths = ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=2, stages_per_device=150,
                                                   microbatches=4, stage_costs={s: {"f": 1 + s / 512} for s in range(300)})), \
-            (2, 2, 2)
+            (2, 2, 2, 2)
     t = parse_timeline(encode_timeline(res))
     assert t["widths"] == widths
     assert BYTES_PER_OP == 19  # the widest layout
@@ -112,6 +121,7 @@ def test_columns_widen_where_their_values_need_it(case):
     np.testing.assert_array_equal(t["mb"], res.ops.microbatch)
     np.testing.assert_array_equal(t["stage"], res.ops.stage)
     np.testing.assert_array_equal(t["start"], res.ops.start.astype(np.float32))
+    np.testing.assert_array_equal(t["dep"], res.dependencies)
 
 
 def test_the_second_direction_of_a_bidirectional_placement_is_flagged():
@@ -152,7 +162,7 @@ def test_memory_bytes_hold_each_curve():
     res = ppviz.simulate(ppviz.Config(schedule="zb-h1", devices=4, microbatches=8))
     data = encode_memory(res)
     magic, version, p = np.frombuffer(data, "<u4", count=3)
-    assert (magic, version, p) == (MEMORY_MAGIC, 4, 4)
+    assert (magic, version, p) == (MEMORY_MAGIC, 5, 4)
     offsets = np.frombuffer(data, "<u4", count=p + 1, offset=12)
     k = int(offsets[-1])
     times = np.frombuffer(data, "<f4", count=k, offset=12 + 4 * (p + 1))

@@ -29,21 +29,27 @@ def test_the_golden_bytes_follow_the_documented_layout():
     data = (DATA / "wire_golden.timeline.bin").read_bytes()
     want = json.loads((DATA / "wire_golden.json").read_text())
     magic, version, n, p, widths, k = struct.unpack_from("<6I", data, 0)
-    assert (data[:4], version, n, p) == (b"PPVT", 4, len(want["ops"]), want["devices"])
-    # the golden run fits the narrowest layout: u16 microbatches, u8 stages, u8 duration indices
-    assert widths == 2 | 1 << 8 | 1 << 16
+    assert (data[:4], version, n, p) == (b"PPVT", 5, len(want["ops"]), want["devices"])
+    # the golden run fits the narrowest layout: u16 microbatches, u8 stages, u8 duration indices,
+    # u8 dependency ranks
+    assert widths == 2 | 1 << 8 | 1 << 16 | 1 << 24
     table = struct.unpack_from(f"<{k}f", data, 24)
     assert list(table) == sorted({op["duration"] for op in want["ops"]})
     at = 24 + 4 * k
     offsets = struct.unpack_from(f"<{p + 1}I", data, at)
     at += 4 * (p + 1)
     columns = {}
-    for name, fmt, size in (("start", "f", 4), ("duration", "B", 1), ("dep", "i", 4), ("microbatch", "H", 2),
+    for name, fmt, size in (("start", "f", 4), ("duration", "B", 1), ("dep", "B", 1), ("microbatch", "H", 2),
                             ("stage", "B", 1), ("flags", "B", 1)):
         columns[name] = struct.unpack_from(f"<{n}{fmt}", data, at)
         at += size * n
         at += -at % 4  # every column starts on a 4-byte boundary
     columns["duration"] = [table[i] for i in columns["duration"]]
+    # a dependency is sent as its rank among its microbatch's ops, 255 for none
+    of_microbatch: dict[int, list[int]] = {}
+    for k, j in enumerate(columns["microbatch"]):
+        of_microbatch.setdefault(j, []).append(k)
+    columns["dep"] = [-1 if r == 255 else of_microbatch[j][r] for r, j in zip(columns["dep"], columns["microbatch"])]
     (t,) = struct.unpack_from("<I", data, at)
     at += 4
     transfers = {}
@@ -72,7 +78,7 @@ def test_the_golden_bytes_follow_the_documented_layout():
                                                                                      op["stage"])
     mem = (DATA / "wire_golden.memory.bin").read_bytes()
     magic, version, p = struct.unpack_from("<3I", mem, 0)
-    assert (mem[:4], version, p) == (b"PPVM", 4, want["devices"])
+    assert (mem[:4], version, p) == (b"PPVM", 5, want["devices"])
     offsets = struct.unpack_from(f"<{p + 1}I", mem, 12)
     k = offsets[-1]
     times = np.frombuffer(mem, "<f4", k, 12 + 4 * (p + 1))
@@ -92,12 +98,12 @@ def test_a_run_without_transfers_carries_an_empty_section():
 
 def transfer_section(data: bytes, res) -> dict[str, np.ndarray]:
     """The transfers section's columns, read from a timeline of ``res`` with its widths checked
-    (microbatch u2, stage u1, duration indices u1 into a table)."""
+    (microbatch u2, stage u1, duration indices u1 into a table, dependency ranks u1)."""
     n, p = len(res.ops), res.devices
     widths, k = struct.unpack_from("<2I", data, 16)
-    assert widths == 2 | 1 << 8 | 1 << 16
+    assert widths == 2 | 1 << 8 | 1 << 16 | 1 << 24
     at = 24 + 4 * k + 4 * (p + 1)
-    for size in (4, 1, 4, 2, 1, 1):
+    for size in (4, 1, 1, 2, 1, 1):
         at += size * n
         at += -at % 4
     (t,) = struct.unpack_from("<I", data, at)
@@ -167,11 +173,11 @@ def test_the_transfers_section_is_what_the_simulation_returned():
     data = encode_timeline(res)
     n, p = len(res.ops), res.devices
     widths, k = struct.unpack_from("<2I", data, 16)
-    assert widths == 2 | 1 << 8 | 1 << 16
+    assert widths == 2 | 1 << 8 | 1 << 16 | 1 << 24
     cols = transfer_section(data, res)
     t = len(cols["kind"])
     assert t == len(tr) == 2 * (4 * 2 - 1) * 8  # one per cross-device dependency, F and B
-    assert len(data) - 24 - 4 * k - 4 * (p + 1) <= 13 * n + BYTES_PER_TRANSFER * t + 4 + 3 * 9
+    assert len(data) - 24 - 4 * k - 4 * (p + 1) <= 10 * n + BYTES_PER_TRANSFER * t + 4 + 3 * 9
     for name in ("ready", "start", "end"):
         assert cols[name].tolist() == getattr(tr, name).astype(np.float32).tolist()
     for name in ("producer", "consumer", "src", "dst"):

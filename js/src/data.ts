@@ -3,7 +3,7 @@
 
 export const TIMELINE_MAGIC = 0x54565050; // "PPVT"
 export const MEMORY_MAGIC = 0x4d565050; // "PPVM"
-export const FORMAT_VERSION = 4;
+export const FORMAT_VERSION = 5;
 
 export const KIND_F = 0;
 export const KIND_B = 1;
@@ -16,6 +16,8 @@ export const FLAG_PAIR_B = 1 << 3;
 export const FLAG_WAITED = 1 << 4;
 /** the op runs on a bidirectional placement's second replica (DualPipe's upward direction) */
 export const FLAG_REVERSE = 1 << 5;
+/** Timeline.kinds' bit for F&B pairs (bits 0-3 are the kinds) */
+export const KINDS_PAIR = 1 << 4;
 
 export interface Timeline {
   n: number;
@@ -25,15 +27,17 @@ export interface Timeline {
   offsets: Uint32Array;
   start: Float32Array;
   dur: Float32Array;
-  dep: Int32Array;
-  mb: Uint32Array;
-  stage: Uint16Array;
+  /** op k's dependency as its rank among microbatch mb[k]'s ops (opsOf), depNone for none: read
+   * it through depOf */
+  depRank: Uint8Array | Uint16Array | Uint32Array;
+  depNone: number;
+  mb: Uint16Array | Uint32Array;
+  stage: Uint8Array | Uint16Array;
   flags: Uint8Array;
   /** busy[k] = summed duration of the drawn slots before op k (pair partners count once) */
   busy: Float64Array;
-  /** ops of microbatch j are mbIndex[mbOffsets[j] .. mbOffsets[j+1]] */
-  mbOffsets: Uint32Array;
-  mbIndex: Uint32Array;
+  /** the ops of each microbatch, built on first use by opsOf (a selection needs them, a paint not) */
+  byMicrobatch: { offsets: Uint32Array; index: Uint32Array } | null;
   /** the model chunk an op's stage is on its device, counted in stage order per device and
    * direction: stageChunk[stage] (first direction) or stageChunk[stages + stage] (reverse) */
   stageChunk: Uint8Array;
@@ -42,6 +46,8 @@ export interface Timeline {
   chunks: number;
   /** some op runs in the reverse direction (a bidirectional placement, DualPipe) */
   bidirectional: boolean;
+  /** the kinds present: bit k for KIND_F .. KIND_W, KINDS_PAIR for an F&B pair (the legend's entries) */
+  kinds: number;
   /** the activations and gradients moved between devices (empty without a topology) */
   transfers: Transfers;
 }
@@ -83,7 +89,9 @@ export interface Transfers {
   /** transfers received by device d: inIndex[inOffsets[d] .. inOffsets[d+1]] */
   inOffsets: Uint32Array;
   inIndex: Uint32Array;
-  /** the transfer between devices bringing op k its input, or -1: intoOp[k] */
+  /** the transfer between devices bringing op k its input, or -1: intoOp[k]; like reloadOf and
+   * outOfOp, empty when there are no transfers (count 0): read them through transferInto,
+   * reloadOf and offloadOf */
   intoOp: Int32Array;
   /** the reload a backward k waited for, or -1: reloadOf[k] */
   reloadOf: Int32Array;
@@ -157,8 +165,10 @@ export function decodeTimeline(input: unknown): Timeline {
   const n = r.u32();
   const devices = r.u32();
   const widths = r.u32();
-  const [mbBytes, stageBytes, durBytes] = [widths & 0xff, (widths >> 8) & 0xff, (widths >> 16) & 0xff];
-  if (![2, 4].includes(mbBytes) || ![1, 2].includes(stageBytes) || ![1, 2, 4].includes(durBytes)) {
+  const [mbBytes, stageBytes, durBytes, depBytes] =
+    [widths & 0xff, (widths >> 8) & 0xff, (widths >> 16) & 0xff, widths >>> 24];
+  if (![2, 4].includes(mbBytes) || ![1, 2].includes(stageBytes) || ![1, 2, 4].includes(durBytes) ||
+      ![1, 2, 4].includes(depBytes)) {
     throw new Error(`ppviz: the timeline's column widths (${widths.toString(16)}) are not in ppviz's format`);
   }
   const table = r.column(Float32Array, r.u32());
@@ -166,38 +176,70 @@ export function decodeTimeline(input: unknown): Timeline {
   const start = r.column(Float32Array, n);
   const dur = durBytes === 4 ? r.column(Float32Array, n)
     : lookUp(table, durBytes === 1 ? r.column(Uint8Array, n) : r.column(Uint16Array, n));
-  const dep = r.column(Int32Array, n);
-  const mb = mbBytes === 4 ? r.column(Uint32Array, n) : widened(new Uint32Array(n), r.column(Uint16Array, n));
-  const stage = stageBytes === 2 ? r.column(Uint16Array, n) : widened(new Uint16Array(n), r.column(Uint8Array, n));
+  const depRank = unsignedColumn(r, depBytes, n);
+  // the narrow columns are read where they are, not widened: each copy costs milliseconds at 10^6 ops
+  const mb = mbBytes === 4 ? r.column(Uint32Array, n) : r.column(Uint16Array, n);
+  const stage = stageBytes === 2 ? r.column(Uint16Array, n) : r.column(Uint8Array, n);
   const flags = r.column(Uint8Array, n);
   const transfers = decodeTransfers(r, devices, n);
+  // one pass for everything the first paint needs from every op: at 10^6 ops each pass costs
+  // milliseconds of the control loop
   const busy = new Float64Array(n + 1);
   let microbatches = 0;
   let stages = 0;
-  let bidirectional = false;
+  let seen = 0; // flags ORed: the kinds' bits (kind k sets bit k below) and the flags
+  let kinds = 0;
+  let sum = 0;
   for (let k = 0; k < n; k++) {
-    busy[k + 1] = busy[k] + (flags[k] & FLAG_PAIR_B ? 0 : dur[k]);
-    if (mb[k] >= microbatches) microbatches = mb[k] + 1;
-    if (stage[k] >= stages) stages = stage[k] + 1;
-    if (flags[k] & FLAG_REVERSE) bidirectional = true;
+    const f = flags[k];
+    if (!(f & FLAG_PAIR_B)) sum += dur[k];
+    busy[k + 1] = sum;
+    const j = mb[k];
+    if (j >= microbatches) microbatches = j + 1;
+    const s = stage[k];
+    if (s >= stages) stages = s + 1;
+    seen |= f;
+    kinds |= 1 << (f & KIND_MASK);
   }
+  const bidirectional = (seen & FLAG_REVERSE) !== 0;
+  if (seen & FLAG_PAIR_F) kinds |= KINDS_PAIR;
   const { stageChunk, chunks } = chunksOf(devices, stages, offsets, stage, flags);
-  const mbOffsets = new Uint32Array(microbatches + 1);
-  for (let k = 0; k < n; k++) mbOffsets[mb[k] + 1]++;
-  for (let j = 0; j < microbatches; j++) mbOffsets[j + 1] += mbOffsets[j];
-  const fill = mbOffsets.slice(0, microbatches);
-  const mbIndex = new Uint32Array(n);
-  for (let k = 0; k < n; k++) mbIndex[fill[mb[k]]++] = k;
   return {
-    n, devices, microbatches, offsets, start, dur, dep, mb, stage, flags, busy, mbOffsets, mbIndex,
-    stageChunk, stages, chunks, bidirectional, transfers,
+    n, devices, microbatches, offsets, start, dur, depRank, depNone: 2 ** (8 * depBytes) - 1, mb, stage, flags, busy,
+    byMicrobatch: null,
+    stageChunk, stages, chunks, bidirectional, kinds, transfers,
   };
 }
 
-/** A narrow column copied into the wider array the rest of the front end reads. */
-function widened<T extends Uint16Array | Uint32Array>(out: T, narrow: Uint8Array | Uint16Array): T {
-  out.set(narrow);
-  return out;
+/** The ops of microbatch j, in program order. The index of all microbatches is a counting sort
+ * whose scattered writes cost more than the rest of decoding at 10^6 ops: it is built when a
+ * selection first asks, not for the first paint. */
+export function opsOf(tl: Timeline, j: number): Uint32Array {
+  let by = tl.byMicrobatch;
+  if (!by) {
+    const { n, mb, microbatches } = tl;
+    const offsets = new Uint32Array(microbatches + 1);
+    for (let k = 0; k < n; k++) offsets[mb[k] + 1]++;
+    for (let i = 0; i < microbatches; i++) offsets[i + 1] += offsets[i];
+    const fill = offsets.slice(0, microbatches);
+    const index = new Uint32Array(n);
+    for (let k = 0; k < n; k++) index[fill[mb[k]]++] = k;
+    by = tl.byMicrobatch = { offsets, index };
+  }
+  return j >= 0 && j < tl.microbatches ? by.index.subarray(by.offsets[j], by.offsets[j + 1]) : new Uint32Array(0);
+}
+
+/** The op op k depends on, or -1: its rank among its microbatch's ops, looked up there. */
+export function depOf(tl: Timeline, k: number): number {
+  const rank = tl.depRank[k];
+  if (rank === tl.depNone) return -1;
+  const ops = opsOf(tl, tl.mb[k]);
+  if (rank >= ops.length) throw new Error(`ppviz: op ${k}'s dependency is not among its microbatch's ops`);
+  return ops[rank];
+}
+
+function unsignedColumn(r: Reader, bytes: number, n: number): Uint8Array | Uint16Array | Uint32Array {
+  return bytes === 1 ? r.column(Uint8Array, n) : bytes === 2 ? r.column(Uint16Array, n) : r.column(Uint32Array, n);
 }
 
 /** Durations sent as indices into a table of the distinct ones. */
@@ -222,9 +264,12 @@ function decodeTransfers(r: Reader, devices: number, n: number): Transfers {
   const src = r.column(Uint16Array, count);
   const dst = r.column(Uint16Array, count);
   const kind = r.column(Uint8Array, count);
-  const intoOp = new Int32Array(n).fill(-1);
-  const reloadOf = new Int32Array(n).fill(-1);
-  const outOfOp = new Int32Array(n).fill(-1);
+  // the maps from ops to their transfers: empty without any (most runs), so that a run without
+  // a topology allocates and fills nothing per op
+  const perOp = count ? n : 0;
+  const intoOp = new Int32Array(perOp).fill(-1);
+  const reloadOf = new Int32Array(perOp).fill(-1);
+  const outOfOp = new Int32Array(perOp).fill(-1);
   let links = false;
   let host = false;
   let maxDur = 0;
@@ -269,7 +314,17 @@ function groupBy(keys: Uint16Array, buckets: number, keep: (i: number) => boolea
 
 /** The transfer between devices that brought op k its input, or -1 (a reload is not one). */
 export function inputTransfer(tl: Timeline, k: number): number {
-  return tl.transfers.intoOp[k];
+  return tl.transfers.count ? tl.transfers.intoOp[k] : -1;
+}
+
+/** The reload backward k waited for, or -1. */
+export function reloadOf(tl: Timeline, k: number): number {
+  return tl.transfers.count ? tl.transfers.reloadOf[k] : -1;
+}
+
+/** The offload of op k's activation to the host, or -1. */
+export function offloadOf(tl: Timeline, k: number): number {
+  return tl.transfers.count ? tl.transfers.outOfOp[k] : -1;
 }
 
 /** The transfer op k waited for: the one bringing its input when that input set its start, or -1. */
@@ -279,7 +334,8 @@ export function waitedTransfer(tl: Timeline, k: number): number {
 
 /** Each stage's chunk on its device: its rank among the stages that device runs in the same
  * direction (a placement puts each stage of a direction on one device). */
-function chunksOf(devices: number, stages: number, offsets: Uint32Array, stage: Uint16Array, flags: Uint8Array) {
+function chunksOf(devices: number, stages: number, offsets: Uint32Array, stage: Uint8Array | Uint16Array,
+  flags: Uint8Array) {
   const deviceOfStage = new Int32Array(2 * stages).fill(-1);
   for (let d = 0; d < devices; d++) {
     for (let k = offsets[d]; k < offsets[d + 1]; k++) {
@@ -386,7 +442,7 @@ export function endOf(tl: Timeline, k: number): number {
 
 /** The op k waited for (its dependency set its start), or -1. */
 export function waitedFor(tl: Timeline, k: number): number {
-  return tl.flags[k] & FLAG_WAITED ? tl.dep[k] : -1;
+  return tl.flags[k] & FLAG_WAITED ? depOf(tl, k) : -1;
 }
 
 /** torch's action string of op k, e.g. "3F1". */

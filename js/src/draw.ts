@@ -15,10 +15,12 @@ import {
   type Timeline,
   chunkOf,
   endOf,
+  depOf,
   deviceOf,
   isReverse,
   inputTransfer,
   lowerBound,
+  opsOf,
   slotOf,
   upperBound,
 } from "./data";
@@ -563,7 +565,7 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   if (j < 0 || j >= tl.microbatches) return;
   ctx.fillStyle = P.dim;
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], L.plotRight - L.plotLeft, L.rowHeight);
-  const members = tl.mbIndex.subarray(tl.mbOffsets[j], tl.mbOffsets[j + 1]);
+  const members = opsOf(tl, j);
   ctx.font = `600 ${barLabelPx(L.rowHeight)}px ${FONT}`;
   ctx.textAlign = "center";
   ctx.textBaseline = "middle";
@@ -573,7 +575,7 @@ function drawSelection(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.fillStyle = P.path;
   const routed = L.laneHeight > 0; // cross-device arrows run through the transfer lanes instead
   for (const k of members) {
-    const dep = tl.dep[k];
+    const dep = depOf(tl, k);
     if (dep < 0 || (routed && inputTransfer(tl, k) >= 0)) continue;
     const from = slotOf(tl, dep);
     const to = slotOf(tl, k);

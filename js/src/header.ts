@@ -1,7 +1,7 @@
 // The HTML around the canvas: title, metrics (simulated beside closed form), legend, error.
 // Everything that comes from the user (schedule names, labels, messages) goes in as text.
 
-import { FLAG_PAIR_F, KIND_B, KIND_I, KIND_MASK, KIND_W, type Timeline } from "./data";
+import { KINDS_PAIR, KIND_B, KIND_I, KIND_W, type Timeline } from "./data";
 import { CHUNK_PATTERNS, DOWN, UP, chunkPatternKind } from "./draw";
 import { capacityOf, fitBadge, formatMemory, memoryUnit, overDevices } from "./fit";
 import { number, share, size } from "./format";
@@ -183,20 +183,11 @@ export function fillTitle(header: HTMLElement, text: string, o: HeaderOptions): 
 
 /** Legend entries for the kinds present, plus idle; `compact` names them by their letters. */
 export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette, compact = false): void {
-  let hasB = false;
-  let hasI = false;
-  let hasW = false;
-  let hasPair = false;
-  if (tl) {
-    for (let k = 0; k < tl.n; k++) {
-      const f = tl.flags[k];
-      if (f & FLAG_PAIR_F) hasPair = true;
-      const kind = f & KIND_MASK;
-      if (kind === KIND_B) hasB = true;
-      else if (kind === KIND_I) hasI = true;
-      else if (kind === KIND_W) hasW = true;
-    }
-  }
+  const kinds = tl?.kinds ?? 0;
+  const hasB = (kinds & (1 << KIND_B)) !== 0;
+  const hasI = (kinds & (1 << KIND_I)) !== 0;
+  const hasW = (kinds & (1 << KIND_W)) !== 0;
+  const hasPair = (kinds & KINDS_PAIR) !== 0;
   const backward = hasB && hasI ? "B / I backward" : hasI ? "I backward (inputs)" : "B backward";
   // a forward-only (inference) program has no backward to show
   const forwardOnly = tl !== null && !hasB && !hasI && !hasW;

@@ -8,7 +8,7 @@
 // its bar. A thin mark joins each bar's measured start to its simulated one.
 
 import style from "../../ppviz/style.json";
-import { FLAG_PAIR_B, FLAG_PAIR_F, type Timeline, deviceOf, endOf, slotOf, toBytes } from "./data";
+import { FLAG_PAIR_B, FLAG_PAIR_F, type Timeline, deviceOf, endOf, opsOf, slotOf, toBytes } from "./data";
 import type { Scene } from "./draw";
 import { PRECISE, number, share } from "./format";
 import type { Layout } from "./layout";
@@ -200,7 +200,7 @@ export function drawOverlaySelection(ctx: CanvasRenderingContext2D, s: Scene, ov
   const j = s.selectedMb;
   if (j < 0 || j >= tl.microbatches) return;
   const C = colours(s.palette.name);
-  for (const k of tl.mbIndex.subarray(tl.mbOffsets[j], tl.mbOffsets[j + 1])) {
+  for (const k of opsOf(tl, j)) {
     if (tl.flags[k] & FLAG_PAIR_B) continue;
     const { strip } = ghostStrip(L, deviceOf(tl, k));
     const x = scale.x(tl.start[k]);

@@ -8,7 +8,7 @@
 
 import {
   FLAG_WAITED, HOST_OFFLOAD, HOST_RELOAD, TRANSFER_B, TRANSFER_F, type Timeline, type Transfers, actionName, deviceOf,
-  endOf, isHostCopy,
+  endOf, inputTransfer, isHostCopy, offloadOf, opsOf, reloadOf,
 } from "./data";
 import { PRECISE, number, share, size } from "./format";
 import { type Layout, inRows } from "./layout";
@@ -220,8 +220,8 @@ export function drawLaneSelection(ctx: CanvasRenderingContext2D, s: LaneScene, m
   ctx.fillStyle = P.dim;
   for (let d = 0; d < tl.devices; d++) ctx.fillRect(L.plotLeft, L.laneTop[d], L.plotRight - L.plotLeft, L.laneHeight);
   const mine: number[] = [];
-  for (const k of tl.mbIndex.subarray(tl.mbOffsets[mb], tl.mbOffsets[mb + 1])) {
-    for (const i of [tr.intoOp[k], tr.reloadOf[k], tr.outOfOp[k]]) if (i >= 0) mine.push(i);
+  for (const k of opsOf(tl, mb)) {
+    for (const i of [inputTransfer(tl, k), reloadOf(tl, k), offloadOf(tl, k)]) if (i >= 0) mine.push(i);
   }
   for (const i of mine) {
     ctx.fillStyle = kindColour(P, tr.kind[i]);
@@ -310,14 +310,15 @@ export function inputTransferRows(tl: Timeline, meta: Meta, k: number, label = "
   const tr = tl.transfers;
   const time = (t: number) => number(t, meta.time_unit, PRECISE);
   const rows: [string, string][] = [];
-  if (tr.outOfOp[k] >= 0) rows.push(["offload", transferLine(tl, meta, tr.outOfOp[k])]);
-  const reload = tr.reloadOf[k];
+  const offload = offloadOf(tl, k);
+  if (offload >= 0) rows.push(["offload", transferLine(tl, meta, offload)]);
+  const reload = reloadOf(tl, k);
   if (reload >= 0) {  // a backward starts no earlier than its reload's end
     const early = tl.start[k] - tr.end[reload];
     rows.push(["reload", `${transferLine(tl, meta, reload)} · ` +
       (early <= 0 ? "back just as it started" : `back ${time(early)} before it started`)]);
   }
-  const i = tr.intoOp[k];
+  const i = inputTransfer(tl, k);
   if (i < 0) return rows;
   const early = tl.start[k] - tr.end[i];
   const waited = (tl.flags[k] & FLAG_WAITED) !== 0;

@@ -36,8 +36,12 @@ export interface DebugHooks {
   hit(clientX: number, clientY: number): number;
   /** transfer i's box (client pixels) in its sender's (out) or receiver's (in) lane, or null when the lanes are hidden */
   transferBox(i: number, half: LaneHalf): { x: number; y: number; width: number; height: number } | null;
-  /** ms to decode the last data and to draw it the first time; when (performance.now()) it arrived */
-  timings(): { decodeMs: number; firstDrawMs: number; loadedAt: number };
+  /** ms to decode the last data, to load it (decoding, header, legend), and to draw it the first
+   * time (the draw, and the whole first paint with its layout and opening window); when
+   * (performance.now()) it arrived and was first painted */
+  timings(): {
+    decodeMs: number; loadMs: number; firstDrawMs: number; firstPaintMs: number; loadedAt: number; paintedAt: number;
+  };
   /** paint now instead of at the next frame; returns the draw's ms */
   redraw(): number;
   /** how far the rows are scrolled (px), and scroll them */
@@ -96,7 +100,10 @@ export class GanttView {
   private frame = 0;
   private draws = 0;
   private decodeMs = 0;
+  private loadMs = 0;
   private firstDrawMs = -1;
+  private firstPaintMs = -1;
+  private paintedAt = 0;
   /** a press on the chart: a pan of the detail view, or (grip) a move or resize of the overview's window */
   private drag: { x: number; y: number; view: TimeView; scroll: number; moved: boolean; grip: OverviewGrip | null } | null = null;
   /** how far the rows are scrolled in their viewport (px) */
@@ -181,7 +188,7 @@ export class GanttView {
       return;
     }
     this.decodeMs = performance.now() - t;
-    this.firstDrawMs = -1;
+    this.firstDrawMs = this.firstPaintMs = -1;
     this.view = this.modelView();
     this.opening = true;
     this.openingSpan = Infinity;
@@ -195,6 +202,7 @@ export class GanttView {
       `Gantt chart of ${this.meta.title}: ${this.meta.devices} devices${this.overlay ? overlayAria(this.meta) : ""}`);
     this.replay.rescale();
     this.requestDraw();
+    this.loadMs = performance.now() - t;
   }
 
   private showError(): void {
@@ -446,6 +454,7 @@ export class GanttView {
     const { tl, meta } = this;
     const width = Math.floor(this.plot.clientWidth);
     if (!tl || !meta || width <= 0) return 0;
+    const began = performance.now();
     const dpr = window.devicePixelRatio || 1;
     let layout = this.layout;
     const lanes = this.laneBands();
@@ -491,6 +500,10 @@ export class GanttView {
     data.rows = `${first}-${last}`;
     data.draws = String(++this.draws);
     data.theme = this.themeName;
+    if (this.firstPaintMs < 0) {
+      this.paintedAt = performance.now();
+      this.firstPaintMs = this.paintedAt - began;
+    }
     return ms;
   };
 
@@ -894,7 +907,10 @@ export class GanttView {
         const r = this.canvas.getBoundingClientRect();
         return this.opAt(clientX - r.left, clientY - r.top);
       },
-      timings: () => ({ decodeMs: this.decodeMs, firstDrawMs: this.firstDrawMs, loadedAt: this.loadedAt }),
+      timings: () => ({
+        decodeMs: this.decodeMs, loadMs: this.loadMs, firstDrawMs: this.firstDrawMs, firstPaintMs: this.firstPaintMs,
+        loadedAt: this.loadedAt, paintedAt: this.paintedAt,
+      }),
       redraw: () => {
         cancelAnimationFrame(this.frame);
         return this.paint();

@@ -1,9 +1,15 @@
 import { describe, expect, it } from "vitest";
 import {
   FLAG_PAIR_B,
+  KINDS_PAIR,
+  KIND_B,
+  KIND_F,
+  KIND_I,
+  KIND_W,
   chunkOf,
   decodeMemory,
   decodeTimeline,
+  depOf,
   deviceOf,
   isReverse,
   lowerBound,
@@ -13,6 +19,7 @@ import {
   toBytes,
   upperBound,
   waitedFor,
+  opsOf,
 } from "../src/data";
 import { type OpSpec, encodeMemory, encodeTimeline, fillDrain } from "./fixtures";
 
@@ -28,7 +35,7 @@ describe("decodeTimeline", () => {
       expect(tl.dur[k]).toBe(o.dur);
       expect(tl.mb[k]).toBe(o.mb);
       expect(tl.stage[k]).toBe(o.stage);
-      expect(tl.dep[k]).toBe(o.dep);
+      expect(depOf(tl, k)).toBe(o.dep);
       expect(deviceOf(tl, k)).toBe(o.device);
       expect(waitedFor(tl, k)).toBe(o.waited ? o.dep : -1);
     });
@@ -58,8 +65,34 @@ describe("decodeTimeline", () => {
     expect(Array.from(tl.busy)).toEqual([0, 1, 4, 4, 6]);
     expect(tl.flags[2] & FLAG_PAIR_B).toBeTruthy();
     expect(slotOf(tl, 2)).toBe(1);
-    const mb0 = tl.mbIndex.subarray(tl.mbOffsets[0], tl.mbOffsets[1]);
+    const mb0 = opsOf(tl, 0);
     expect(Array.from(mb0)).toEqual([0, 2]);
+    // the pair and the kinds present, for the legend
+    expect(tl.kinds).toBe((1 << KIND_F) | (1 << KIND_B) | KINDS_PAIR);
+  });
+
+  it("groups ops by microbatch on first use, in program order", () => {
+    const { ops } = fillDrain(3, 5);
+    const tl = decodeTimeline(encodeTimeline(3, ops));
+    expect(tl.byMicrobatch).toBeNull(); // a paint does not need it
+    for (let j = 0; j < 5; j++) {
+      const want = ops.flatMap((o, k) => (o.mb === j ? [k] : []));
+      expect(Array.from(opsOf(tl, j))).toEqual(want);
+    }
+    expect(opsOf(tl, -1).length).toBe(0);
+    expect(opsOf(tl, 5).length).toBe(0);
+    expect(tl.kinds).toBe((1 << KIND_F) | (1 << KIND_B));
+  });
+
+  it("names the kinds present: split backwards and no pair", () => {
+    const tl = decodeTimeline(
+      encodeTimeline(1, [
+        { device: 0, stage: 0, mb: 0, kind: "F", start: 0, dur: 1 },
+        { device: 0, stage: 0, mb: 0, kind: "I", start: 1, dur: 1 },
+        { device: 0, stage: 0, mb: 0, kind: "W", start: 2, dur: 1 },
+      ]),
+    );
+    expect(tl.kinds).toBe((1 << KIND_F) | (1 << KIND_I) | (1 << KIND_W));
   });
 
   it("rejects data that is not ppviz's format", () => {

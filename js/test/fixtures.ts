@@ -42,9 +42,11 @@ export interface Layout {
   stageBytes: 1 | 2;
   /** 4: f32 durations; 1 or 2: indices into the table of distinct durations, ascending */
   durBytes: 1 | 2 | 4;
+  /** the dependency's rank among its microbatch's ops (the width's largest value for none) */
+  depBytes?: 1 | 2 | 4;
 }
 
-const WIDEST: Layout = { mbBytes: 4, stageBytes: 2, durBytes: 4 };
+const WIDEST: Layout = { mbBytes: 4, stageBytes: 2, durBytes: 4, depBytes: 4 };
 
 /** ops must be grouped by device and sorted by start within a device, as Python sends them. */
 export function encodeTimeline(devices: number, ops: OpSpec[], transfers: TransferSpec[] = [],
@@ -52,13 +54,22 @@ export function encodeTimeline(devices: number, ops: OpSpec[], transfers: Transf
   const n = ops.length;
   const t = transfers.length;
   const { mbBytes, stageBytes, durBytes } = layout;
+  const depBytes = layout.depBytes ?? 4;
+  // each op's rank among its microbatch's ops, in program order: a dependency is sent as its rank
+  const seen = new Map<number, number>();
+  const rank = ops.map((o) => {
+    const r = seen.get(o.mb) ?? 0;
+    seen.set(o.mb, r + 1);
+    return r;
+  });
   const table = durBytes === 4 ? [] : [...new Set(ops.map((o) => Math.fround(o.dur)))].sort((a, b) => a - b);
-  const size = 24 + pad4(4 * table.length) + pad4((devices + 1) * 4) + 2 * 4 * n + pad4(durBytes * n) +
+  const size = 24 + pad4(4 * table.length) + pad4((devices + 1) * 4) + 4 * n + pad4(durBytes * n) + pad4(depBytes * n) +
     pad4(mbBytes * n) + pad4(stageBytes * n) + pad4(n) + 4 + 5 * 4 * t + 2 * pad4(2 * t) + pad4(t);
   const buf = new ArrayBuffer(size);
   const dv = new DataView(buf);
   let p = 0;
-  for (const v of [TIMELINE_MAGIC, FORMAT_VERSION, n, devices, mbBytes | (stageBytes << 8) | (durBytes << 16),
+  for (const v of [TIMELINE_MAGIC, FORMAT_VERSION, n, devices,
+    (mbBytes | (stageBytes << 8) | (durBytes << 16) | (depBytes << 24)) >>> 0,
     table.length, ...table.map((x) => new Uint32Array(new Float32Array([x]).buffer)[0])]) {
     dv.setUint32(p, v, true);
     p += 4;
@@ -80,7 +91,11 @@ export function encodeTimeline(devices: number, ops: OpSpec[], transfers: Transf
   column((o, at) => dv.setFloat32(at, o.start, true), 4);
   if (durBytes === 4) column((o, at) => dv.setFloat32(at, o.dur, true), 4);
   else column((o, at) => unsigned(durBytes)(at, table.indexOf(Math.fround(o.dur))), durBytes);
-  column((o, at) => dv.setInt32(at, o.dep ?? -1, true), 4);
+  column((o, at) => {
+    const dep = o.dep ?? -1;
+    if (dep >= 0 && ops[dep].mb !== o.mb) throw new Error(`fixture op ${at}: a dependency is of the same microbatch`);
+    unsigned(depBytes)(at, dep < 0 ? 2 ** (8 * depBytes) - 1 : rank[dep]);
+  }, depBytes);
   column((o, at) => unsigned(mbBytes)(at, o.mb), mbBytes);
   column((o, at) => unsigned(stageBytes)(at, o.stage), stageBytes);
   column((o, at) => {

@@ -1,7 +1,7 @@
 // Transfers in the front end: decoding (beyond the golden fixture), the lanes' geometry, hit
 // tests, the tooltips, the pixels the lanes paint, and the view's switch.
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { decodeMemory, decodeTimeline, inputTransfer, waitedTransfer } from "../src/data";
+import { decodeMemory, decodeTimeline, inputTransfer, offloadOf, reloadOf, waitedTransfer } from "../src/data";
 import { DrawCache, type Scene, draw, makeHatch } from "../src/draw";
 import { computeLayout, laneAt, transferLaneHeight } from "../src/layout";
 import type { Communication } from "../src/meta";
@@ -66,10 +66,14 @@ describe("decoding transfers", () => {
     expect(tr.maxDur).toBe(2);
   });
 
-  it("reads a timeline without transfers as an empty section", () => {
+  it("reads a timeline without transfers as an empty section, with no per-op maps to fill", () => {
     const tl = timeline([]);
     expect(tl.transfers.count).toBe(0);
-    expect(Array.from(tl.transfers.intoOp)).toEqual(new Array(6).fill(-1));
+    // the maps are read through their accessors, which answer -1 for every op
+    expect(tl.transfers.intoOp.length + tl.transfers.reloadOf.length + tl.transfers.outOfOp.length).toBe(0);
+    for (let k = 0; k < tl.n; k++) {
+      expect([inputTransfer(tl, k), reloadOf(tl, k), offloadOf(tl, k)]).toEqual([-1, -1, -1]);
+    }
   });
 
   it("refuses a transfer naming a device the timeline does not have", () => {

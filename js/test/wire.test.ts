@@ -6,7 +6,7 @@ import golden from "../../tests/data/wire_golden.json";
 import memoryUrl from "../../tests/data/wire_golden.memory.bin?url";
 import timelineUrl from "../../tests/data/wire_golden.timeline.bin?url";
 import {
-  FLAG_PAIR_B, FLAG_PAIR_F, chunkOf, decodeMemory, decodeTimeline, deviceOf, isReverse, waitedFor, waitedTransfer,
+  FLAG_PAIR_B, FLAG_PAIR_F, chunkOf, decodeMemory, decodeTimeline, depOf, deviceOf, isReverse, waitedFor, waitedTransfer,
 } from "../src/data";
 import { type OpSpec, type TransferSpec, encodeMemory, encodeTimeline } from "./fixtures";
 
@@ -28,7 +28,7 @@ describe("the golden wire fixture", () => {
       expect("FBIW"[tl.flags[k] & 3]).toBe(o.kind);
       expect(tl.start[k]).toBe(o.start);
       expect(tl.dur[k]).toBe(o.duration);
-      expect(tl.dep[k]).toBe(o.dep);
+      expect(depOf(tl, k)).toBe(o.dep);
       expect(waitedFor(tl, k)).toBe(o.waited ? o.dep : -1);
       expect((tl.flags[k] & FLAG_PAIR_F) !== 0).toBe(o.pair_forward);
       expect((tl.flags[k] & FLAG_PAIR_B) !== 0).toBe(o.pair_backward);
@@ -95,21 +95,23 @@ describe("the golden wire fixture", () => {
       reverse: o.reverse,
     }));
     // Python sent the golden run in the narrowest layout: u16 microbatches, u8 stages, u8 indices
-    // into the table of its distinct durations
-    const narrow = { mbBytes: 2, stageBytes: 1, durBytes: 1 } as const;
+    // into the table of its distinct durations, u8 ranks of the dependencies in their microbatches
+    const narrow = { mbBytes: 2, stageBytes: 1, durBytes: 1, depBytes: 1 } as const;
     const mine = encodeTimeline(golden.devices, ops, golden.transfers as TransferSpec[], narrow);
     const theirs = new Uint8Array((await bytes(timelineUrl)).buffer);
     expect(Array.from(mine)).toEqual(Array.from(theirs));
     // every layout decodes to the same timeline
     const reference = decodeTimeline(theirs);
     for (const layout of [
-      { mbBytes: 4, stageBytes: 2, durBytes: 4 }, { mbBytes: 2, stageBytes: 2, durBytes: 2 },
-      { mbBytes: 4, stageBytes: 1, durBytes: 1 },
+      { mbBytes: 4, stageBytes: 2, durBytes: 4, depBytes: 4 }, { mbBytes: 2, stageBytes: 2, durBytes: 2, depBytes: 2 },
+      { mbBytes: 4, stageBytes: 1, durBytes: 1, depBytes: 1 },
     ] as const) {
       const tl = decodeTimeline(encodeTimeline(golden.devices, ops, golden.transfers as TransferSpec[], layout));
-      for (const column of ["start", "dur", "dep", "mb", "stage", "flags"] as const) {
+      for (const column of ["start", "dur", "mb", "stage", "flags"] as const) {
         expect(Array.from(tl[column])).toEqual(Array.from(reference[column]));
       }
+      expect(Array.from({ length: tl.n }, (_, k) => depOf(tl, k))).toEqual(
+        Array.from({ length: reference.n }, (_, k) => depOf(reference, k)));
     }
     const curves = golden.memory.map((c) => c.times.map((t, i) => [t, c.values[i]] as [number, number]));
     const memory = new Uint8Array((await bytes(memoryUrl)).buffer);

@@ -99,60 +99,64 @@ def step_curves(devices: int, free_device, free_time, free_amount, alloc_device,
     within 1e−9 × max(1, ``scale[d]``) of zero are zero. ``free_device`` and ``alloc_device``
     ascending.
 
-    All devices at once: a row per device holding its frees and then its allocations, sorted
-    along the rows (stably, so a row sums in the order one device's own list would). Rows are
-    padded to the longest of a group of devices with counts within a factor of two, so that one
-    device with many events does not pad all the others."""
+    All devices at once, end to end: each device's frees and allocations are each in time order
+    already in a simulated run (a device's ops start and end in program order), so the events
+    of a device are merged by two binary searches rather than sorted, and its levels are its
+    deltas summed in that order."""
+    free_device, free_time, free_amount = _in_time_order(free_device, free_time, free_amount)
+    alloc_device, alloc_time, alloc_amount = _in_time_order(alloc_device, alloc_time, alloc_amount)
     n_free = np.bincount(free_device, minlength=devices)
     n_alloc = np.bincount(alloc_device, minlength=devices)
     counts = n_free + n_alloc
-    # each event's column in its device's row
-    free_col = np.arange(len(free_device)) - (np.cumsum(n_free) - n_free)[free_device]
-    alloc_col = np.arange(len(alloc_device)) - (np.cumsum(n_alloc) - n_alloc - n_free)[alloc_device]
-    group = np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64)
-    points = np.zeros(devices, np.int64)
-    pieces = []
-    for g in np.unique(group).tolist():
-        rows = np.flatnonzero(group == g)
-        row_of = np.full(devices, -1)
-        row_of[rows] = np.arange(len(rows))
-        width = int(counts[rows].max())
-        when = np.full(len(rows) * width, np.inf)  # padding sorts last
-        delta = np.zeros(len(rows) * width)
-        for device, col, time, amount in ((free_device, free_col, free_time, -free_amount),
-                                          (alloc_device, alloc_col, alloc_time, alloc_amount)):
-            row = row_of[device]
-            mine = slice(None) if len(rows) == devices else (row >= 0).nonzero()[0]
-            cell = row[mine] * width + col[mine]
-            when[cell], delta[cell] = time[mine], amount[mine]
-        order = np.argsort(when.reshape(len(rows), width), axis=1, kind="stable")
-        when = np.take_along_axis(when.reshape(len(rows), width), order, axis=1)
-        level = np.take_along_axis(delta.reshape(len(rows), width), order, axis=1).cumsum(axis=1)
-        level[np.abs(level) < 1e-9 * np.maximum(1.0, scale[rows])[:, None]] = 0.0
-        # an instant's last event
-        last = np.ones(when.shape, bool)
-        np.not_equal(when[:, 1:], when[:, :-1], out=last[:, :-1])
-        last &= np.arange(width) < counts[rows][:, None]
-        # every curve starts at (0, 0): a point of its own unless the device's first event is at 0
-        opening = (counts[rows] == 0) | (when[:, 0] > 0) if width else np.ones(len(rows), bool)
-        per_row = last.sum(axis=1) + opening
-        row = np.repeat(np.arange(len(rows)), per_row)
-        at_event = np.ones(len(row), bool)
-        at_event[(np.cumsum(per_row) - per_row)[opening]] = False
-        row_times, row_levels = np.zeros(len(row)), np.zeros(len(row))
-        row_times[at_event], row_levels[at_event] = when[last], level[last]
-        # a point only where the level changes (or the curve begins)
-        changed = np.r_[True, (row_levels[1:] != row_levels[:-1]) | (row[1:] != row[:-1])]
-        points[rows] = np.bincount(row[changed], minlength=len(rows))
-        pieces.append((rows, row_times[changed], row_levels[changed]))
-    offsets = np.r_[0, np.cumsum(points)]
-    times, levels = np.empty(int(offsets[-1])), np.empty(int(offsets[-1]))
-    for rows, row_times, row_levels in pieces:
-        # the group's points are its devices' curves end to end: each goes to its device's place
-        first = offsets[rows] - (np.cumsum(points[rows]) - points[rows])
-        at = np.repeat(first, points[rows]) + np.arange(len(row_times))
-        times[at], levels[at] = row_times, row_levels
-    return MemoryCurves(times, levels, offsets.astype(np.int64))
+    free_lo, alloc_lo, base = (np.r_[0, np.cumsum(x)].tolist() for x in (n_free, n_alloc, counts))
+    free_at = np.empty(len(free_time), np.int64)
+    alloc_at = np.empty(len(alloc_time), np.int64)
+    for d in np.flatnonzero(counts).tolist():
+        frees = slice(free_lo[d], free_lo[d + 1])
+        allocs = slice(alloc_lo[d], alloc_lo[d + 1])
+        # a free goes before the allocations at its instant, an allocation after the frees at its
+        free_at[frees] = np.arange(base[d], base[d] + free_lo[d + 1] - free_lo[d]) + \
+            np.searchsorted(alloc_time[allocs], free_time[frees], side="left")
+        alloc_at[allocs] = np.arange(base[d], base[d] + alloc_lo[d + 1] - alloc_lo[d]) + \
+            np.searchsorted(free_time[frees], alloc_time[allocs], side="right")
+    total = base[-1]
+    when, level = np.empty(total), np.empty(total)
+    when[free_at], level[free_at] = free_time, -free_amount
+    when[alloc_at], level[alloc_at] = alloc_time, alloc_amount
+    for d in np.flatnonzero(counts).tolist():
+        np.cumsum(level[base[d]:base[d + 1]], out=level[base[d]:base[d + 1]])
+    event_device = np.repeat(np.arange(devices), counts)
+    level[np.abs(level) < 1e-9 * np.maximum(1.0, scale)[event_device]] = 0.0
+    # an instant's last event: the next is at another time or on the next device
+    last = np.ones(total, bool)
+    np.not_equal(when[1:], when[:-1], out=last[:-1])
+    heads = np.asarray(base[:-1])
+    last[(heads + counts - 1)[counts > 0]] = True
+    instants = np.flatnonzero(last)
+    # every curve starts at (0, 0): a point of its own unless the device's first event is at 0
+    opening = (counts == 0) | (when[np.minimum(heads, max(total - 1, 0))] > 0) if total else np.ones(devices, bool)
+    per_device = np.bincount(event_device[instants], minlength=devices) + opening
+    first = np.r_[0, np.cumsum(per_device)[:-1]]
+    times, levels = np.zeros(int(per_device.sum())), np.zeros(int(per_device.sum()))
+    instant_device = event_device[instants]
+    rank = np.arange(len(instants)) - (np.cumsum(per_device - opening) - (per_device - opening))[instant_device]
+    at = first[instant_device] + opening[instant_device] + rank
+    times[at], levels[at] = when[instants], level[instants]
+    # a point only where the level changes (or the curve begins)
+    changed = np.r_[True, levels[1:] != levels[:-1]]
+    changed[first[per_device > 0]] = True
+    points = np.bincount(np.repeat(np.arange(devices), per_device)[changed], minlength=devices)
+    return MemoryCurves(times[changed], levels[changed], np.r_[0, np.cumsum(points)].astype(np.int64))
+
+
+def _in_time_order(device: np.ndarray, time: np.ndarray, amount: np.ndarray):
+    """Events (device ascending) in time order within each device, ties in the order given: as
+    they come from a simulated run, or sorted (a measured run's may not be)."""
+    later = time[1:] >= time[:-1]
+    if later.all() or (later | (device[1:] != device[:-1])).all():
+        return device, time, amount
+    order = np.lexsort((time, device))
+    return device[order], time[order], amount[order]
 
 
 def static_memory(program, config) -> np.ndarray:

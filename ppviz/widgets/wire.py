@@ -15,9 +15,9 @@ from ..core.topology import Link, Topology
 
 TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
 MEMORY_MAGIC = 0x4D565050  # b"PPVM"
-FORMAT_VERSION = 4
-#: bytes per op at the widest (measured durations, over 65535 microbatch indices or 255 stages);
-#: a run of the library's schedules at usual sizes takes 13
+FORMAT_VERSION = 5
+#: bytes per op at the widest (measured durations, over 65535 microbatch indices or 255 stages,
+#: microbatches of over 65534 ops); a run of the library's schedules at usual sizes takes 10
 BYTES_PER_OP = 19
 #: each transfer (``Result.transfers``) after the ops: ready, start, end, producer, consumer, src, dst, kind
 BYTES_PER_TRANSFER = 25
@@ -35,11 +35,14 @@ FLAG_REVERSE = 1 << 5
 
 
 def _aligned(*parts: bytes) -> bytes:
-    out = bytearray()
+    """The parts end to end, each padded to a 4-byte boundary; one copy of the bytes (a
+    10^6-op timeline is 13 MB)."""
+    padded = []
     for part in parts:
-        out += part
-        out += b"\0" * (-len(out) % 4)
-    return bytes(out)
+        padded.append(part)
+        if len(part) % 4:
+            padded.append(b"\0" * (-len(part) % 4))
+    return b"".join(padded)
 
 
 def encode_timeline(result: Result) -> bytes:
@@ -52,7 +55,7 @@ def encode_timeline(result: Result) -> bytes:
     flags = program.kind.astype(np.uint8)  # ir's codes are the kind's index in KINDS ("FBIW")
     flags[program.pair] |= FLAG_PAIR_F
     flags[np.flatnonzero(program.pair) + 1] |= FLAG_PAIR_B
-    flags[ops.waited_for >= 0] |= FLAG_WAITED
+    np.bitwise_or(flags, FLAG_WAITED, out=flags, where=ops.waited_for >= 0)
     placement = program.placement
     if placement is not None and placement.reverse_device is not None:
         flags[ops.microbatch >= placement.split] |= FLAG_REVERSE
@@ -61,7 +64,8 @@ def encode_timeline(result: Result) -> bytes:
     table, durations = _durations(program, (ops.end - ops.start).astype("<f4"))
     microbatch = ops.microbatch.astype("<u2" if program.microbatches <= 0xFFFF else "<u4")
     stage = ops.stage.astype("u1" if program.stages <= 0xFF else "<u2")
-    widths = microbatch.itemsize | stage.itemsize << 8 | durations.itemsize << 16
+    dep = _dependency_ranks(microbatch, result.dependencies)
+    widths = microbatch.itemsize | stage.itemsize << 8 | durations.itemsize << 16 | dep.itemsize << 24
     header = np.array([TIMELINE_MAGIC, FORMAT_VERSION, n, program.devices, widths, len(table)], dtype="<u4")
     return _aligned(
         header.tobytes(),
@@ -69,7 +73,7 @@ def encode_timeline(result: Result) -> bytes:
         program.offsets.astype("<u4").tobytes(),
         ops.start.astype("<f4").tobytes(),
         durations.tobytes(),
-        result.dependencies.astype("<i4").tobytes(),
+        dep.tobytes(),
         microbatch.tobytes(),
         stage.tobytes(),
         flags.tobytes(),
@@ -99,6 +103,27 @@ def _durations(program, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     lookup = np.zeros(len(candidate), np.int64)
     lookup[used] = index
     return table.astype("<f4"), lookup[key].astype("u1" if len(table) <= 0xFF else "<u2")
+
+
+def _dependency_ranks(microbatch: np.ndarray, dep: np.ndarray) -> np.ndarray:
+    """The dependency column: each op's dependency as its rank among its microbatch's ops in
+    program order (an op waits only for an op of its own microbatch), the width's largest
+    value for none. A microbatch has 2 or 3 ops per stage, so a byte holds the rank at up to
+    84 stages: 1 byte per op where an index into all the ops took 4."""
+    n = len(dep)
+    none = dep < 0
+    dep = np.maximum(dep, 0)
+    if np.any((microbatch[dep] != microbatch) & ~none):
+        raise ConfigError("dependencies", "across microbatches", "the widget draws dependencies within a microbatch")
+    counts = np.bincount(microbatch, minlength=1)
+    width = np.dtype("u1" if counts.max(initial=0) < 0xFF else "<u2" if counts.max() < 0xFFFF else "<u4")
+    # each microbatch's ops in program order (a stable sort of 16-bit keys is a radix sort)
+    order = np.argsort(microbatch, kind="stable")
+    rank = np.empty(n, width)
+    rank[order] = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
+    ranks = rank[dep]
+    ranks[none] = np.iinfo(width).max
+    return ranks
 
 
 def _transfer_columns(result: Result) -> list[bytes]:
