@@ -8,6 +8,9 @@ import json
 
 import pytest
 
+import ppviz
+from ppviz.core.numbers import number
+
 from .conftest import ARTIFACTS
 from .hosts import cell_output, jupyter, run_cell, wait_for_file
 
@@ -151,6 +154,9 @@ LINE = """() => {
 def test_a_model_configs_controls_fit_one_line_and_say_their_costs_whole(browser, tmp_path):
     # JupyterLab in a 1,400 px window with its file browser open: the controls wrapped onto a
     # second line, f showed 79.91747313458661 in a box that cut it, and comm showed 0 beside a topology
+    cfg = ppviz.Config.from_model(ppviz.Transformer.preset("llama-3-8b"), ppviz.Hardware.preset("h100-sxm"),
+                                  devices=4, microbatches=16, topology="dgx-h100")
+    shown_f, shown_b = number(cfg.f, "ms"), number(cfg.b, "ms")
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     with jupyter("lab", tmp_path, MODEL_CELL) as server:
@@ -164,8 +170,8 @@ def test_a_model_configs_controls_fit_one_line_and_say_their_costs_whole(browser
             # one line: every control's top within a few pixels of the others'
             assert max(line["tops"]) - min(line["tops"]) < 8, line
             assert line["clipped"] == [], line
-            assert control(page, "f").input_value() == "79.9 ms"
-            assert control(page, "b").input_value() == "97.7 ms"
+            assert control(page, "f").input_value() == shown_f  # e.g. "59.7 ms"
+            assert control(page, "b").input_value() == shown_b
             comm = control(page, "comm")
             assert comm.input_value() == "topology" and comm.is_disabled()
             why = page.locator(".ppviz-control-comm").evaluate("e => [e, ...e.querySelectorAll('*')].map(x => x.title).join(' ')")
@@ -174,14 +180,14 @@ def test_a_model_configs_controls_fit_one_line_and_say_their_costs_whole(browser
             page.locator(".jp-OutputArea-output").first.screenshot(path=str(ARTIFACTS / "controls-model-config.png"))
             # what the box shows, sent back, runs nothing; the value run keeps all its digits
             f = control(page, "f")
-            f.fill("79.9 ms")
+            f.fill(shown_f)
             f.press("Enter")
             page.wait_for_timeout(1000)
             assert not (server["root"] / "f.json").exists()
             f.fill("80")
             f.press("Enter")
             wait_for_file(server["root"] / "f.json", "80.0")
-            assert float((server["root"] / "f0.json").read_text()) == pytest.approx(79.91747313458661, abs=1e-12)
+            assert float((server["root"] / "f0.json").read_text()) == pytest.approx(cfg.f, abs=1e-12)
         except Exception:
             ARTIFACTS.mkdir(exist_ok=True)
             page.screenshot(path=str(ARTIFACTS / "failed-controls-model.png"))
