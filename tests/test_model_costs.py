@@ -457,3 +457,16 @@ def test_the_breakdown_splits_each_devices_step_into_compute_traffic_waits_and_i
                            for s in held)
         assert parts.tp_comm[d] == pytest.approx(expected, rel=1e-12)
     assert (parts.dp_tail == res.tail).all()
+
+
+def test_the_widget_is_told_the_step_and_the_longest_tails_split():
+    from ppviz.widgets.wire import describe
+
+    res = simulate(Config.from_model(LLAMA_70B, H100, **SIZES))
+    step = describe(res)["step"]
+    worst = int(np.argmax(res.tail))
+    row = res.breakdown.iloc[worst]
+    assert step == {"time": res.step_time, "mfu": res.mfu, "tokens_per_second": res.tokens_per_second,
+                    "device": worst, "compute": row.compute, "tp_comm": row.tp_comm, "p2p_wait": row.p2p_wait,
+                    "idle": row.idle, "dp_tail": row.dp_tail}
+    assert describe(simulate(Config(schedule="1f1b", devices=4, microbatches=8)))["step"] is None

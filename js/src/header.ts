@@ -145,6 +145,16 @@ export function fillHeader(header: HTMLElement, meta: Meta, o: HeaderOptions = F
       `idle / (p × makespan); bubble rate (makespan − ideal) / ideal = ${share(meta.bubble_rate)}` +
         (cf ? `; closed form, idle per device: ${cf.bubble_formula}` : "") + caveat));
   }
+  const step = meta.step;
+  if (step) {
+    const rate = step.mfu === null ? null : `MFU ${share(step.mfu)}`;
+    const tokens = step.tokens_per_second === null ? "" : `, ${number(step.tokens_per_second)} tokens/s`;
+    cards.push(metric("step", time(step.time), rate,
+      `the training step: the pipeline, then each device's data-parallel gradient reduction, optimizer and ` +
+        `parameter gather${tokens}. Device ${step.device} (the longest tail): compute ${time(step.compute)}, ` +
+        `TP/EP traffic ${time(step.tp_comm)}, P2P wait ${time(step.p2p_wait)}, idle ${time(step.idle)}, ` +
+        `DP tail ${time(step.dp_tail)}`));
+  }
   const comm = communicationCard(meta);
   if (comm) cards.push(comm);
   cards.push(memoryCard);

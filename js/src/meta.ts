@@ -63,7 +63,22 @@ export interface Meta {
   communication?: Communication | null;
   /** with activation offload (Config.offload): the share copied and the host link (wire._offload) */
   offload?: { share: number; link: string; count: number } | null;
+  /** with a training step beyond the pipeline (Config.step): its time and the split of the device with the longest tail (wire._step) */
+  step?: Step | null;
   closed_form: ClosedForm | null;
+}
+
+/** The step: pipeline, then each device's data-parallel tail (ppviz/widgets/wire.py, `_step`). */
+export interface Step {
+  time: number;
+  mfu: number | null;
+  tokens_per_second: number | null;
+  device: number;
+  compute: number;
+  tp_comm: number;
+  p2p_wait: number;
+  idle: number;
+  dp_tail: number;
 }
 
 /** The transfers' setting and totals (ppviz/widgets/wire.py, `_communication`). */

@@ -215,3 +215,23 @@ describe("segmented and forward-only programs", () => {
     expect(header.querySelector(".ppviz-fit")!.textContent).toBe("does not fit (8 of 8 over)");
   });
 });
+
+describe("the step card", () => {
+  it("gives the training step, its MFU and the longest tail's split; none without a step", () => {
+    const header = document.createElement("div");
+    const step = { time: 5264.2, mfu: 0.379, tokens_per_second: 199190, device: 7, compute: 3218.4, tp_comm: 1155.9,
+      p2p_wait: 11.3, idle: 873.9, dp_tail: 4.53 };
+    fillHeader(header, { ...oneFOneB70b(), step });
+    const cards = [...header.querySelectorAll<HTMLElement>(".ppviz-metric")];
+    const labels = cards.map((c) => c.querySelector(".ppviz-metric-label")!.textContent);
+    expect(labels).toEqual(["makespan", "bubble", "step", "peak memory"]);
+    const card = cards[2];
+    expect(card.querySelector(".ppviz-metric-value")!.textContent).toBe("5,264 ms");
+    expect(card.querySelector(".ppviz-metric-closed")!.textContent).toBe("MFU 37.9 %");
+    expect(card.title).toContain("199,190 tokens/s");
+    expect(card.title).toContain("Device 7 (the longest tail): compute 3,218 ms, TP/EP traffic 1,156 ms, " +
+      "P2P wait 11.3 ms, idle 874 ms, DP tail 4.53 ms");
+    fillHeader(header, oneFOneB70b());
+    expect([...header.querySelectorAll(".ppviz-metric-label")].map((e) => e.textContent)).not.toContain("step");
+  });
+});

@@ -143,6 +143,19 @@ def _transfer_columns(result: Result) -> list[bytes]:
         np.concatenate([np.asarray(a).astype(dtype), np.asarray(b).astype(dtype)]).tobytes() for a, b, dtype in columns]
 
 
+def _step(result: Result) -> dict | None:
+    """The training step beyond the pipeline (Config.step): its time, MFU, tokens per second,
+    and the split of the device whose tail is longest; None without a step."""
+    if result.config.step is None:
+        return None
+    parts = result.breakdown
+    worst = int(np.argmax(result.tail))
+    row = parts.iloc[worst]
+    return {"time": result.step_time, "mfu": result.mfu, "tokens_per_second": result.tokens_per_second,
+            "device": worst, "compute": float(row.compute), "tp_comm": float(row.tp_comm),
+            "p2p_wait": float(row.p2p_wait), "idle": float(row.idle), "dp_tail": float(row.dp_tail)}
+
+
 def _offload(result: Result) -> dict | None:
     """What the widget says about offload's host copies; None without offload."""
     c = result.config
@@ -256,4 +269,5 @@ def describe(result: Result) -> dict:
         "closed_form": closed,
         "communication": _communication(result),
         "offload": _offload(result),
+        "step": _step(result),
     }
