@@ -65,6 +65,8 @@ export interface Meta {
   offload?: { share: number; link: string; count: number } | null;
   /** with a training step beyond the pipeline (Config.step): its time and the split of the device with the longest tail (wire._step) */
   step?: Step | null;
+  /** per stage, one op's tensor/expert-parallel traffic by kind [F, B, I, W] (Result.traffic); null without any */
+  traffic?: number[][] | null;
   closed_form: ClosedForm | null;
 }
 

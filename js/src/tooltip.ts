@@ -15,7 +15,7 @@ import {
   memoryAt,
   waitedFor,
 } from "./data";
-import { PRECISE, number } from "./format";
+import { PRECISE, number, share } from "./format";
 import { capacityOf, excessText, formatMemory, isOver, laneBase, lanesWithStatic, memoryUnit } from "./fit";
 import { closedPeak, type Meta, microbatchLabel, segmentsOf } from "./meta";
 import { inputTransferRows } from "./transfers";
@@ -94,6 +94,7 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
     };
   }
   const kind = KIND_LETTERS[kindOf(tl, k)];
+  const traffic = meta.traffic?.[tl.stage[k]]?.[kindOf(tl, k)] ?? 0;
   return {
     title: `${kind} · ${KIND_NAMES[kind]} · ${actionName(tl, k)}`,
     rows: [
@@ -102,6 +103,8 @@ export function describeOp(tl: Timeline, meta: Meta, k: number): TooltipContent 
       ["microbatch", microbatchText(meta, tl.mb[k])],
       ["device", where],
       ...times,
+      ...(traffic > 0 ? [["of which", `compute ${time(tl.dur[k] - traffic)}, TP/EP traffic ${time(traffic)} ` +
+        `(${share(traffic / tl.dur[k])})`] as [string, string]] : []),
       ["waited for", waitText(tl, meta, k)],
       ...inputTransferRows(tl, meta, k),
     ],

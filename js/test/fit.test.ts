@@ -11,6 +11,7 @@ import { labelBox, memoryTop } from "../src/memory";
 import type { Meta } from "../src/meta";
 import { microbatchLabel } from "../src/meta";
 import { LIGHT } from "../src/theme";
+import { PRECISE, number, share } from "../src/format";
 import { describeMemory, describeOp } from "../src/tooltip";
 import { type OpSpec, encodeMemory, encodeTimeline, fillDrain, metaFor } from "./fixtures";
 
@@ -233,5 +234,22 @@ describe("the step card", () => {
       "P2P wait 11.3 ms, idle 874 ms, DP tail 4.53 ms");
     fillHeader(header, oneFOneB70b());
     expect([...header.querySelectorAll(".ppviz-metric-label")].map((e) => e.textContent)).not.toContain("step");
+  });
+});
+
+describe("an op's tensor-parallel share", () => {
+  it("splits the op's time into compute and TP/EP traffic where the stage has any", () => {
+    const { ops, makespan } = fillDrain(4, 4);
+    const tl = decodeTimeline(encodeTimeline(4, ops));
+    const f = ops.findIndex((o) => o.stage === 2 && o.kind === "F");
+    const b = ops.findIndex((o) => o.stage === 2 && o.kind === "B");
+    const traffic = [0, 1, 2, 3].map((s) => (s === 2 ? [0.25, 0.5, 0, 0] : [0, 0, 0, 0]));
+    const meta = metaFor(4, ops, makespan, { time_unit: "ms", traffic });
+    const rows = (k: number) => Object.fromEntries(describeOp(tl, meta, k).rows);
+    expect(rows(f)["of which"]).toBe(`compute ${number(ops[f].dur - 0.25, "ms", PRECISE)}, TP/EP traffic 0.25 ms (${share(0.25 / ops[f].dur)})`);
+    expect(rows(b)["of which"]).toContain("TP/EP traffic 0.5 ms");
+    const other = ops.findIndex((o) => o.stage === 1 && o.kind === "F");
+    expect(rows(other)["of which"]).toBeUndefined();
+    expect(Object.fromEntries(describeOp(tl, metaFor(4, ops, makespan, { time_unit: "ms" }), f).rows)["of which"]).toBeUndefined();
   });
 });

@@ -293,11 +293,11 @@ class Result:
         return self.memory.at(t) + self.static_memory
 
     @functools.cached_property
-    def tp_comm(self) -> np.ndarray:
-        """Per device, the time its ops spend in tensor- and expert-parallel collectives, from its
-        stages' costs (``Config.from_model`` gives them; zeros otherwise): each F's ``f_comm``, each
-        I's ``b_comm``, each W's ``w_comm``, an unsplit B both, and a backward under recompute its
-        recomputed forward's ``recompute_comm`` too. Part of its busy time, not of its idle time."""
+    def traffic(self) -> np.ndarray:
+        """Per stage (rows) and op kind (columns F, B, I, W), the time one op spends in tensor-
+        and expert-parallel collectives, from the stages' costs (``Config.from_model`` gives
+        them; zeros otherwise): F its ``f_comm``, I its ``b_comm``, W its ``w_comm``, an unsplit B
+        both, and a backward under recompute its recomputed forward's ``recompute_comm`` too."""
         costs = self.config.stage_costs or {}
         stages = self.program.stages
 
@@ -306,12 +306,18 @@ class Result:
 
         f, b, w = column("f_comm"), column("b_comm"), column("w_comm")
         r = column("recompute_comm") if self.config.recompute is not None else np.zeros(stages)
+        out = np.stack([f, b + w + r, b + r, w], axis=1)
+        out.flags.writeable = False
+        return out
+
+    @functools.cached_property
+    def tp_comm(self) -> np.ndarray:
+        """Per device, the time its ops spend in tensor- and expert-parallel collectives
+        (:attr:`traffic`, op by op). Part of its busy time, not of its idle time."""
         o = self.ops
-        per_op = np.select([o.kind == "F", o.kind == "I", o.kind == "W", o.kind == "B"],
-                           [f[o.stage], b[o.stage] + r[o.stage], w[o.stage], b[o.stage] + w[o.stage] + r[o.stage]],
-                           0.0)
+        column = np.select([o.kind == "F", o.kind == "B", o.kind == "I", o.kind == "W"], [0, 1, 2, 3], 0)
         out = np.zeros(self.devices)
-        np.add.at(out, o.device, per_op)
+        np.add.at(out, o.device, self.traffic[o.stage, column])
         out.flags.writeable = False
         return out
 

@@ -270,4 +270,6 @@ def describe(result: Result) -> dict:
         "communication": _communication(result),
         "offload": _offload(result),
         "step": _step(result),
+        # per stage, one F's, B's, I's and W's tensor/expert-parallel traffic (Result.traffic); None without any
+        "traffic": [_floats(row) for row in result.traffic] if result.traffic.any() else None,
     }
