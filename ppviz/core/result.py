@@ -43,7 +43,8 @@ class Ops(Columns):
 
 
 #: the order a stage's own settings are named in
-_STAGE_KEYS = ("f", "b", "w", "recompute", "activation", "params")
+_STAGE_KEYS = ("f", "b", "w", "recompute", "activation", "params", "gap_f", "gap_b", "gap_w", "warmup_f", "warmup_b",
+               "warmup_w")
 
 
 #: the settings that are amounts of memory: in GiB where the config gives an activation's bytes
@@ -184,7 +185,8 @@ class Result:
         else:
             self.tails, self.device_step_end = Tails.empty(), np.zeros(program.devices)
             np.maximum.at(self.device_step_end, program.device, end)
-        self.step_time = max(self.makespan, float(self.device_step_end.max(initial=0.0)))
+        setup = step.setup if step is not None else 0.0
+        self.step_time = setup + max(self.makespan, float(self.device_step_end.max(initial=0.0)))
         self.busy = np.bincount(program.device, weights=cost, minlength=p)
         self.idle = self.makespan - self.busy
         self.ideal = float(self.busy.max())
@@ -369,7 +371,9 @@ class Result:
             if mine.any():
                 parts.append(f"{'gradient reduction' if kind == 'reduce' else kind} "
                              f"{time(float(t.duration[mine].sum()))}")
-        lines = [f"  step time        {time(self.step_time)}   data-parallel tail up to {time(float(tail.max()))} "
+        setup = self.config.step.setup
+        lines = [f"  step time        {time(self.step_time)}   " + (f"set-up {time(setup)} before the ops, " if setup else "")
+                 + f"data-parallel tail up to {time(float(tail.max()))} "
                  f"(device {worst}" + (f": {', '.join(parts)}" if parts else "") + ")"]
         rates = []
         if self.tokens_per_second is not None:
