@@ -25,6 +25,10 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
   activation under full recompute and all of it under selective recompute.
 - Static memory: each distinct stage in a device's rows adds ``stage_costs[s]["params"]``,
   else params·p/S.
+- Every op of stage s also takes its host gap, ``stage_costs[s]["gap_f"]`` for an F,
+  ``"gap_b"`` for an I or a B, ``"gap_w"`` for a W, and an op of microbatch index 0 its
+  warm-up, ``"warmup_f"``, ``"warmup_b"`` (I), ``"warmup_w"`` (W), both for a B; neither is
+  split into segments.
 """
 
 from __future__ import annotations
@@ -101,8 +105,24 @@ def stage_costs(config, p: int, S: int):
 
 def segment_costs(config, p: int, S: int, k: int):
     """stage_costs for a program of k sequence segments: a segment's passes and activation are 1/k
-    of its microbatch's; the stage's parameters are not split."""
-    return [{key: value if key == "params" else value / k for key, value in c.items()} for c in stage_costs(config, p, S)]
+    of its microbatch's; the stage's parameters are not split. Each stage's ops add their host
+    gap, whole, and ``"warm"`` gives each kind's warm-up (see :func:`duration`)."""
+    out = []
+    for s, c in enumerate(stage_costs(config, p, S)):
+        over = config.stage_costs.get(s, {})
+        gap = {"F": over.get("gap_f", 0.0), "I": over.get("gap_b", 0.0), "B": over.get("gap_b", 0.0),
+               "W": over.get("gap_w", 0.0)}
+        warm = {"F": over.get("warmup_f", 0.0), "I": over.get("warmup_b", 0.0), "W": over.get("warmup_w", 0.0)}
+        warm["B"] = warm["I"] + warm["W"]
+        split = {key: value if key == "params" else value / k for key, value in c.items()}
+        out.append({key: value + gap[key] if key in gap else value for key, value in split.items()} | {"warm": warm})
+    return out
+
+
+def duration(costs, op) -> float:
+    """The time of one op (kind, stage, microbatch, ...): its stage's, and the warm-up for index 0."""
+    kind, s, mb = op[0], op[1], op[2]
+    return costs[s][kind] + (costs[s]["warm"][kind] if mb == 0 else 0.0)
 
 
 def run(program, config) -> Run:
@@ -160,9 +180,9 @@ def run(program, config) -> Run:
                     break
                 t0 = max([free[d]] + readies)
                 if paired:
-                    dur = ratio * (costs[group[0][1]][group[0][0]] + costs[group[1][1]][group[1][0]])
+                    dur = ratio * (duration(costs, group[0]) + duration(costs, group[1]))
                 else:
-                    dur = costs[op[1]][op[0]]
+                    dur = duration(costs, op)
                 for g_i in range(len(group)):
                     j = base[d] + pos[d] + g_i
                     start[j], end[j] = t0, t0 + dur
@@ -374,7 +394,7 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
                         copies[(d, s, mb, "reload")] = (r0, r1)
                         held[(d, s, mb)] = max(0.0, r1 - s0)
                         s0 = max(s0, r1)
-                dur = ratio * sum(costs[op[1]][op[0]] for op in ops) if len(ops) == 2 else costs[ops[0][1]][ops[0][0]]
+                dur = ratio * sum(duration(costs, op) for op in ops) if len(ops) == 2 else duration(costs, ops[0])
                 for k in item[1]:
                     start[base[d] + k], end[base[d] + k] = s0, s0 + dur
                 for kind, s, mb, _ in ops:
@@ -534,9 +554,9 @@ def run_offload(program, config) -> OffloadRun:
                         t0 = max(t0, r1)
                 if len(members) == 2:
                     (k1, k2) = members
-                    dur = ratio * (costs[rows[d][k1][1]][rows[d][k1][0]] + costs[rows[d][k2][1]][rows[d][k2][0]])
+                    dur = ratio * (duration(costs, rows[d][k1]) + duration(costs, rows[d][k2]))
                 else:
-                    dur = costs[rows[d][members[0]][1]][rows[d][members[0]][0]]
+                    dur = duration(costs, rows[d][members[0]])
                 for k in members:
                     start[d][k], end[d][k] = t0, t0 + dur
                     kind, s, mb, _ = rows[d][k]

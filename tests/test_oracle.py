@@ -52,7 +52,8 @@ def configs(draw):
         assume(False)
     overrides = {}
     for s in draw(st.lists(st.integers(0, stages - 1), max_size=3, unique=True)):
-        keys = draw(st.lists(st.sampled_from(["f", "b", "w", "activation", "params", "recompute"]), min_size=1,
+        keys = draw(st.lists(st.sampled_from(["f", "b", "w", "activation", "params", "recompute", "gap_f", "gap_b",
+                                              "gap_w", "warmup_f", "warmup_b", "warmup_w"]), min_size=1,
                              max_size=6, unique=True))
         overrides[s] = {k: draw(costs) for k in keys}
     try:

@@ -98,6 +98,26 @@ def test_per_stage_override_slows_the_pipeline():
     assert slow.closed_form is not None and not slow.closed_form.applies
 
 
+def test_host_gaps_and_the_first_microbatchs_warm_up_by_hand():
+    # 1F1B, p = 2, m = 2, f = 1, B = 2 (b = w = 1). Every op pays its stage's gap (F 0.25, B 0.5 on
+    # stage 0 only); microbatch 0's F on stage 1 is 2 longer, its B on stage 0 1.5 (warmup_b + warmup_w)
+    res = run("1f1b", p=2, m=2, stage_costs={0: {"gap_f": 0.25, "gap_b": 0.5, "warmup_b": 1.0, "warmup_w": 0.5},
+                                             1: {"warmup_f": 2.0}})
+    assert res.program.to_actions() == {0: ["0F0", "0F1", "0B0", "0B1"], 1: ["1F0", "1B0", "1F1", "1B1"]}
+    # device 0: F0 0–1.25, F1 1.25–2.5; device 1: F0 1.25–4.25 (3 with its warm-up), B0 4.25–6.25, F1 6.25–7.25,
+    # B1 7.25–9.25; device 0: B0 6.25–10.25 (2 + 0.5 gap + 1.5 warm-up), B1 10.25–12.75
+    assert res.ops.start.tolist() == [0, 1.25, 6.25, 10.25, 1.25, 4.25, 6.25, 7.25]
+    assert res.ops.end.tolist() == [1.25, 2.5, 10.25, 12.75, 4.25, 6.25, 7.25, 9.25]
+    # under sequence segments the pass is split, not the gap or the warm-up: segment 0 of microbatch 0 alone
+    # pays the warm-up, every segment the gap
+    seq = simulate(Config("seq1f1b", devices=2, microbatches=1, segments=2, stage_costs={0: {"gap_f": 0.25,
+                                                                                              "warmup_f": 1.0}}))
+    forwards = (seq.ops.stage == 0) & (seq.ops.kind == "F")
+    assert seq.ops.duration[forwards].tolist() == [0.5 + 0.25 + 1.0, 0.5 + 0.25]
+    assert "  (the closed form assumes uniform stage costs, comm = 0; this config has host gaps per op, a " \
+           "first-microbatch warm-up)" in res.summary().splitlines()
+
+
 def test_fb_pair_cost_and_timing():
     # a single device running an overlapped pair: F1 with B0 in one slot costing fb (ratio applied)
     program = Program.from_text({0: "0F0 (0F1;0B0)OVERLAP_F_B 0B1"})

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..core.config import Config
-from ..core.engine import stage_table
+from ..core.engine import gap_table, stage_table, warmup_table
 from ..core.memory import stage_activation
 from ..core.placement import Placement
 from ..core.program import B, F, I, W, DeviceOps, Program
@@ -54,7 +54,12 @@ class Problem:
         self.placement = placement
         self.devices, self.stages, self.microbatches = p, stages, config.microbatches
         table = stage_table(config, p, stages)  # rows F, B, I, W: indexed by op kind
+        gaps = gap_table(config, stages)
+        if gaps is not None:
+            table = table + gaps
         self.cost = [table[k].tolist() for k in range(4)]
+        warm = warmup_table(config, stages)
+        self.warmup = [row.tolist() for row in warm] if warm is not None else [[0.0] * stages] * 4
         act = stage_activation(config, p, stages).tolist()
         share = config.w_share
         self.activation = act
@@ -91,7 +96,7 @@ class Problem:
             self.waits_for[op] = source
             if source >= 0 and self.device_of[self.stage_of[source]] != here:
                 self.edge[op] = self.comm
-            self.duration[op] = self.cost[kind][s]
+            self.duration[op] = self.cost[kind][s] + (self.warmup[kind][s] if mb == 0 else 0.0)
             self.delta[op] = self.change[kind][s]
 
     def op(self, kind: int, stage: int, microbatch: int) -> int:

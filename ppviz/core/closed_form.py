@@ -61,6 +61,10 @@ def broken_assumptions(config) -> list[str]:
         out.append("per-stage costs")
     if any("activation" in costs for costs in config.stage_costs.values()):
         out.append("per-stage activation")
+    if any(k.startswith("gap_") for costs in config.stage_costs.values() for k in costs):
+        out.append("host gaps per op")
+    if any(k.startswith("warmup_") for costs in config.stage_costs.values() for k in costs):
+        out.append("a first-microbatch warm-up")
     if config.comm != 0:
         out.append(f"comm = {config.comm:g}")
     if config.transfers:

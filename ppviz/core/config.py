@@ -23,8 +23,12 @@ DEFAULT_W_SHARE = 32 / 34
 FULL_RECOMPUTE_SHARE = 2 / 34
 RECOMPUTE = (None, "selective", "full")
 
-_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", "f_comm", "b_comm", "w_comm",
-                    "recompute_comm")
+#: the per-stage times a stage's ops pay besides their computation: a host gap on every op, a
+#: warm-up on the first microbatch's (see ``Config``)
+PER_OP_KEYS = ("gap_f", "gap_b", "gap_w", "warmup_f", "warmup_b", "warmup_w")
+#: the tensor/expert-parallel share of a stage's ops (Config.from_model), for the breakdown and the tooltips
+COMM_KEYS = ("f_comm", "b_comm", "w_comm", "recompute_comm")
+_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS)
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -154,7 +158,13 @@ class Config:
         result then says which devices fit (``Result.fits``) and by how much the others do not.
 
     ``stage_costs`` may also give a stage's static memory (``"params"``, activation units,
-    absolute) and its recompute time (``"recompute"``).
+    absolute), its recompute time (``"recompute"``), and what its ops pay besides their
+    computation, as ``ppviz.calibrate`` measures it: ``"gap_f"``, ``"gap_b"``, ``"gap_w"``, the
+    host time (Python, launching, posting sends and receives) added to each of its F, I (and a
+    full B: one op, one gap) and W, whatever the stage's size or the segments; and ``"warmup_f"``,
+    ``"warmup_b"``, ``"warmup_w"``, the time the stage's first microbatch's F, I (or the input
+    part of its B) and W take on top of the others' (lazy initialisation, the allocator, cold
+    caches: a slower first op of each kind in every step).
     topology : model communication as transfers over links: a :class:`ppviz.Topology` (devices
         grouped into nodes, an intra- and an inter-node link), a :class:`ppviz.Link` (one link
         between every pair of devices) or a preset name (``"dgx-h100"``, ``"dgx-a100"``,
@@ -326,7 +336,7 @@ class Config:
             return FrozenMapping()
         if not isinstance(raw, Mapping):
             raise ConfigError("stage_costs", raw, "give a dict {stage: {'f': .., 'b': .., 'w': .., 'activation': .., "
-                              "'params': .., 'recompute': ..}}")
+                              "'params': .., 'recompute': .., 'gap_f': .., 'warmup_f': ..}}")
         # a custom schedule's stage count comes with its program: simulate() checks the keys then
         stages = spec.stage_count(self.devices, self.stages_per_device)
         out = {}
@@ -390,7 +400,7 @@ class Config:
         """True when no per-stage override changes a cost and no recompute or offload can lengthen
         the backward (closed forms assume this)."""
         return self.recompute is None and self.offload is None and not any(
-            k in ("f", "b", "w") for costs in self.stage_costs.values() for k in costs)
+            k in ("f", "b", "w", *PER_OP_KEYS) for costs in self.stage_costs.values() for k in costs)
 
     @classmethod
     def from_model(cls, model, hardware, **options) -> "Config":

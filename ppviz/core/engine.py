@@ -29,15 +29,53 @@ from .result import Result
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
     """Duration of each op; the first op of an F&B pair carries the pair's duration. A segment of
-    a microbatch split into k sequence segments costs 1/k of the microbatch's pass."""
+    a microbatch split into k sequence segments costs 1/k of the microbatch's pass. Every op
+    also pays its stage's host gap (:func:`gap_table`), and the first microbatch's ops (its
+    first segment's) their stage's warm-up (:func:`warmup_table`), neither scaled."""
+    kind = program.kind.astype(np.intp)
     table = stage_table(config, program.devices, program.stages) / program.segments
-    cost = table[program.kind.astype(np.intp), program.stage]
+    gaps = gap_table(config, program.stages)
+    if gaps is not None:
+        table = table + gaps
+    cost = table[kind, program.stage]
+    warm = warmup_table(config, program.stages)
+    if warm is not None:
+        first = np.flatnonzero(program.microbatch == 0)
+        cost[first] += warm[kind[first], program.stage[first]]
     if program.pair.any():
         first = np.flatnonzero(program.pair)
         ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
         cost[first] = ratio * (cost[first] + cost[first + 1])
         cost[first + 1] = 0.0
     return cost
+
+
+def gap_table(config: Config, stages: int) -> np.ndarray | None:
+    """Per stage, the host time each of its ops pays (rows F, B, I, W as :func:`stage_table`'s):
+    ``stage_costs[s]["gap_f"]``, ``"gap_b"`` (an I's, and a full B's: one op, one gap) and
+    ``"gap_w"``; None when no stage gives one."""
+    rows = _stage_rows(config, stages, ("gap_f", "gap_b", "gap_w"))
+    return None if rows is None else np.stack([rows[0], rows[1], rows[1], rows[2]])
+
+
+def warmup_table(config: Config, stages: int) -> np.ndarray | None:
+    """Per stage, what its first microbatch's F, B, I and W cost on top of the others' (rows as
+    :func:`stage_table`'s; B = I + W): ``stage_costs[s]["warmup_f"]``, ``"warmup_b"`` (the
+    input-gradient part) and ``"warmup_w"``; None when no stage gives one."""
+    rows = _stage_rows(config, stages, ("warmup_f", "warmup_b", "warmup_w"))
+    return None if rows is None else np.stack([rows[0], rows[1] + rows[2], rows[1], rows[2]])
+
+
+def _stage_rows(config: Config, stages: int, keys: tuple[str, ...]) -> list[np.ndarray] | None:
+    """One row per key of ``stage_costs``' values per stage (0 where a stage does not give it);
+    None when no stage gives any."""
+    if not any(k in over for over in config.stage_costs.values() for k in keys):
+        return None
+    rows = [np.zeros(stages) for _ in keys]
+    for s, over in config.stage_costs.items():
+        for row, k in zip(rows, keys):
+            row[s] = over.get(k, 0.0)
+    return rows
 
 
 def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
@@ -440,4 +478,5 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
     return Result(cfg, program, start, end, dep, cost)
 
 
-__all__ = ["simulate", "as_run", "as_runs", "RUN_KINDS", "execute", "dependencies", "op_costs", "stage_table", "KINDS"]
+__all__ = ["simulate", "as_run", "as_runs", "RUN_KINDS", "execute", "dependencies", "op_costs", "stage_table",
+           "gap_table", "warmup_table", "KINDS"]

@@ -39,20 +39,29 @@ MS = "ms"
 class Steps(Columns):
     """One row per complete step in the trace: its ``label`` (the profiler's step number, or
     0, 1, … in order), ``pipeline_time`` (first op start to last op end, ms), ``busy`` (summed op
-    time over devices, ms) and ``bubble_fraction`` (1 − busy / (p × pipeline_time))."""
+    time over devices, ms), ``bubble_fraction`` (1 − busy / (p × pipeline_time)) and, where the
+    trace holds each step's span (the profiler's ``ProfilerStep#N``), the ``step_time`` (its
+    longest rank's span: the pipeline and the work around it, such as the optimizer step), split
+    into ``before_ops`` (from the step's start to its first op, on that op's rank), the pipeline
+    time and ``after_ops`` (the rest); NaN where the trace has no step spans."""
 
     label: np.ndarray
     pipeline_time: np.ndarray
     busy: np.ndarray
     bubble_fraction: np.ndarray
+    step_time: np.ndarray
+    before_ops: np.ndarray
+    after_ops: np.ndarray
 
     def summary(self, time_unit: str | None = MS) -> str:
         t = self.pipeline_time
         unit = unit_suffix(time_unit)
+        spans = not np.isnan(self.step_time).any()
         lines = [f"{len(self)} complete step(s): pipeline time median {np.median(t):.4g}{unit}, "
-                 f"min {t.min():.4g}, max {t.max():.4g}"]
-        lines += [f"  step {int(k)}: {x:.4g}{unit}, bubble {b:.1%}"
-                  for k, x, b in zip(self.label, t, self.bubble_fraction)]
+                 f"min {t.min():.4g}, max {t.max():.4g}"
+                 + (f"; step time median {np.median(self.step_time):.4g}{unit}" if spans else "")]
+        lines += [f"  step {int(k)}: {x:.4g}{unit}, bubble {b:.1%}" + (f", step {s:.4g}{unit}" if spans else "")
+                  for k, x, b, s in zip(self.label, t, self.bubble_fraction, self.step_time)]
         return "\n".join(lines)
 
 
@@ -78,7 +87,9 @@ class Samples(Columns):
 class Measured(Result):
     """A measured step (see the module docstring); everything a :class:`Result` has, and
     ``wait``, ``transfers``, ``steps``, ``step``, ``samples``, ``clock_offsets``, ``sources``
-    (the files read) and ``pipeline_time`` (first op start to last op end, = ``makespan``)."""
+    (the files read) and ``pipeline_time`` (first op start to last op end, = ``makespan``).
+    ``step_time`` is the step's measured span where the trace holds one (``steps.step_time``:
+    the pipeline and the work around it), else the pipeline time."""
 
     def __init__(self, config: Config, program: Program, start: np.ndarray, end: np.ndarray, *, wait: np.ndarray,
                  transfers: Transfers, steps: Steps, step: int, samples: Samples, clock_offsets: np.ndarray,
@@ -96,6 +107,9 @@ class Measured(Result):
         self.samples = samples
         self.clock_offsets = clock_offsets
         self.sources = sources
+        measured_step = float(steps.step_time[step])
+        if not np.isnan(measured_step):
+            self.step_time = measured_step
         for array in (wait, clock_offsets, *(getattr(x, f.name) for x in (transfers, steps, samples)
                                              for f in dataclasses.fields(x))):
             array.flags.writeable = False
@@ -112,6 +126,9 @@ class Measured(Result):
         lines = [f"measured {self.program.name}: p={p} m={self.program.microbatches} stages={self.program.stages} "
                  f"({len(self.ops)} ops, step {int(self.steps.label[self.step])} of {len(self.steps)})",
                  f"  pipeline time    {self.makespan:.6g}{unit}",
+                 *([f"  step time        {self.step_time:.6g}{unit} ({self.steps.before_ops[self.step]:.4g}{unit} "
+                    f"before the first op, {self.steps.after_ops[self.step]:.4g}{unit} after the last)"]
+                   if self.step_time != self.makespan else []),
                  f"  bubble fraction  {self.bubble_fraction:.4f}",
                  "  busy per device  " + " ".join(f"{x:.4g}" for x in self.busy) + unit,
                  "  waits in spans   " + " ".join(f"{x:.4g}" for x in np.bincount(

@@ -45,7 +45,8 @@ class Ops(Columns):
 
 
 #: the order a stage's own settings are named in
-_STAGE_KEYS = ("f", "b", "w", "recompute", "activation", "params")
+_STAGE_KEYS = ("f", "b", "w", "recompute", "activation", "params", "gap_f", "gap_b", "gap_w", "warmup_f", "warmup_b",
+               "warmup_w")
 
 
 #: the settings that are amounts of memory: in GiB where the config gives an activation's bytes
@@ -187,7 +188,8 @@ class Result:
         else:
             self.tails, self.device_step_end = Tails.empty(), np.zeros(program.devices)
             np.maximum.at(self.device_step_end, program.device, end)
-        self.step_time = max(self.makespan, float(self.device_step_end.max(initial=0.0)))
+        setup = step.setup if step is not None else 0.0
+        self.step_time = setup + max(self.makespan, float(self.device_step_end.max(initial=0.0)))
         self.busy = np.bincount(program.device, weights=cost, minlength=p)
         self.idle = self.makespan - self.busy
         self.ideal = float(self.busy.max())
@@ -327,7 +329,8 @@ class Result:
         ``tp_comm`` (tensor- and expert-parallel collectives inside its ops), ``p2p_wait`` (idle
         waiting for transfers between stages), ``idle`` (waiting for another device's compute: the
         bubble, and after its tail for the step's end), ``dp_tail`` (its data-parallel reduction,
-        optimizer and gather after its last op); each row sums to ``step_time``."""
+        optimizer and gather after its last op); each row sums to ``step_time`` (less the step's
+        ``setup`` before the ops, which measured runs have: ``Config.step.setup``)."""
         import pandas as pd
 
         last = np.zeros(self.devices)
@@ -335,11 +338,12 @@ class Result:
         held = np.zeros(self.devices) if self._device_end is None else \
             np.clip(np.minimum(self._device_end, self.makespan) - last, 0.0, None)
         p2p = self.exposed_comm - held  # a blocking batch's hold after the last op falls in the tail
+        setup = self.config.step.setup if self.config.step is not None else 0.0
         waiting = last - self.busy - p2p
         tail = self.device_step_end - last
         return pd.DataFrame({"device": np.arange(self.devices), "compute": self.busy - self.tp_comm,
                              "tp_comm": np.asarray(self.tp_comm), "p2p_wait": p2p,
-                             "idle": waiting + (self.step_time - self.device_step_end), "dp_tail": tail})
+                             "idle": waiting + (self.step_time - setup - self.device_step_end), "dp_tail": tail})
 
     def to_pandas(self):
         """The timeline as a pandas DataFrame (needs pandas)."""
@@ -422,7 +426,9 @@ class Result:
             if mine.any():
                 parts.append(f"{'gradient reduction' if kind == 'reduce' else kind} "
                              f"{time(float(t.duration[mine].sum()))}")
-        lines = [f"  step time        {time(self.step_time)}   data-parallel tail up to {time(float(tail.max()))} "
+        setup = self.config.step.setup if self.config.step is not None else 0.0
+        lines = [f"  step time        {time(self.step_time)}   " + (f"set-up {time(setup)} before the ops, " if setup else "")
+                 + f"data-parallel tail up to {time(float(tail.max()))} "
                  f"(device {worst}" + (f": {', '.join(parts)}" if parts else "") + ")"]
         rates = []
         if self.tokens_per_second is not None:

@@ -21,8 +21,10 @@ them on each device after its pipeline ops:
   step; with ``overlap_param_gather`` (Megatron's ``--overlap-param-gather``) it is hidden under
   the next step's forwards and left out.
 
-The step ends when the last device's tail does: :attr:`ppviz.Result.step_time`. Times are in
-the config's unit, as every cost is.
+The step ends when the last device's tail does: :attr:`ppviz.Result.step_time`, which also
+counts the step's ``setup`` once: the work before its pipeline's first op (zero_grad, the
+schedule's set-up), which every device does at once, so the ops start that much later and keep
+their times relative to one another. Times are in the config's unit, as every cost is.
 """
 
 from __future__ import annotations
@@ -40,16 +42,17 @@ from .program import B, W
 TAIL_KINDS = ("reduce", "optimizer", "gather")
 
 
+def _time(name: str, x) -> float:
+    if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)) or not (
+            math.isfinite(float(x)) and 0 <= float(x) <= 1e200):
+        raise ConfigError(name, x, "give a finite time >= 0")
+    return float(x)
+
+
 def _times(name: str, values) -> tuple[float, ...]:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise ConfigError(name, values, "give one time per stage, e.g. (1.5, 1.5, 1.5, 2.0)")
-    out = []
-    for i, x in enumerate(values):
-        if isinstance(x, bool) or not isinstance(x, (int, float, np.floating, np.integer)) or not (
-                math.isfinite(float(x)) and 0 <= float(x) <= 1e200):
-            raise ConfigError(f"{name}[{i}]", x, "give a finite time >= 0")
-        out.append(float(x))
-    return tuple(out)
+    return tuple(_time(f"{name}[{i}]", x) for i, x in enumerate(values))
 
 
 def _optional(name: str, value, *, integer: bool = False):
@@ -68,7 +71,9 @@ class Step:
     data-parallel gradient ``reduce`` time, the ``optimizer`` step and the parameter ``gather``
     (zero, or left out, without a distributed optimizer), in the config's time unit; whether
     Megatron-LM overlaps the reduction with the last backwards (``overlap_grad_reduce``, its
-    default in recent releases) and the gather with the next step (``overlap_param_gather``).
+    default in recent releases) and the gather with the next step (``overlap_param_gather``);
+    ``setup``, the step's time before its pipeline's first op (one time: every device sets up at
+    once), such as ``ppviz.calibrate`` measures.
 
     ``tokens`` (per step: global batch × sequence length), ``model_flops`` (per step, every GPU
     together: the model's FLOPs, not the recomputed ones), ``gpus`` and ``peak_flops`` (one GPU's
@@ -80,6 +85,7 @@ class Step:
     reduce: tuple[float, ...] = field(default=())
     optimizer: tuple[float, ...] = ()
     gather: tuple[float, ...] = ()
+    setup: float = 0.0
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = False
     tokens: float | None = None
@@ -95,6 +101,7 @@ class Step:
         if len(stages) > 1:
             raise ConfigError("reduce", self.reduce, "give reduce, optimizer and gather one time per stage each "
                               f"(they have {', '.join(str(len(getattr(self, n))) for n in TAIL_KINDS)})")
+        set_(self, "setup", _time("setup", self.setup))
         for name in ("overlap_grad_reduce", "overlap_param_gather"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "give True or False")

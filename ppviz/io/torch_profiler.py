@@ -21,7 +21,9 @@ RECV span (or inside the ``Forward i`` / ``Backward i`` span), and the computati
 starts at ``max(span start, completion)``: the rest of the span before that was waiting.
 
 Steps are the profiler's ``ProfilerStep#N`` spans where it wrote them (with a profiler
-``schedule``); times are ``ts`` (µs) from the file's ``baseTimeNanoseconds``, and the rank is
+``schedule``), and each span is kept: it holds the step's work around the pipeline's ops too
+(zero_grad, the schedule's set-up, the optimizer step), which makes the measured step time.
+Times are ``ts`` (µs) from the file's ``baseTimeNanoseconds``, and the rank is
 ``distributedInfo.rank``. A merged file (several processes) names each process's rank in its
 ``process_name`` / ``process_labels`` metadata (``"rank 3"``); otherwise ranks are told apart
 by the stages they run.
@@ -234,6 +236,8 @@ _Span = tuple[tuple[int, int | None, int], float, float, int | None]
 def _fill(records: RankRecords, proc: _Process, origin_us: int, source: str) -> None:
     """Compute ops (waits split off), sends and receive completions of one process."""
     step_of = _step_finder(proc.steps)
+    records.steps.extend((label, (start - origin_us) / 1000.0, (end - origin_us) / 1000.0)
+                         for label, start, end in proc.steps)
     recv = sorted((s, e) for kind, s, e in proc.backend if kind == "recv")
     recv_starts = [s for s, _ in recv]
     recv_ends = [e for _, e in recv]

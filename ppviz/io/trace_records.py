@@ -68,6 +68,8 @@ class RankRecords:
     for its input), ``step`` is the profiler's step number or None.
     ``sends``: (step, direction "F"/"B", sending stage, microbatch, post time).
     ``recvs``: (step, direction, receiving stage, microbatch, completion time).
+    ``steps``: (step, start, end) of each training step's span on this rank (the profiler's
+    ``ProfilerStep#N``: the pipeline's ops and the work around them, such as the optimizer).
     ``time_unit``: the unit of those times, ``"ms"`` but for a unitless ppviz trace (module
     docstring).
     """
@@ -81,6 +83,7 @@ class RankRecords:
     ops: list[OpRecord] = field(default_factory=list)
     sends: list[CommRecord] = field(default_factory=list)
     recvs: list[CommRecord] = field(default_factory=list)
+    steps: list[tuple[int, float, float]] = field(default_factory=list)
 
 
 def read_bytes(path: str, max_bytes: int = MAX_TRACE_BYTES) -> bytes:

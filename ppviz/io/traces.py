@@ -287,7 +287,8 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
         span_start, start, end = (x + offsets[device] for x in (span_start, start, end))
 
     labels = sorted(programs)
-    steps = _steps(programs, labels, start, end, p)
+    spans = _step_spans(devices, origin, offsets) if use_labels else {}
+    steps = _steps(programs, labels, start, end, p, spans)
     chosen = _choose(step, steps)
     program, order = programs[labels[chosen]]
     t0 = start[order].min()
@@ -371,15 +372,37 @@ def _busy(program, start, end) -> float:
     return float((end - start)[~second].sum())
 
 
-def _steps(programs, labels, start, end, p) -> Steps:
+def _steps(programs, labels, start, end, p, spans) -> Steps:
     rows = []
     for label in labels:
         program, order = programs[label]
-        span = float(end[order].max() - start[order].min())
+        first, last = start[order].min(), end[order].max()
+        span = float(last - first)
         busy = _busy(program, start[order], end[order])
-        rows.append((label, span, busy, 1 - busy / (p * span) if span > 0 else 0.0))
-    numbers, spans, busy_times, bubbles = (np.array(col) for col in zip(*rows))
-    return Steps(numbers.astype(np.int64), spans, busy_times, bubbles)
+        before = after = np.nan
+        mine = spans.get(label)
+        if mine:
+            # the step lasts as long as its longest rank's span; the work before the ops is the
+            # first op's rank's (the ranks after it wait for its forwards anyway)
+            lead = int(program.device[np.argmin(start[order])])
+            if lead in mine:
+                longest = max(e - s for s, e in mine.values())
+                before = max(0.0, float(first - mine[lead][0]))
+                after = max(0.0, float(longest) - before - span)
+        rows.append((label, span, busy, 1 - busy / (p * span) if span > 0 else 0.0, before + span + after, before,
+                     after))
+    columns = [np.array(col, np.float64) for col in zip(*rows)]
+    return Steps(columns[0].astype(np.int64), *columns[1:])
+
+
+def _step_spans(devices: list[RankRecords], origin: int, offsets) -> dict:
+    """Per step label, each device's step span (start, end) on the common clock."""
+    out: dict = defaultdict(dict)
+    for d, r in enumerate(devices):
+        shift = (r.origin_ns - origin) / 1e6 + offsets[d]
+        for label, s, e in r.steps:
+            out[label][d] = (s + shift, e + shift)
+    return out
 
 
 def _choose(step, steps: Steps) -> int:
