@@ -17,7 +17,7 @@ the stored one: 5.8 % at most, 1F1B to ZB-H1). While other jobs loaded it (a loa
 the schedules with the least bubble ran slower than predicted, their four ranks competing for
 the two cores most: ZB-V from 1F1B came out 12 % under twice, interleaved zero bubble 11 %
 once, and a run disturbed in each of its four measurements missed by more; there this test
-fails.
+fails, so ``./run-tests`` runs it alone, after the parallel tests (the ``serial`` marker).
 
 Before the calibration separated these parts (per-stage medians with the gaps in them, no
 warm-up, no step beyond the ops), the same pairs of the stored runs were predicted 6.5 % to
@@ -97,8 +97,9 @@ def test_stored_runs_transfer(stored, capsys):
     _check(stored, capsys, "calibrated on one stored run, predicting another")
 
 
+@pytest.mark.serial
 def test_recorded_runs_transfer(torch_pipelining, tmp_path, capsys):
-    """The same, on runs recorded now (about 35 s on two idle cores)."""
+    """The same, on runs recorded now (about 35 s on two idle cores; run-tests runs it alone)."""
     runs = record_calibration_runs(tmp_path)
     _check({name: ppviz.load_trace(files) for name, files in runs.items()}, capsys,
            "calibrated on one run recorded now, predicting another")
