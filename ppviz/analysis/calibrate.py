@@ -379,8 +379,11 @@ def _gaps(measured: Measured):
 
 def _waited(prev_end, ready, latency: float) -> np.ndarray:
     """Ops that waited for their input from another device: produced ``latency`` earlier, it
-    came after their device was free (a device's first op always waits for its input)."""
-    return ~np.isnan(ready) & ~(ready + latency <= prev_end)
+    came after their device was free, or as it became free (a device's first op always waits
+    for its input). A tie counts as a wait: where every op of a kind ties, as a simulated run's
+    do when a faster stage feeds a slower one, a gap and a latency explain the starts equally
+    well, and the latency is what the run had."""
+    return ~np.isnan(ready) & ~(ready + latency < prev_end)
 
 
 #: rounds of the delays' fit (each classifies the ops by the last round's latency); the fit
