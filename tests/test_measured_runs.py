@@ -16,6 +16,11 @@ import pytest
 import ppviz
 from tests.pipeline_runs import EMULATED_LAYERS, MATMUL_LAYERS, run_pipeline
 
+#: the emulated layers sleep and the real ones multiply, both on two cores: xdist workers running
+#: beside the four gloo ranks stretch some runs' waits (in CI, ZBV's costs predicted interleaved
+#: zero-bubble 21 % short), so ``./run-tests`` runs this module alone, after the parallel tests
+pytestmark = pytest.mark.serial
+
 P = 4
 EMULATED = {
     # name: (torch schedule, microbatches, stages per rank, placement, extra)
