@@ -302,15 +302,16 @@ def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared
     compute per microbatch, the latest any device d can end if it runs stage d after the first
     microbatch's forwards reach it, and the heaviest stage's compute per microbatch (ms)."""
     per_item: dict[tuple, dict] = {}
+    sized = {b: model.replace(micro_batch_size=b) for b in {s.b for s in shapes}}
+    layouts = {c: Layout.from_counts(list(c), model.mtp_layers) for c in {s.counts for s in shapes}}
     memory = np.empty(len(shapes))
     average, filled, heaviest = np.empty(len(shapes)), np.empty(len(shapes)), np.empty(len(shapes))
     for k, s in enumerate(shapes):
+        training = _training(s, shared, cluster)
         key = (s.t, s.b, s.recompute)
         if key not in per_item:
-            training = _training(s, shared, cluster)
-            per_item[key] = item_costs(model.replace(micro_batch_size=s.b), hardware, training)
-        costs = stage_costs(model.replace(micro_batch_size=s.b), hardware, Layout.from_counts(list(s.counts),
-                            model.mtp_layers), _training(s, shared, cluster), per_item=per_item[key])
+            per_item[key] = item_costs(sized[s.b], hardware, training)
+        costs = stage_costs(sized[s.b], hardware, layouts[s.counts], training, per_item=per_item[key])
         static = costs.static
         time = costs.f + costs.i + costs.w + (costs.recompute if s.recompute else 0.0)
         # a device holds its stages' static memory and, at its peak, one microbatch's activations
@@ -543,17 +544,21 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
                           f"{hardware.name or 'the device'} (each passed the memory bound, not the simulation)")
     kept = sorted((r for r in rows if r[-1] and r[1] <= within * best),
                   key=lambda r: (r[1], r[0]))
-    records, configs = [], []
+    records = []
     for r in kept:
         bound, k, name = work[r[0]]
         s = shapes[k]
         records.append((s.t, s.p, s.d, s.v, s.b, s.m, name, s.recompute or "none", s.zero, _layout_text(s.counts), r[1], r[2],
                         r[3], r[4], r[5], r[6], r[7], r[8]))
-        configs.append(_config(model, hardware, topology_arg, s.b, s.options(name, shared)))
     table = pd.DataFrame.from_records(records, columns=list(COLUMNS[:-1]))
     kept_rows = ~_dominated_siblings(table)
     table = table[kept_rows].reset_index(drop=True)
-    configs = [c for c, keep_row in zip(configs, kept_rows) if keep_row]
+    # the workers' Configs stay with them (a plan's are large); the rows kept are built again here
+    configs = []
+    for r, keep_row in zip(kept, kept_rows):
+        if keep_row:
+            _, k, name = work[r[0]]
+            configs.append(_config(model, hardware, topology_arg, shapes[k].b, shapes[k].options(name, shared)))
     table["pareto"] = pareto_front(table.step_time, table.peak_memory)
     return Plan(table, configs=configs, model=model, hardware=hardware, gpus=gpus, global_batch=global_batch,
                 within=float(within), enumerated=enumerated,
