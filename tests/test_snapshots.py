@@ -20,6 +20,8 @@ import ppviz
 from ppviz import Config, Program, simulate
 from ppviz.core.registry import all_specs
 
+from .helpers import config_at_least
+
 SNAPSHOTS = pathlib.Path(__file__).parent / "snapshots"
 BUILT = [s for s in all_specs() if s.builder is not None]
 
@@ -153,7 +155,7 @@ def test_closed_forms_with_their_formulas_sources_and_assumptions():
 def test_summaries_and_registry_table():
     parts = [repr(ppviz.list_schedules()), ppviz.list_schedules()._repr_html_()]
     for spec in BUILT:
-        cfg = Config(schedule=spec.name, devices=4, microbatches=8, params=2.0, w=0.5)
+        cfg = config_at_least(spec, devices=4, microbatches=8, params=2.0, w=0.5)
         parts.append(simulate(cfg).summary())
         parts.append(repr(simulate(cfg)))
     parts.append(simulate(Program.from_text("0F0 0F1 0B0 0B1\n1F0 1B0 1F1 1B1"), b=2.0).summary())

@@ -19,7 +19,7 @@ def test_the_slow_builders_splice():
     # the builders that lay out every op in Python: at p = 8 and the budget's edge they took 0.5 to
     # 5 s (ZB-V at m = 83,333: 5.2 s), spliced 0.01 to 0.05 s
     assert SPLICED == sorted(["1f1b-overlap", "interleaved-1f1b-overlap", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
-                              "v-half", "v-min", "dualpipe-v", "dualpipe-v-unsplit", "inference"])
+                              "v-half", "v-min", "dualpipe-v", "dualpipe-v-unsplit", "inference", "stp"])
 
 
 def sizes(name, p):

@@ -23,8 +23,8 @@ from .config import Config
 from .dependencies import deadlock_error, dependencies
 from .errors import ConfigError, checked_arguments
 from .program import KINDS, Program
-from .registry import ScheduleSpec
-from .result import Result
+from .registry import ScheduleSpec, find
+from .result import Result, traffic
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
@@ -42,11 +42,35 @@ def op_costs(program: Program, config: Config) -> np.ndarray:
     if warm is not None:
         first = np.flatnonzero(program.microbatch == 0)
         cost[first] += warm[kind[first], program.stage[first]]
+    cost = braided(program, config, cost)
     if program.pair.any():
         first = np.flatnonzero(program.pair)
         ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
         cost[first] = ratio * (cost[first] + cost[first + 1])
         cost[first + 1] = 0.0
+    return cost
+
+
+def braided(program: Program, config: Config, cost: np.ndarray) -> np.ndarray:
+    """``cost`` with each braided unit's communication hidden (``ScheduleSpec.braided_units``:
+    STP's): each of its two ops pays its compute and only the part of its tensor- and expert-
+    parallel communication (:func:`ppviz.core.result.traffic`) that its partner's compute cannot
+    cover, the partner's compute being its cost less its own communication."""
+    spec = find(program.name) if program.name else None
+    if spec is None or spec.braided_units is None:
+        return cost
+    table = traffic(config, program.stages) / program.segments
+    if not table.any():
+        return cost
+    first = np.asarray(spec.braided_units(program), dtype=np.intp)
+    second = first + 1
+    comm = np.zeros(len(cost))
+    for k in (first, second):
+        comm[k] = np.minimum(table[program.stage[k], program.kind[k]], cost[k])
+    compute = cost - comm
+    cost = cost.copy()
+    cost[first] -= np.minimum(comm[first], compute[second])
+    cost[second] -= np.minimum(comm[second], compute[first])
     return cost
 
 

@@ -55,6 +55,11 @@ class ScheduleSpec:
     #: microbatches). At one config both give one run, so ``ppviz.search``, the frontier and
     #: ``ppviz.plan`` try only that spec.
     same_program_as: str | None = None
+    #: a schedule whose published version runs some pairs of consecutive ops braided, each one's
+    #: tensor-parallel communication under the other's compute (STP's F&B, F&F and F&W units):
+    #: program → the flat index of each such unit's first op (the second follows it), empty for a
+    #: program that is not the schedule's own order. ``engine.op_costs`` costs them.
+    braided_units: Callable[[Program], object] | None = None
 
     @property
     def v_rule(self) -> str:
@@ -128,6 +133,12 @@ def lookup(name: str) -> ScheduleSpec:
     raise UnknownScheduleError(name, suggestions, names)
 
 
+def find(name: str) -> ScheduleSpec | None:
+    """The spec a name or alias names, or None (:func:`lookup` without its suggestions)."""
+    canonical = _ALIASES.get(_normal(name))
+    return None if canonical is None else _REGISTRY[canonical]
+
+
 def all_specs() -> list[ScheduleSpec]:
     rank = {name: i for i, name in enumerate(ORDER)}
     return sorted(_REGISTRY.values(), key=lambda s: (rank.get(s.name, len(ORDER)), s.name))
@@ -139,7 +150,7 @@ def all_specs() -> list[ScheduleSpec]:
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
          "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "hanayo",
          "1f1b-overlap", "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom", "chimera-forward-doubling",
-         "chimera-backward-halving")
+         "chimera-backward-halving", "stp")
 
 
 def one_stage_per_device(alternative: str) -> Callable:

@@ -118,6 +118,21 @@ def per_device_text(values, unit: str | None = None) -> str:
             f"of {len(values)} devices")
 
 
+def traffic(config: Config, stages: int) -> np.ndarray:
+    """Per stage (rows) and op kind (columns F, B, I, W), the time one op spends in tensor- and
+    expert-parallel collectives, from the stages' costs (``Config.from_model`` gives them; zeros
+    otherwise): F its ``f_comm``, I its ``b_comm``, W its ``w_comm``, an unsplit B both, and a
+    backward under recompute its recomputed forward's ``recompute_comm`` too."""
+    costs = config.stage_costs or {}
+
+    def column(key: str) -> np.ndarray:
+        return np.array([float(costs.get(s, {}).get(key, 0.0)) for s in range(stages)])
+
+    f, b, w = column("f_comm"), column("b_comm"), column("w_comm")
+    r = column("recompute_comm") if config.recompute is not None else np.zeros(stages)
+    return np.stack([f, b + w + r, b + r, w], axis=1)
+
+
 @checked_arguments
 class Result:
     """What :func:`ppviz.simulate` returns.
@@ -297,18 +312,8 @@ class Result:
     @functools.cached_property
     def traffic(self) -> np.ndarray:
         """Per stage (rows) and op kind (columns F, B, I, W), the time one op spends in tensor-
-        and expert-parallel collectives, from the stages' costs (``Config.from_model`` gives
-        them; zeros otherwise): F its ``f_comm``, I its ``b_comm``, W its ``w_comm``, an unsplit B
-        both, and a backward under recompute its recomputed forward's ``recompute_comm`` too."""
-        costs = self.config.stage_costs or {}
-        stages = self.program.stages
-
-        def column(key: str) -> np.ndarray:
-            return np.array([float(costs.get(s, {}).get(key, 0.0)) for s in range(stages)])
-
-        f, b, w = column("f_comm"), column("b_comm"), column("w_comm")
-        r = column("recompute_comm") if self.config.recompute is not None else np.zeros(stages)
-        out = np.stack([f, b + w + r, b + r, w], axis=1)
+        and expert-parallel collectives: :func:`traffic`."""
+        out = traffic(self.config, self.program.stages)
         out.flags.writeable = False
         return out
 

@@ -52,9 +52,16 @@ def _peaks(values) -> str:
 
 
 def _gallery_config(spec) -> ppviz.Config:
+    """The gallery's sizes, or the fewest microbatches above them the schedule accepts (STP needs
+    m >= 3p − 1)."""
     segments = GALLERY_SEGMENTS if spec.segmented else 1
-    return ppviz.Config(schedule=spec.name, devices=GALLERY_DEVICES, microbatches=GALLERY_MICROBATCHES,
-                        segments=segments)
+    refusal = None
+    for m in range(GALLERY_MICROBATCHES, 4 * GALLERY_MICROBATCHES):
+        try:
+            return ppviz.Config(schedule=spec.name, devices=GALLERY_DEVICES, microbatches=m, segments=segments)
+        except ppviz.ScheduleConstraintError as exc:
+            refusal = exc
+    raise refusal
 
 
 def _closed_form_rows(res) -> list[tuple[str, str]]:
@@ -128,7 +135,7 @@ def gallery() -> None:
     # the overview table links every section, so the page gives the charts the table of contents' width
     out = ["---\nhide:\n  - toc\n---\n", "# Schedule gallery\n",
            "Every schedule in the registry (`ppviz.list_schedules()`), drawn by "
-           "`ppviz.simulate(cfg).to_svg(...)` at the same sizes, with its reference, its constraints "
+           "`ppviz.simulate(cfg).to_svg(...)` at the same sizes (or the fewest microbatches above them that a schedule accepts), with its reference, its constraints "
            "and its published closed form beside the simulated figures. This page is generated from the "
            "registry when the site is built, so a schedule added to ppviz appears here by itself. "
            "The memory lanes under each chart are each device's activation memory over time, on one "
