@@ -13,12 +13,12 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 from ppviz import Config, ConfigError, DeadlockError, Link, Offload, Program, Step, Topology, simulate
+from ppviz.analysis.orders import Problem, orders_of
 from ppviz.core import comm_engine, engine, kernel, metrics, offload, relaxation, step
 from ppviz.core.dependencies import dependencies, latencies
 from ppviz.core.lowering import add_comms
 from ppviz.core.topology import durations
 from ppviz.core.transfers import plan as transfer_plan
-from ppviz.analysis.orders import Problem, orders_of
 
 from . import oracle
 from .test_properties import SCHEDULES, configs
@@ -344,7 +344,7 @@ def test_a_cycle_of_actions_is_stuck_not_hung():
 
 def test_with_transfers_a_stuck_program_names_what_waits_for_what():
     program = Program.from_text({0: "0F0 0B0 0F1 0B1", 1: "1F1 1B1 1F0 1B0"})
-    cfg = dict(topology=Link(0.1, bandwidth=1.0), comm_bytes=1.0)
+    cfg = {"topology": Link(0.1, bandwidth=1.0), "comm_bytes": 1.0}
     with pytest.raises(DeadlockError) as events:
         simulate(program, engine="events", **cfg)
     with pytest.raises(DeadlockError) as ref:

@@ -35,7 +35,7 @@ import numpy as np
 
 from .dependencies import deadlock_error, latencies
 from .errors import ConfigError
-from .program import B, W, Program
+from .program import B, Program, W
 
 END, START = 0, 1
 #: the engines ``simulate`` runs: "auto" picks the fastest that applies, "events" and "lockstep"
@@ -106,7 +106,7 @@ class Kernel:
         """Action ``a`` ends no earlier than ``b`` does."""
         self.floors[a].append(b)
 
-    def run(self) -> "Kernel":
+    def run(self) -> Kernel:
         """Time every action (``start``, ``end``); raises :class:`Stuck` when some cannot run."""
         n = len(self.duration)
         start, end = [0.0] * n, [-1.0] * n
@@ -377,4 +377,4 @@ def step_tails(program: Program, start: np.ndarray, end: np.ndarray, step):
     return rows, np.array([k.end[mine[-1][1]] for mine in tails])
 
 
-__all__ = ["Kernel", "Stuck", "compute", "transfers", "step_tails"]
+__all__ = ["Kernel", "Stuck", "compute", "step_tails", "transfers"]
