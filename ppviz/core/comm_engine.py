@@ -48,7 +48,7 @@ class Graph:
     action. ``waits``: per slot, what it waits for besides its device (a transfer t as
     ``slots + t``, a slot as its index, −1 for nothing): transfers, and, in a program that cannot
     finish, a same-device op that comes after it. ``sends``: per slot, the transfers it posts
-    (−1 for none), each following ``prev[t]`` on its link."""
+    (−1 for none), each following ``prev[t]`` on its link (``link[t]``)."""
 
     def __init__(self, program: Program, cost: np.ndarray, plan: Plan, duration: np.ndarray, dep: np.ndarray,
                  blocking: bool):
@@ -78,7 +78,9 @@ class Graph:
         # a send is posted at the end of the action before it; the plan lists the sends of each
         # device in order, so the posting slots never decrease along it
         self.post = self.slot_of_op[plan.send_before - 1]
-        self.prev = _previous_on_link(plan.src.astype(np.int64) * p + plan.dst, p)
+        # each ordered pair of devices is its own link (core/topology.py)
+        self.link = plan.src.astype(np.int64) * p + plan.dst
+        self.prev = _previous_on_link(self.link, p)
         self.consumer = self.slot_of_op[plan.consumer]
         self.gate = self._gate(plan.recv_before, plan.dst.astype(np.int64)) if blocking else None
 

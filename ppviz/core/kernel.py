@@ -274,7 +274,7 @@ def transfers(graph, offload=None):
     holds the blocking batch after its last action). ARCHITECTURE.md, "Transfers", has the model:
 
     - a transfer is posted by the action before its send (ready at that action's end), queued on
-      its link (the ordered pair of devices) in sending order, and lasts its duration; its
+      its link (``graph.link``: the ordered pair of devices) in sending order, and lasts its duration; its
       consumer waits for its end;
     - blocking P2P: the batch of communication ops before an action holds the device: the action
       after the one that posts a send waits for the transfer, and so does the action (or the end
@@ -292,14 +292,13 @@ def transfers(graph, offload=None):
     for d in range(p):
         for slot in range(row_start[d], end_slot[d] + 1):
             k.action((streams[d],), cost[slot])
-    links: dict[tuple[int, int], int] = {}
-    src, dst = graph.plan.src.tolist(), graph.plan.dst.tolist()
+    links: dict[int, int] = {}
     post, consumer, duration = graph.post.tolist(), graph.consumer.tolist(), graph.duration.tolist()
     gate = None if graph.gate is None else graph.gate.tolist()
-    for t in range(graph.T):
-        if (src[t], dst[t]) not in links:
-            links[src[t], dst[t]] = k.resource()
-        x = k.action((links[src[t], dst[t]],), duration[t])
+    for t, link in enumerate(graph.link.tolist()):
+        if link not in links:
+            links[link] = k.resource()
+        x = k.action((links[link],), duration[t])
         k.wait(x, post[t])
         holds = {consumer[t]} if gate is None else {consumer[t], post[t] + 1, gate[t]}
         for slot in sorted(holds):
