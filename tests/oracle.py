@@ -611,3 +611,47 @@ def offload_curves(rows, costs, config, start, end, copies, offloaded):
         peaks.append(peak)
         curves.append(curve)
     return peaks, curves
+
+
+# The step's data-parallel tail ----------------------------------------------------------------
+
+def step_tails(rows, start, end, step):
+    """Each device's tail after its ops (``ppviz.core.step``'s model), from the per-device ``rows``
+    of :func:`program_rows` and the ops' ``start`` and ``end`` per device and position: the tail's
+    parts as (device, stage, kind, start, end) (stage −1 for the device's optimizer and gather),
+    and each device's end, tail included.
+
+    A device's last op ends at ``done``. Per stage it holds, its last op producing weight
+    gradients (a W or a B; the first of them to end last) makes the stage's gradients ready; the
+    device's one data-parallel link reduces the stages one at a time in the order those ops end
+    (then by stage), each from the op's start (``overlap_grad_reduce``) or from ``done``, for its
+    ``reduce`` time and no earlier than the op's end. The optimizer step then runs from the
+    later of ``done`` and the reductions' ends for the sum of its stages' ``optimizer`` times,
+    then the ``gather`` (not with ``overlap_param_gather``)."""
+    def part(kind, s):
+        values = getattr(step, kind)
+        return values[s] if values else 0.0
+
+    parts, ends = [], []
+    for d, row in enumerate(rows):
+        done = max(end[d], default=0.0)
+        last = {}
+        for pos, (kind, s, _, _) in enumerate(row):
+            if kind in ("W", "B") and (s not in last or end[d][pos] > end[d][last[s]]):
+                last[s] = pos
+        held = sorted(last, key=lambda s: (end[d][last[s]], s))
+        link = 0.0
+        t = done
+        for s in held:
+            begin = max(link, start[d][last[s]] if step.overlap_grad_reduce else done)
+            link = max(begin + part("reduce", s), end[d][last[s]])
+            if part("reduce", s) > 0:
+                parts.append((d, s, "reduce", begin, link))
+            t = max(t, link)
+        for kind in ("optimizer",) if step.overlap_param_gather else ("optimizer", "gather"):
+            took = sum(part(kind, s) for s in held)
+            if took > 0:
+                parts.append((d, -1, kind, t, t + took))
+                t += took
+        ends.append(t)
+    return parts, ends

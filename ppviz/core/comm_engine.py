@@ -27,6 +27,7 @@ import functools
 
 import numpy as np
 
+from . import kernel
 from .dependencies import dependencies
 from .errors import ConfigError, DeadlockError
 from .lowering import add_comms
@@ -47,7 +48,7 @@ class Graph:
     action. ``waits``: per slot, what it waits for besides its device (a transfer t as
     ``slots + t``, a slot as its index, −1 for nothing): transfers, and, in a program that cannot
     finish, a same-device op that comes after it. ``sends``: per slot, the transfers it posts
-    (−1 for none), each following ``prev[t]`` on its link."""
+    (−1 for none), each following ``prev[t]`` on its link (``link[t]``)."""
 
     def __init__(self, program: Program, cost: np.ndarray, plan: Plan, duration: np.ndarray, dep: np.ndarray,
                  blocking: bool):
@@ -77,7 +78,9 @@ class Graph:
         # a send is posted at the end of the action before it; the plan lists the sends of each
         # device in order, so the posting slots never decrease along it
         self.post = self.slot_of_op[plan.send_before - 1]
-        self.prev = _previous_on_link(plan.src.astype(np.int64) * p + plan.dst, p)
+        # each ordered pair of devices is its own link (core/topology.py)
+        self.link = plan.src.astype(np.int64) * p + plan.dst
+        self.prev = _previous_on_link(self.link, p)
         self.consumer = self.slot_of_op[plan.consumer]
         self.gate = self._gate(plan.recv_before, plan.dst.astype(np.int64)) if blocking else None
 
@@ -175,17 +178,18 @@ class Timeline:
 
 
 def execute(graph: Graph, engine: str = "auto", offload: Offloads | None = None) -> Timeline:
-    """Run the graph with the chosen engine (``"auto"``, ``"events"`` or ``"lockstep"``).
+    """Run the graph with the chosen engine (``"auto"``, ``"events"``, ``"lockstep"`` or ``"kernel"``,
+    the reference model).
 
     ``"lockstep"`` (and ``"auto"`` on a large program) runs a leaner engine for programs without
     F&B pairs (:func:`_single_input`), the general one otherwise. With ``offload`` (the host
-    copies' plan) only the events engine runs."""
-    if engine not in ("auto", "events", "lockstep"):
-        raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
+    copies' plan) only the events engine (or the kernel) runs."""
+    if kernel.checked_engine(engine) == "kernel":
+        return _kernel(graph, offload)
     if offload is not None:
         if engine == "lockstep":
-            raise ConfigError("engine", engine, "use 'events' or 'auto' with offload: only the events engine models "
-                              "host copies")
+            raise ConfigError("engine", engine, "use 'events', 'auto' or 'kernel' with offload: the lockstep engine "
+                              "does not model host copies")
         return _events(graph, offload)
     given = engine
     if engine == "auto":
@@ -451,6 +455,15 @@ def _lockstep(g: Graph) -> Timeline:
     t_end = end[base:].copy()
     t_start = maximum(end[pad[g.post]], where(g.prev >= 0, t_end[np.maximum(g.prev, 0)], 0.0))
     return Timeline(end[waits[:, pad]].max(axis=0), end[pad], t_start, t_end)
+
+
+def _kernel(g: Graph, offload: Offloads | None) -> Timeline:
+    """The reference model's times (:func:`ppviz.core.kernel.transfers`)."""
+    try:
+        return Timeline(*kernel.transfers(g, offload))
+    except kernel.Stuck as stuck:
+        pos = [int(g.row_start[d]) + stuck.position[d] for d in range(g.devices)]
+        raise _deadlock(g, pos, (g.end_slot + 1).tolist(), stuck.end[:g.slots + g.T]) from None
 
 
 def _deadlock(g: Graph, pos, stop, end) -> DeadlockError:

@@ -45,6 +45,19 @@ def dependencies(program: Program) -> np.ndarray:
     return dep
 
 
+def latencies(program: Program, dep: np.ndarray, comm: float | np.ndarray) -> np.ndarray:
+    """The latency each op's dependency adds: ``comm`` (or the op's own, an array of one per
+    op: a measured run's transfers) where it crosses devices, 0 where it stays on one or the op
+    has none."""
+    cross = np.zeros(len(program))
+    if np.ndim(comm) or comm:
+        has_dep = dep >= 0
+        device = program.device
+        latency = comm[has_dep] if isinstance(comm, np.ndarray) and comm.ndim else comm
+        cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], latency, 0.0)
+    return cross
+
+
 def deadlock_error(program: Program, pos, stop, dep, end) -> DeadlockError:
     """The DeadlockError for devices stopped at ``pos`` (of ``stop``), naming what each waits for."""
     blocked: dict[int, tuple[str, str]] = {}

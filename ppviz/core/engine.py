@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from . import comm_engine, offload, relaxation
+from . import comm_engine, kernel, offload, relaxation
 from .config import Config
-from .dependencies import deadlock_error, dependencies
+from .dependencies import deadlock_error, dependencies, latencies
 from .errors import ConfigError, checked_arguments
 from .program import KINDS, Program
 from .registry import ScheduleSpec, find
@@ -137,17 +137,14 @@ def execute(program: Program, cost: np.ndarray, comm: float | np.ndarray, *,
     wait (cost ∝ ops) and ``"lockstep"`` advances every device by one op per vectorised round
     (cost ∝ rounds × devices); ``"auto"`` runs the cheaper by :func:`choose_engine`'s cost model,
     after trying ``relaxation`` where it applies (the same times, by whole-array passes).
+    ``"kernel"`` runs the reference model, :func:`ppviz.core.kernel.compute`, which they equal.
     ``comm`` is the latency added to every dependency between devices, or an array giving each
     op's own (a measured run's transfers; ignored where the dependency stays on one device).
     Raises DeadlockError when the per-device orders cannot all finish.
     """
-    device = program.device
+    kernel.checked_engine(engine)
     dep = dependencies(program)
-    has_dep = dep >= 0
-    cross = np.zeros(len(program))
-    if np.ndim(comm) or comm:
-        latency = comm[has_dep] if isinstance(comm, np.ndarray) and comm.ndim else comm
-        cross[has_dep] = np.where(device[dep[has_dep]] != device[has_dep], latency, 0.0)
+    cross = latencies(program, dep, comm)
     if engine == "auto":
         if relaxation.applies(program, cross):
             relaxed = relaxation.times(program, dep, cost)
@@ -161,7 +158,7 @@ def execute(program: Program, cost: np.ndarray, comm: float | np.ndarray, *,
     elif engine == "events":
         start, end = _events(program, dep, cross, cost)
     else:
-        raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
+        start, end, _ = kernel.compute(program, cost, comm, dep)
     return start, end, dep
 
 
@@ -454,6 +451,10 @@ def simulate(run, /, config: Config | None = None, *, engine: str = "auto", **op
     / ``simulate(program, f=1, b=2, w=0.5)`` to give it costs and memory parameters. A Result
     of a program runs again with other costs and memory; one of a registry schedule is rebuilt
     from its config with the options. Returns a :class:`ppviz.Result`.
+
+    ``engine``: ``"auto"`` (the fastest engine that applies), ``"events"`` or ``"lockstep"`` (a
+    fast path by name), or ``"kernel"``, the reference model of time (``ppviz.core.kernel``),
+    which every fast path equals bit for bit.
     """
     return _simulated(run, config, options, engine, "run")
 
@@ -483,8 +484,7 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
     if isinstance(source, Result):
         return source
     program, cfg = source
-    if engine not in ("auto", "events", "lockstep"):
-        raise ConfigError("engine", engine, "use 'auto', 'events' or 'lockstep'")
+    kernel.checked_engine(engine)
     program.validate()
     cost = op_costs(program, cfg)
     if cfg.transfers:

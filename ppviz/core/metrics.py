@@ -236,20 +236,7 @@ class Plan:
         cost = self._costs_many(configs)  # (K, n)
         comm = np.array([c.comm for c in configs])
         finite = np.isfinite(cost.sum(axis=1) + comm * n)
-        end = np.zeros((n + 1, K))  # row n: "time 0"
-        start = np.zeros((n, K))
-        cost_t = np.ascontiguousarray(cost.T)
-        for i, pv, j, cross, j2, cross2, paired in self.waves():
-            s = np.maximum(end[pv], end[j] + cross[:, None] * comm)
-            if self.pairs:
-                s = np.maximum(s, end[j2] + cross2[:, None] * comm)
-            start[i] = s
-            end[i] = s + cost_t[i]
-            if self.pairs and paired.any():  # a pair's second op shares its slot's times
-                first = i[paired]
-                start[first + 1] = start[first]
-                end[first + 1] = end[first]
-        start, end = start.T, end[:n].T
+        start, end = self.times_many(cost, comm)
         makespan = end.max(axis=1)
         grid = np.zeros((K, p * self.width))
         grid[:, self.cell] = cost
@@ -267,6 +254,26 @@ class Plan:
         for k in np.flatnonzero(~timed):
             out.set(int(k), self.metrics(configs[k]))
         return out
+
+    def times_many(self, cost: np.ndarray, comm: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`times` of many cost rows (``cost``: configs × ops; ``comm``: one latency per
+        config) at once, a row per config: one wave of independent ops at a time, each a vector
+        over the configs of the same additions and maxima as one run's."""
+        n, K = self.n, len(cost)
+        end = np.zeros((n + 1, K))  # row n: "time 0"
+        start = np.zeros((n, K))
+        cost_t = np.ascontiguousarray(cost.T)
+        for i, pv, j, cross, j2, cross2, paired in self.waves():
+            s = np.maximum(end[pv], end[j] + cross[:, None] * comm)
+            if self.pairs:
+                s = np.maximum(s, end[j2] + cross2[:, None] * comm)
+            start[i] = s
+            end[i] = s + cost_t[i]
+            if self.pairs and paired.any():  # a pair's second op shares its slot's times
+                first = i[paired]
+                start[first + 1] = start[first]
+                end[first + 1] = end[first]
+        return start.T, end[:n].T
 
     def _static_many(self, configs: list[Config]) -> np.ndarray:
         """``static_memory`` of each config as rows: the same per-stage values added per device

@@ -50,8 +50,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import kernel
 from .columns import Queue
-from .dependencies import deadlock_error, dependencies, forwards
+from .dependencies import deadlock_error, dependencies, forwards, latencies
 from .errors import ConfigError
 from .memory import MemoryCurves, device_max, op_activation, stage_activation, step_curves
 from .program import B, F, I, W, Program
@@ -163,20 +164,18 @@ class HostLinks:
 def run(program: Program, config, cost: np.ndarray, comm: float, engine: str = "auto"):
     """Start and end of every op, the dependency index, and the :class:`HostCopies` of a program
     whose config offloads activations (``Config.offload``)."""
-    if engine not in ("auto", "events"):
-        raise ConfigError("engine", engine, "use 'events' or 'auto' with offload: only the events engine models "
-                          "host copies")
+    if kernel.checked_engine(engine) == "lockstep":
+        raise ConfigError("engine", engine, "use 'events', 'auto' or 'kernel' with offload: the lockstep engine "
+                          "does not model host copies")
     if not np.isfinite(float(cost.sum()) + comm * len(program)):
         raise ConfigError("costs", f"f={config.f:g}, b={config.b:g}, w={config.w:g}, comm={config.comm:g}",
                           "give smaller times: summed over this run they overflow a float")
     off = plan(program, config)
     dep = dependencies(program)
-    device = program.device
-    has = dep >= 0
-    cross = np.zeros(len(program))
-    if comm:
-        cross[has] = np.where(device[dep[has]] != device[has], comm, 0.0)
-    start, end, copies = _events(program, dep, cross, cost, off)
+    if engine == "kernel":
+        start, end, copies = kernel.compute(program, cost, comm, dep, off)
+    else:
+        start, end, copies = _events(program, dep, latencies(program, dep, comm), cost, off)
     return start, end, dep, copies_table(program, off, copies, end, config)
 
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from .columns import Columns
 from .errors import ConfigError, checked_arguments
-from .program import B, W
+from .kernel import step_tails
 
 #: the parts of a device's tail, in the order they run
 TAIL_KINDS = ("reduce", "optimizer", "gather")
@@ -141,46 +141,13 @@ class Tails(Columns):
 
 
 def tails(program, start: np.ndarray, end: np.ndarray, step: Step) -> tuple[Tails, np.ndarray]:
-    """The tails of a run (see the module docstring) and each device's end, tail included."""
-    p, S = program.devices, program.stages
+    """The tails of a run (see the module docstring), timed by :func:`ppviz.core.kernel.step_tails`,
+    and each device's end, tail included."""
+    S = program.stages
     if step.stages is not None and step.stages != S:
         raise ConfigError("step", step.stages, f"give the tail's times for the program's {S} stages",
                           reason=f"the step describes {step.stages} stages")
-    dev = program.device
-    device_end = np.zeros(p)
-    np.maximum.at(device_end, dev, end)
-    # per (device, stage): the last op that produces weight gradients (W, or an unsplit B)
-    grads = (program.kind == W) | (program.kind == B)
-    last: dict[tuple[int, int], int] = {}  # (device, stage): op
-    for i in np.flatnonzero(grads).tolist():
-        key = (int(dev[i]), int(program.stage[i]))
-        if key not in last or end[i] > end[last[key]]:
-            last[key] = i
-    rows = []
-    out_end = device_end.copy()
-    for d in range(p):
-        held = sorted((key for key in last if key[0] == d), key=lambda key: (end[last[key]], key[1]))
-        link = 0.0
-        reduced = device_end[d]
-        for _, s in held:
-            i = last[(d, s)]
-            duration = step.time("reduce", s)
-            ready = start[i] if step.overlap_grad_reduce else device_end[d]
-            begin = max(link, ready)
-            finish = max(begin + duration, end[i])
-            if duration > 0:
-                rows.append((d, s, "reduce", begin, finish))
-            link = finish
-            reduced = max(reduced, finish)
-        t = reduced
-        for kind in ("optimizer", "gather"):
-            if kind == "gather" and step.overlap_param_gather:
-                continue
-            duration = sum(step.time(kind, s) for _, s in held)
-            if duration > 0:
-                rows.append((d, -1, kind, t, t + duration))
-                t += duration
-        out_end[d] = t
+    rows, out_end = step_tails(program, start, end, step)
     if not rows:
         return Tails.empty(), out_end
     cols = list(zip(*rows))
