@@ -16,11 +16,13 @@ from ppviz import Config, ConfigError, DeadlockError, Link, Offload, Program, St
 from ppviz.analysis.orders import Problem, orders_of
 from ppviz.core import comm_engine, engine, kernel, metrics, offload, relaxation, step
 from ppviz.core.dependencies import dependencies, latencies
+from ppviz.core.registry import find
 from ppviz.core.lowering import add_comms
 from ppviz.core.topology import durations
 from ppviz.core.transfers import plan as transfer_plan
 
 from . import oracle
+from .helpers import config_at_least
 from .test_properties import SCHEDULES, configs
 
 EXAMPLES = 40
@@ -362,6 +364,6 @@ def test_an_unknown_engine_is_refused_with_the_accepted_names(bad):
 
 def test_the_kernel_runs_every_registry_schedule():
     for name in SCHEDULES:
-        cfg = Config(schedule=name, devices=4, microbatches=8, comm=0.1)
+        cfg = config_at_least(find(name), microbatches=8, devices=4, comm=0.1)
         res, ref = simulate(cfg, engine="kernel"), simulate(cfg)
         assert same(res.ops.start, ref.ops.start) and same(res.ops.end, ref.ops.end), name
