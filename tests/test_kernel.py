@@ -16,8 +16,8 @@ from ppviz import Config, ConfigError, DeadlockError, Link, Offload, Program, St
 from ppviz.analysis.orders import Problem, orders_of
 from ppviz.core import comm_engine, engine, kernel, metrics, offload, relaxation, step
 from ppviz.core.dependencies import dependencies, latencies
-from ppviz.core.registry import find
 from ppviz.core.lowering import add_comms
+from ppviz.core.registry import find
 from ppviz.core.topology import durations
 from ppviz.core.transfers import plan as transfer_plan
 
