@@ -405,3 +405,18 @@ def test_mla_under_tensor_and_sequence_parallelism_duplicates_its_down_projectio
     assert gathered["Q up-projection input"] == T * 1536 * 2 and gathered["KV up-projection input"] == T * 512 * 2
     core = next(k for k in layer.kernels if k.kind == "attention")
     assert core.flops == 2 * 4096 * 4096 * 64 * (192 + 128) // 2  # causal half, 64 heads a rank
+
+
+@pytest.mark.parametrize("fields, message", [
+    (dict(q_lora_rank=64), "q_lora_rank=64: it describes multi-head latent attention; give kv_lora_rank too"),
+    (dict(rope_head_dim=16), "rope_head_dim=16: it describes multi-head latent attention; give kv_lora_rank too"),
+    (dict(kv_lora_rank=64, kv_heads=2), "kv_heads=2 is not accepted; leave kv_heads out with kv_lora_rank"),
+    (dict(dense_layers=1), "dense_layers=1 is not accepted; give experts >= 1 too"),
+    (dict(experts=4, dense_layers=3), "dense_layers=3 is not accepted; give a whole number from 0 to 2"),
+    (dict(routed_nodes=2), "experts=0 is not accepted; give experts >= 1 for a mixture of experts"),
+    (dict(experts=4, routed_nodes=0), "routed_nodes=0 is not accepted; give a whole number from 1"),
+])
+def test_the_new_model_fields_refuse_what_they_cannot_describe(fields, message):
+    with pytest.raises(ConfigError) as info:
+        Transformer(2, hidden=256, heads=4, **fields)
+    assert str(info.value).startswith(message)
