@@ -12,7 +12,11 @@ The model (ARCHITECTURE.md, "Model of time and memory"):
   ``comm``. A device runs its ops in order, one at a time; an F&B pair is one slot that waits
   for both ops' inputs.
 - Stage s costs f·p/S, b·p/S (I), w·p/S (W) unless ``stage_costs[s]`` gives absolute values;
-  B costs I + W; a pair costs (F + B) scaled by fb / (f + b + w) when ``fb`` is given.
+  B costs I + W; a pair costs (F + B) scaled by fb / (f + b + w) when ``fb`` is given. When a
+  stage gives its expert-parallel all-to-all (``f_a2a``, ``b_a2a``: I's, ``w_a2a``; B's is
+  b_a2a + w_a2a; 1/k of it per segment) and ``a2a_sm_share`` σ, a pair of ops with all-to-alls M
+  and the rest C costs max(C_F + C_B + σ_F·M_F + σ_B·M_B, C_F + M_F, C_B + M_B, M_F + M_B)
+  (DeepSeek-V3's overlap, ``engine.overlapped_pairs``).
 - F allocates the stage's activation (activation·p/S unless overridden) at its start; I frees
   all but ``w_share`` of it at its end, W the rest, B all of it. In a forward-only program an F
   frees at its own end what it took at its start.
@@ -125,6 +129,25 @@ def duration(costs, op) -> float:
     return costs[s][kind] + (costs[s]["warm"][kind] if mb == 0 else 0.0)
 
 
+A2A = ("f_a2a", "b_a2a", "w_a2a", "a2a_sm_share")
+
+
+def pair_duration(config, costs, k: int, first, second, ratio: float) -> float:
+    """An F&B pair's slot (see the module docstring)."""
+    own = [duration(costs, first), duration(costs, second)]
+    if not any(key in over for over in config.stage_costs.values() for key in A2A):
+        return ratio * sum(own)
+
+    def a2a(op):
+        over = config.stage_costs.get(op[1], {})
+        i, w = over.get("b_a2a", 0.0), over.get("w_a2a", 0.0)
+        return {"F": over.get("f_a2a", 0.0), "I": i, "W": w, "B": i + w}[op[0]] / k, over.get("a2a_sm_share", 0.0)
+
+    (m_f, s_f), (m_b, s_b) = a2a(first), a2a(second)
+    c_f, c_b = own[0] - m_f, own[1] - m_b
+    return max(c_f + c_b + s_f * m_f + s_b * m_b, c_f + m_f, c_b + m_b, m_f + m_b)
+
+
 def run(program, config) -> Run:
     rows = program_rows(program)
     p, S = len(rows), program.stages
@@ -180,7 +203,7 @@ def run(program, config) -> Run:
                     break
                 t0 = max([free[d]] + readies)
                 if paired:
-                    dur = ratio * (duration(costs, group[0]) + duration(costs, group[1]))
+                    dur = pair_duration(config, costs, program.segments, group[0], group[1], ratio)
                 else:
                     dur = duration(costs, op)
                 for g_i in range(len(group)):
@@ -394,7 +417,8 @@ def run_transfers(program, config, blocking: bool) -> TransferRun:
                         copies[(d, s, mb, "reload")] = (r0, r1)
                         held[(d, s, mb)] = max(0.0, r1 - s0)
                         s0 = max(s0, r1)
-                dur = ratio * sum(duration(costs, op) for op in ops) if len(ops) == 2 else duration(costs, ops[0])
+                dur = pair_duration(config, costs, program.segments, ops[0], ops[1], ratio) if len(ops) == 2 \
+                    else duration(costs, ops[0])
                 for k in item[1]:
                     start[base[d] + k], end[base[d] + k] = s0, s0 + dur
                 for kind, s, mb, _ in ops:
@@ -554,7 +578,7 @@ def run_offload(program, config) -> OffloadRun:
                         t0 = max(t0, r1)
                 if len(members) == 2:
                     (k1, k2) = members
-                    dur = ratio * (duration(costs, rows[d][k1]) + duration(costs, rows[d][k2]))
+                    dur = pair_duration(config, costs, program.segments, rows[d][k1], rows[d][k2], ratio)
                 else:
                     dur = duration(costs, rows[d][members[0]])
                 for k in members:

@@ -43,7 +43,8 @@ def test_a_preset_converts_seconds_to_the_configs_time_unit():
 
 
 def test_presets_and_their_sources():
-    assert set(ppviz.core.topology.PRESETS) == {"dgx-h100", "dgx-a100", "roce-h100", "dgx-b200", "gb200-nvl72"}
+    assert set(ppviz.core.topology.PRESETS) == {"dgx-h100", "dgx-a100", "roce-h100", "dgx-b200", "gb200-nvl72",
+                                                 "h800-ib"}
     nvl72 = Topology.preset("gb200-nvl72")
     assert (nvl72.devices_per_node, nvl72.intra.bandwidth) == (72, 900e9)
     a100 = Topology.preset("DGX-A100")

@@ -67,7 +67,7 @@ DIMENSIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "stages_p
 LIMITS = ("max_pipeline", "max_tensor", "max_stages_per_device")
 #: options every layout shares, passed to ``Config.from_model`` as given
 SHARED = ("sequence_parallel", "context_parallel", "expert_parallel", "fp8", "flash_attention", "tp_comm_overlap",
-          "overlap_grad_reduce", "overlap_param_gather")
+          "overlap_grad_reduce", "overlap_param_gather", "comm_sms")
 MICRO_BATCH_SIZES = (1, 2, 4, 8)
 RECOMPUTE = (None, "selective", "full")
 STAGES_PER_DEVICE = (1, 2, 4)
@@ -450,7 +450,8 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     ``schedules``, ``recompute``, ``zero_stage`` — or limit one (``max_pipeline``,
     ``max_tensor``, ``max_stages_per_device``), or set what every layout shares
     (``sequence_parallel``, ``context_parallel``, ``expert_parallel``, ``fp8``,
-    ``flash_attention``, ``tp_comm_overlap``, ``overlap_grad_reduce``, ``overlap_param_gather``).
+    ``flash_attention``, ``tp_comm_overlap``, ``overlap_grad_reduce``, ``overlap_param_gather``,
+    ``comm_sms``).
     """
     import pandas as pd
     from tqdm.auto import tqdm

@@ -28,7 +28,10 @@ RECOMPUTE = (None, "selective", "full")
 PER_OP_KEYS = ("gap_f", "gap_b", "gap_w", "warmup_f", "warmup_b", "warmup_w")
 #: the tensor/expert-parallel share of a stage's ops (Config.from_model), for the breakdown and the tooltips
 COMM_KEYS = ("f_comm", "b_comm", "w_comm", "recompute_comm")
-_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS)
+#: the expert-parallel all-to-all inside a stage's F, I (with its recompute) and W, and the share of
+#: the SMs communication takes while an F&B pair overlaps it (``engine.op_costs``' pair rule)
+A2A_KEYS = ("f_a2a", "b_a2a", "w_a2a", "a2a_sm_share")
+_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS, *A2A_KEYS)
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -352,7 +355,15 @@ class Config:
                     raise ConfigError(f"stage_costs[{stage}]", dict(costs),
                                       f"keys must be among {', '.join(_STAGE_COST_KEYS)}; got {key!r}")
                 entry[key] = _number(f"stage_costs[{stage}][{key!r}]", value)
+            if not entry.get("a2a_sm_share", 0.0) < 1:
+                raise ConfigError(f"stage_costs[{stage}]['a2a_sm_share']", entry["a2a_sm_share"],
+                                  "give the share of the SMs communication takes in an F&B pair, from 0 to below 1 "
+                                  "(DeepSeek-V3: 20 of an H800's 132)", reason="no SM would be left for computation")
             out[int(stage)] = FrozenMapping(entry)
+        if self.fb is not None and any(key in A2A_KEYS for costs in out.values() for key in costs):
+            raise ConfigError("fb", self.fb, "leave fb out, or the stages' all-to-all parts (f_a2a, b_a2a, w_a2a, "
+                              "a2a_sm_share) out: with them an F&B pair costs what the overlap rule gives",
+                              reason="both say what an F&B pair costs")
         return FrozenMapping(out)
 
     # Derived values ---------------------------------------------------------------------
@@ -416,7 +427,9 @@ class Config:
         ``layout`` (None or ``"even"``: Megatron's even split; ``"balanced"``: the automatic
         balancer; a Megatron layout string such as ``"Et*9|(t*10|)*6t*9L"``; a list of
         transformer layers per stage; a :class:`ppviz.model.Layout`), ``first_stage_layers`` /
-        ``last_stage_layers``, and any other Config field (``comm``, ``label``, ...). With a
+        ``last_stage_layers``, ``expert_parallel`` and ``comm_sms`` (the SMs an F&B pair gives its
+        expert-parallel all-to-all, DeepSeek-V3's 20: a pair then costs the overlap rule of
+        ``ppviz.core.engine.overlapped_pairs``), and any other Config field (``comm``, ``label``, ...). With a
         ``topology``, ``comm_bytes`` defaults to what one stage sends the next: the hidden
         states of a microbatch, s·b·h 16-bit values, split over the tensor-parallel group under
         sequence parallelism (as Megatron-LM sends them).

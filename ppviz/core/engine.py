@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from . import comm_engine, kernel, offload, relaxation
-from .config import Config
+from .config import A2A_KEYS, Config
 from .dependencies import deadlock_error, dependencies, latencies
 from .errors import ConfigError, checked_arguments
 from .program import KINDS, Program
@@ -28,10 +28,26 @@ from .result import Result, traffic
 
 
 def op_costs(program: Program, config: Config) -> np.ndarray:
-    """Duration of each op; the first op of an F&B pair carries the pair's duration. A segment of
-    a microbatch split into k sequence segments costs 1/k of the microbatch's pass. Every op
-    also pays its stage's host gap (:func:`gap_table`), and the first microbatch's ops (its
-    first segment's) their stage's warm-up (:func:`warmup_table`), neither scaled."""
+    """Duration of each op; the first op of an F&B pair carries the pair's duration: ``Config.fb``'s
+    ratio to f + b + w times its two ops' sum, or, where the stages give their all-to-all parts
+    (``f_a2a``, ...), :func:`overlapped_pairs`' rule. A segment of a microbatch split into k
+    sequence segments costs 1/k of the microbatch's pass. Every op also pays its stage's host gap
+    (:func:`gap_table`), and the first microbatch's ops (its first segment's) their stage's
+    warm-up (:func:`warmup_table`), neither scaled."""
+    cost = braided(program, config, _own_costs(program, config))
+    if program.pair.any():
+        first = np.flatnonzero(program.pair)
+        if a2a_table(config, program.stages) is None:
+            ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
+            cost[first] = ratio * (cost[first] + cost[first + 1])
+        else:
+            cost[first] = overlapped_pairs(program, config, cost, first)
+        cost[first + 1] = 0.0
+    return cost
+
+
+def _own_costs(program: Program, config: Config) -> np.ndarray:
+    """Each op's own duration, as if it ran alone (:func:`op_costs` before it joins pairs)."""
     kind = program.kind.astype(np.intp)
     table = stage_table(config, program.devices, program.stages) / program.segments
     gaps = gap_table(config, program.stages)
@@ -42,20 +58,84 @@ def op_costs(program: Program, config: Config) -> np.ndarray:
     if warm is not None:
         first = np.flatnonzero(program.microbatch == 0)
         cost[first] += warm[kind[first], program.stage[first]]
-    cost = braided(program, config, cost)
+    return cost
+
+
+def a2a_table(config: Config, stages: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per stage, the expert-parallel all-to-all inside its F, B, I and W (rows as
+    :func:`stage_table`'s: ``stage_costs[s]["f_a2a"]``, ``"b_a2a"`` + ``"w_a2a"``, ``"b_a2a"``,
+    ``"w_a2a"``), and the share of the SMs communication takes in an F&B pair
+    (``"a2a_sm_share"``); None when no stage gives any."""
+    rows = _stage_rows(config, stages, A2A_KEYS)
+    if rows is None:
+        return None
+    f, i, w, share = rows
+    return np.stack([f, i + w, i, w]), share
+
+
+def overlapped_pairs(program: Program, config: Config, cost: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """The duration of each F&B pair whose first op is at ``first`` (``cost``: each op's own), by
+    DeepSeek-V3's overlap (arXiv 2412.19437, §3.2.1 and Figure 4): each chunk is split into
+    attention, all-to-all dispatch, MLP and all-to-all combine, and a forward's and a backward's
+    components interleave so that each one's all-to-all runs under the other's computation, on
+    SMs given to communication ("20 SMs", §3.2.2, of an H800's 132), which the computation lacks
+    while it runs.
+
+    With M an op's all-to-all, C the rest of its time and σ its stage's ``a2a_sm_share``, the
+    pair takes max(C_F + C_B + σ_F·M_F + σ_B·M_B, C_F + M_F, C_B + M_B, M_F + M_B): the
+    computation, slowed by the SMs the all-to-all holds while it runs; each op's own chain, whose
+    MLP waits for its dispatch and whose combine for its MLP, so that its all-to-all hides only
+    under the other op's computation; or the communication in a row. The report's case, each
+    all-to-all within the other op's computation, is the first; beyond it the communication
+    cannot hide. Without all-to-all the pair is its two ops' sum, and it never takes longer than
+    its two ops one after the other. An op's tensor-parallel collectives and host gaps count as
+    its computation."""
+    return _overlap(program, config, cost, first)[0]
+
+
+def _overlap(program: Program, config: Config, cost: np.ndarray, first: np.ndarray):
+    """:func:`overlapped_pairs`' durations, and the pairs' computation C_F + C_B."""
+    table = a2a_table(config, program.stages)
+    assert table is not None  # called only where the stages give the parts
+    a2a, share = table[0] / program.segments, table[1]
+    second = first + 1
+    kind, stage = program.kind.astype(np.intp), program.stage
+    m_f, m_b = a2a[kind[first], stage[first]], a2a[kind[second], stage[second]]
+    if np.any(cost[first] < m_f) or np.any(cost[second] < m_b):
+        raise ConfigError("stage_costs", dict(config.stage_costs), "give each stage's all-to-all parts (f_a2a, "
+                          "b_a2a, w_a2a) at most the times of the ops they are part of",
+                          reason="an op's all-to-all is longer than the op")
+    c_f, c_b = cost[first] - m_f, cost[second] - m_b
+    computation = c_f + c_b + share[stage[first]] * m_f + share[stage[second]] * m_b
+    pair = np.maximum(np.maximum(computation, m_f + m_b), np.maximum(c_f + m_f, c_b + m_b))
+    return pair, c_f + c_b
+
+
+def exposed_a2a(program: Program, config: Config) -> np.ndarray:
+    """Per op, the expert-parallel all-to-all it does not hide (zeros without the stages'
+    all-to-all parts): an op alone exposes all of its own; an F&B pair, on its first op, what it
+    takes beyond its two ops' computation (:func:`overlapped_pairs`), the SMs the all-to-all
+    holds included."""
+    table = a2a_table(config, program.stages)
+    out = np.zeros(len(program))
+    if table is None:
+        return out
+    out[:] = table[0][program.kind.astype(np.intp), program.stage] / program.segments
     if program.pair.any():
         first = np.flatnonzero(program.pair)
-        ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
-        cost[first] = ratio * (cost[first] + cost[first + 1])
-        cost[first + 1] = 0.0
-    return cost
+        pair, compute = _overlap(program, config, _own_costs(program, config), first)
+        out[first] = pair - compute
+        out[first + 1] = 0.0
+    return out
 
 
 def braided(program: Program, config: Config, cost: np.ndarray) -> np.ndarray:
     """``cost`` with each braided unit's communication hidden (``ScheduleSpec.braided_units``:
     STP's): each of its two ops pays its compute and only the part of its tensor- and expert-
     parallel communication (:func:`ppviz.core.result.traffic`) that its partner's compute cannot
-    cover, the partner's compute being its cost less its own communication."""
+    cover, the partner's compute being its cost less its own communication. Where the stages
+    give their all-to-all parts, F&B pairs are left to :func:`overlapped_pairs` (one rule owns a
+    pair: there its tensor-parallel collectives count as computation)."""
     spec = find(program.name) if program.name else None
     if spec is None or spec.braided_units is None:
         return cost
@@ -63,6 +143,8 @@ def braided(program: Program, config: Config, cost: np.ndarray) -> np.ndarray:
     if not table.any():
         return cost
     first = np.asarray(spec.braided_units(program), dtype=np.intp)
+    if a2a_table(config, program.stages) is not None:
+        first = first[~program.pair[first]]
     second = first + 1
     comm = np.zeros(len(cost))
     for k in (first, second):
@@ -503,4 +585,4 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
 
 
 __all__ = ["simulate", "as_run", "as_runs", "RUN_KINDS", "execute", "dependencies", "op_costs", "stage_table",
-           "gap_table", "warmup_table", "KINDS"]
+           "gap_table", "warmup_table", "a2a_table", "overlapped_pairs", "exposed_a2a", "KINDS"]

@@ -168,7 +168,7 @@ class Topology:
     @classmethod
     def preset(cls, name: str) -> "Topology":
         """A common system by name: ``"dgx-h100"``, ``"dgx-a100"``, ``"roce-h100"``, ``"dgx-b200"``,
-        ``"gb200-nvl72"`` (see :data:`PRESETS`)."""
+        ``"gb200-nvl72"``, ``"h800-ib"`` (see :data:`PRESETS`)."""
         key = name.strip().lower() if isinstance(name, str) else None
         if key not in PRESETS:
             raise ConfigError("topology", name, f"use one of {', '.join(PRESETS)}",
@@ -252,10 +252,15 @@ _NET_LATENCY = 18.0e-6
 #:   Reference Architecture"); between racks one ConnectX-7 (400 Gb/s, 50 GB/s each way) per GPU
 #:   (NVIDIA Multi-Node NVLink Systems tuning guide, "Understanding Your Grace-Blackwell
 #:   Systems": the 72x1 configuration's compute trays carry CX7 NICs).
+#: - ``"h800-ib"``: DeepSeek's H800 cluster, on which it trained DeepSeek-V3: "Each node in the
+#:   H800 cluster contains 8 GPUs connected by NVLink and NVSwitch within nodes. Across different
+#:   nodes, InfiniBand (IB) interconnects are utilized" (arXiv 2412.19437, §3.1), "IB (50 GB/s)"
+#:   per GPU (§3.2.2); the H800's NVLink is 400 GB/s both ways, 200 GB/s each way (NVIDIA/nccl
+#:   issue 1374: "unidirectional peak BW 200GB/s"), of which the report reaches 160.
 PRESETS = {
     name: Topology(per_node, intra=Link(_NVLINK_LATENCY, bandwidth=nvlink, unit="s"),
                    inter=Link(_NET_LATENCY, bandwidth=network, unit="s"), name=name)
     for name, per_node, nvlink, network in (("dgx-h100", 8, 450e9, 50e9), ("dgx-a100", 8, 300e9, 25e9),
                                             ("roce-h100", 8, 450e9, 50e9), ("dgx-b200", 8, 900e9, 50e9),
-                                            ("gb200-nvl72", 72, 900e9, 50e9))
+                                            ("gb200-nvl72", 72, 900e9, 50e9), ("h800-ib", 8, 200e9, 50e9))
 }

@@ -21,7 +21,10 @@ counted here). The same accounting, item by item, extends to grouped-query atten
 are kv_heads · head size wide), gated MLPs (gate and up outputs and their product: 6·s·b·ffn)
 and mixture of experts (each of the top-k copies of a token stores an expert's input and inner
 activations; the router's own logits are not counted); without dropout the masks and the
-dropout output go.
+dropout output go. Multi-head latent attention (DeepSeek-V2 §2.1) stores its latents twice (its
+norms' inputs and its up-projections' inputs, kept whole by every tensor-parallel rank as the
+down-projections are duplicated), the queries and keys a·(d_h + d_h^R) wide, the values and the
+output projection's input a·d_h.
 
 Input and output layers (§4.3 there): the embedding's dropout mask, s·b·h; the head stores
 the final norm's and its own input (4·s·b·h) and the logits in 32 bits for the loss (4·s·b·V),
@@ -90,7 +93,11 @@ def layer(model: Transformer) -> LayerActivations:
     sb, h, q, kv = model.tokens, model.hidden, model.query_size, model.kv_size
     mask = MASK * sb * h if model.dropout else 0
     replicated = BYTES * sb * h * 2 + BYTES * sb * h + mask + BYTES * sb * h + mask
-    partitioned = BYTES * sb * (q + kv) + BYTES * sb * kv + BYTES * sb * q
+    if model.mla:
+        replicated += 2 * BYTES * sb * model.latent_size  # each latent: its norm's and up-projection's input
+        partitioned = 2 * BYTES * sb * model.qk_size + 2 * BYTES * sb * q
+    else:
+        partitioned = BYTES * sb * (q + kv) + BYTES * sb * kv + BYTES * sb * q
     per_mlp = (3 if model.gated_mlp else 2) * BYTES * sb
     if model.moe:
         expert = BYTES * sb * h + per_mlp * model.expert_ffn
@@ -123,12 +130,12 @@ def boundary_bytes(model: Transformer, parallel: Parallel = Parallel()) -> int:
 def weight_gradient_bytes(model: Transformer) -> int:
     """M_W: bytes the weight gradients of one layer need after its input gradient (each weight
     product's input and output gradient), without parallelism; 32·s·b·h for a GPT layer."""
-    sb, h, q, kv = model.tokens, model.hidden, model.query_size, model.kv_size
+    sb, h = model.tokens, model.hidden
 
     def product(n_in: int, n_out: int) -> int:
         return BYTES * sb * (n_in + n_out)
 
-    attention = product(h, q + 2 * kv) + product(q, h)
+    attention = sum(product(n_in, n_out) for _, n_in, n_out in model.projections())
     if model.moe:
         ffn, k = model.expert_ffn, model.top_k + model.shared_experts
         up = (2 if model.gated_mlp else 1) * ffn

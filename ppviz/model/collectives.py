@@ -19,6 +19,12 @@ consecutive ranks, and a group whose members are ``stride`` ranks apart stays in
 ``stride · size`` ranks fit in it. A group inside a node runs over NVLink (the topology's
 ``intra`` link), any other over the network (``inter``): when a ring leaves the node its slowest
 hops are the NICs, one per GPU.
+
+**Node-limited routing** (DeepSeek-V3, arXiv 2412.19437, §2.1.2 and §3.2.2): a mixture of experts
+whose router sends each token to experts on at most M nodes dispatches it "via IB to the GPUs
+with the same in-node index on its target nodes", once per node, and NVLink forwards it there to
+its experts, "IB and NVLink communication fully overlapped"
+(:meth:`Groups.node_limited_all_to_all`).
 """
 
 from __future__ import annotations
@@ -68,8 +74,17 @@ class Groups:
     dp: int = 1
     pp: int = 1
 
+    @property
+    def edp(self) -> int:
+        """The expert-data-parallel group's size: the data- (and context-) parallel ranks that hold
+        the same experts, cp · dp / ep (Megatron-LM: world / (pp · ep · expert tp), expert tp = tp)."""
+        return self.cp * self.dp // self.ep
+
     def stride(self, group: str) -> int:
-        """Ranks between consecutive members of ``group`` (1 for tensor parallelism)."""
+        """Ranks between consecutive members of ``group`` (1 for tensor parallelism); the expert-
+        data-parallel group's members are a whole expert-parallel group apart."""
+        if group == "edp":
+            return self.tp * self.cp * self.ep
         stride = 1
         for name in ORDER:
             if name == group:
@@ -98,6 +113,20 @@ class Groups:
         ranks = getattr(self, group)
         link, efficiency = self.link(group, topology)
         return collective_time(kind, nbytes, ranks, link, efficiency)
+
+    def node_limited_all_to_all(self, nbytes: float, copies: int, nodes_per_token: int, topology: Topology) -> float:
+        """An expert-parallel all-to-all of ``nbytes`` (``copies`` of each token) under node-limited
+        routing, in seconds: when the group spans n nodes, an all-to-all over the network between
+        the n GPUs of one in-node index, of one copy per target node (min(copies,
+        ``nodes_per_token``, n) of them), overlapped with the all-to-all over NVLink inside each
+        node that forwards every copy to its expert's GPU; inside one node, the plain all-to-all."""
+        per_node = max(1, min(self.ep, topology.devices_per_node // self.stride("ep")))
+        nodes = -(-self.ep // per_node)
+        if nodes == 1:
+            return self.time("ep", "all-to-all", nbytes, topology)
+        network = nbytes * min(copies, nodes_per_token, nodes) / copies
+        return max(collective_time("all-to-all", network, nodes, topology.inter, NCCL_EFFICIENCY["inter"]),
+                   collective_time("all-to-all", nbytes, per_node, topology.intra, NCCL_EFFICIENCY["intra"]))
 
     def pipeline_topology(self, topology: Topology) -> Topology:
         """The topology of the pipeline's stages, as ppviz's devices (one per stage rank): stage

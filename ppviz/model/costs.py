@@ -8,9 +8,14 @@ tensor- and expert-parallel collectives those passes issue, timed by NCCL's mode
 groups' links (``ppviz.model.collectives``: Megatron-LM's rank order over the cluster's nodes)
 less the share ``tp_comm_overlap`` hides; under context parallelism a rank runs 1/cp of each
 sequence and passes keys and values round a ring. ``stage_costs`` keeps each stage's exposed
-communication apart (``f_comm``, ``b_comm``) for the charts. The activation bytes the stage's F
-stores come from ``ppviz.model.activations``; its static bytes are parameters / t × the bytes per
-parameter of mixed-precision Adam under ZeRO (``ppviz.model.static_memory``). The embedding sits
+communication apart (``f_comm``, ``b_comm``) for the charts, and its expert-parallel all-to-all
+(``f_a2a``, ``b_a2a``, ``w_a2a``, with the SMs' share ``a2a_sm_share``), from which an F&B pair
+is timed by DeepSeek-V3's overlap rule (:func:`ppviz.core.engine.overlapped_pairs`). A mixture
+of experts' dense first layers are items of their own (``d``), wherever the layout puts them.
+The activation bytes the stage's F stores come from ``ppviz.model.activations``; its static
+bytes are parameters / t × the bytes per parameter of mixed-precision Adam under ZeRO
+(``ppviz.model.static_memory``), the routed experts' also split over the expert-parallel group
+and their state sharded over the ranks that hold the same experts. The embedding sits
 on the first stage and the LM head with the loss on the last, so those stages differ; with tied
 embeddings the last stage keeps its own copy of the matrix (Megatron shares it between the first
 and last stage) unless they are one stage.
@@ -58,6 +63,13 @@ from .static_memory import bytes_per_param
 from .transformer import Transformer, checked_count
 
 LAYOUT_KEYWORDS = ("even", "balanced")
+#: SMs DeepSeek-V3 gives communication while an F&B pair overlaps its all-to-all with computation:
+#: "we only need 20 SMs to be sufficient for utilizing the full bandwidths of IB and NVLink"
+#: (arXiv 2412.19437, §3.2.2; an H800 has 132), which the computation lacks meanwhile (§3.2.1,
+#: "manually adjust the ratio of GPU SMs dedicated to communication versus computation")
+COMM_SMS = 20
+#: An H800's SMs, the share's denominator for hardware that does not give its own
+DEEPSEEK_SMS = 132
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,10 @@ class StageCosts:
     its compute and its exposed tensor-, context- and expert-parallel communication, which
     ``f_comm``, ``i_comm``, ``w_comm``, ``recompute_comm`` give alone), ``activation`` bytes stored by F, ``static`` bytes
     (weights, gradients, optimizer state) and ``params`` (parameters), on one device of the
-    stage's tensor-parallel group; ``layout`` says what each stage holds."""
+    stage's tensor-parallel group; ``layout`` says what each stage holds; ``a2a`` (stages × F, I,
+    W, recompute) the expert-parallel all-to-all among the exposed communication, and
+    ``expert_params`` the routed experts' share of ``params``, split over the expert-parallel
+    group too."""
 
     layout: Layout
     f: np.ndarray
@@ -80,6 +95,8 @@ class StageCosts:
     w_comm: np.ndarray
     recompute_comm: np.ndarray
     params: np.ndarray
+    a2a: np.ndarray
+    expert_params: np.ndarray
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -90,7 +107,9 @@ class Training:
     hides under compute: ``tp_comm_overlap`` (the share of the tensor-parallel collectives
     Transformer Engine's userbuffers overlap with their GEMMs: 0 by default, as in Megatron-LM;
     NVIDIA's performance recipes turn it on), ``overlap_grad_reduce`` and ``overlap_param_gather``
-    (Megatron-LM's, for the data-parallel tail: :class:`ppviz.Step`)."""
+    (Megatron-LM's, for the data-parallel tail: :class:`ppviz.Step`), and ``comm_sms``, the SMs
+    an overlapped F&B pair gives its expert-parallel all-to-all (DeepSeek-V3's 20:
+    :data:`COMM_SMS`)."""
 
     tensor_parallel: int = 1
     sequence_parallel: bool | None = None  # None: on when tensor_parallel > 1
@@ -106,6 +125,7 @@ class Training:
     tp_comm_overlap: float = 0.0
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
+    comm_sms: int = COMM_SMS
 
     def __post_init__(self):
         for name in ("flash_attention", "fp8", "overlap_grad_reduce", "overlap_param_gather"):
@@ -114,6 +134,7 @@ class Training:
         checked_count("expert_parallel", self.expert_parallel, minimum=1)
         checked_count("context_parallel", self.context_parallel, minimum=1)
         checked_count("pipeline_parallel", self.pipeline_parallel, minimum=1)
+        checked_count("comm_sms", self.comm_sms, minimum=0)
         if self.sequence_parallel is not None and not isinstance(self.sequence_parallel, bool):
             raise ConfigError("sequence_parallel", self.sequence_parallel,
                               "give True, False or None (on when tensor_parallel > 1)")
@@ -142,7 +163,7 @@ class Training:
 #: The systems the accelerators' presets are built into, whose links the parallel groups' collectives
 #: cross when ``from_model`` is given no topology: NVIDIA's reference designs (ppviz.core.topology)
 REFERENCE_SYSTEMS = {"a100-80gb": "dgx-a100", "h100-sxm": "dgx-h100", "h200": "dgx-h100", "b200": "dgx-b200",
-                     "gb200": "gb200-nvl72"}
+                     "gb200": "gb200-nvl72", "h800": "h800-ib"}
 #: Bytes an Adam step reads and writes per parameter of its shard (fused multi-tensor Adam, as
 #: Megatron-LM's distributed optimizer runs it): the fp32 gradient (4), the fp32 master weight
 #: and the two fp32 moments, each read and written (3 × 8), and the 16-bit weight written back (2)
@@ -174,8 +195,9 @@ def _as_topology(topology) -> Topology:
 
 
 def item_costs(model: Transformer, hardware: Hardware, training: Training) -> dict[str, tuple]:
-    """Per item kind (E, t, m, L): (f, i, w, recompute) in ms, stored activation bytes, parameters,
-    and the exposed communication inside (f, i, w, recompute), in ms.
+    """Per item kind (E, t, m, L, and d for a mixture of experts' dense first layers): (f, i, w,
+    recompute) in ms, stored activation bytes, parameters, the exposed communication inside (f, i,
+    w, recompute), in ms, and the expert-parallel all-to-all among it (f, i, w, recompute).
 
     Compute is each phase's kernels timed by the roofline (:func:`ppviz.model.roofline.item_times`);
     the tensor- and expert-parallel collectives a phase issues are timed by NCCL's model over their
@@ -188,7 +210,6 @@ def item_costs(model: Transformer, hardware: Hardware, training: Training) -> di
     per_rank = model if cp == 1 else model.replace(seq_len=_split_sequence(model, cp))
     timed = roofline.item_times(per_rank, hardware, training)
     attention = _attention_ms(per_rank, hardware, training) if cp > 1 else {}
-    groups, cluster = training.groups, training.cluster
     par, flash, mode = training.parallel, training.flash_attention, training.recompute
     act = {"E": activations.embedding_bytes(per_rank, par),
            "t": activations.layer_bytes(per_rank, par, flash_attention=flash, recompute=mode),
@@ -196,25 +217,44 @@ def item_costs(model: Transformer, hardware: Hardware, training: Training) -> di
            "L": activations.head_bytes(per_rank, par)}
     params = {"E": model.embedding_params(), "t": model.layer_params(), "m": model.mtp_params(),
               "L": model.head_params()}
+    if model.dense_layers:
+        # a dense first layer is the dense model's layer: no experts, so no expert parallelism
+        dense, dense_training = per_rank.dense(), dataclasses.replace(training, expert_parallel=1)
+        timed = {**timed, "d": roofline.item_times(dense, hardware, dense_training)["t"]}
+        if cp > 1:
+            attention.update({("d", phase): ms for (item, phase), ms in
+                              _attention_ms(dense, hardware, dense_training).items() if item == "t"})
+        act["d"] = activations.layer_bytes(dense, par, flash_attention=flash, recompute=mode)
+        params["d"] = model.dense().layer_params()
     out = {}
-    for item in ("E", "t", "m", "L"):
-        times, comms = [], []
+    for item in timed:
+        times, comms, a2a = [], [], []
         for phase in ("F", "I", "W", "R"):
             compute, collectives = timed[item][phase]
-            exposed = 0.0
+            exposed, all_to_all = 0.0, 0.0
             for group in ("tp", "ep"):
-                ms = sum(_collective_ms(groups, c, cluster) for c in collectives if c.group == group)
+                ms = sum(_collective_ms(training.groups, c, training.cluster, model) for c in collectives
+                         if c.group == group)
                 hidden = min(ms * training.tp_comm_overlap, compute) if group == "tp" else 0.0
                 exposed += ms - hidden
+                if group == "ep":
+                    all_to_all = ms
             if cp > 1:
                 extra = (cp - 1) * attention.get((item, phase), 0.0)
-                ring = _ring_ms(per_rank, training, phase) if item in "tm" else 0.0
+                ring = _ring_ms(per_rank, training, phase) if item in "tmd" else 0.0
                 compute += extra
                 exposed += max(0.0, ring - (extra + attention.get((item, phase), 0.0)))
             times.append(compute + exposed)
             comms.append(exposed)
-        out[item] = (tuple(times), act[item], params[item], tuple(comms))
+            a2a.append(all_to_all)
+        out[item] = (tuple(times), act[item], params[item], tuple(comms), tuple(a2a))
     return out
+
+
+def item_sequence(model: Transformer) -> list[str]:
+    """The item kind of each item of the model in order: E, the layers (d for a mixture of
+    experts' dense first layers, t for the rest), the MTP layers m, L."""
+    return ["E", *"d" * model.dense_layers, *"t" * (model.layers - model.dense_layers), *"m" * model.mtp_layers, "L"]
 
 
 def _split_sequence(model: Transformer, cp: int) -> int:
@@ -234,9 +274,12 @@ def _attention_ms(model: Transformer, hardware: Hardware, training: Training) ->
     return out
 
 
-def _collective_ms(groups: Groups, collective, cluster: Topology | None) -> float:
+def _collective_ms(groups: Groups, collective, cluster: Topology | None, model: Transformer) -> float:
     if getattr(groups, collective.group) <= 1:
         return 0.0
+    if collective.group == "ep" and collective.kind == "all-to-all" and model.routed_nodes is not None:
+        return groups.node_limited_all_to_all(collective.bytes, model.top_k, model.routed_nodes,
+                                              _known(cluster, "ep")) * 1e3
     return groups.time(collective.group, collective.kind, collective.bytes, _known(cluster, collective.group)) * 1e3
 
 
@@ -269,19 +312,44 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
     :func:`item_costs` of the same model, hardware and training, when already computed."""
     layout.check(model.layers, model.mtp_layers)
     per = item_costs(model, hardware, training) if per_item is None else per_item
+    groups = training.groups
     per_param = bytes_per_param(training.zero_stage, training.data_parallel)
+    split = model.moe and groups.ep > 1
+    if split:
+        _check_expert_split(groups)
+    # the experts' optimizer state is sharded over the ranks that hold the same experts
+    per_expert_param = bytes_per_param(training.zero_stage, groups.edp) if split else per_param
+    experts = {c: model.expert_params() if c in "tm" else 0 for c in per}
     tied_copy = model.tied_embeddings and layout.counts("E").index(1) != layout.counts("L").index(1)
-    rows = []
+    rows, before = [], 0
     for items in layout.stages:
         count = {c: items.count(c) for c in per}  # a stage's cost is its items' costs, kind by kind
+        if "d" in per:  # the model's first layers, wherever they sit, are dense
+            count["d"] = min(count["t"], max(0, model.dense_layers - before))
+            count["t"] -= count["d"]
+        before += items.count("t")
         times = [sum(count[c] * per[c][0][k] for c in per) for k in range(4)]
         comm = [sum(count[c] * per[c][3][k] for c in per) for k in range(4)]
+        a2a = [sum(count[c] * per[c][4][k] for c in per) for k in range(4)]
         act = sum((count[c] * per[c][1] for c in per), Fraction(0))
         params = sum(count[c] * per[c][2] for c in per) + (model.vocab * model.hidden if tied_copy and "L" in items else 0)
-        rank_params = Fraction(params, training.parallel.tensor)
-        rows.append((*times, float(act), float(rank_params * per_param), *comm, float(rank_params)))
-    f, i, w, r, act, static, f_comm, i_comm, w_comm, r_comm, params = (np.array(col, dtype=float) for col in zip(*rows))
-    return StageCosts(layout, f, i, w, r, act, static, f_comm, i_comm, w_comm, r_comm, params)
+        expert = sum(count[c] * experts[c] for c in per) if split else 0
+        rank_dense = Fraction(params - expert, training.parallel.tensor)
+        rank_expert = Fraction(expert, training.parallel.tensor * groups.ep)
+        rows.append((*times, float(act), float(rank_dense * per_param + rank_expert * per_expert_param), *comm,
+                     float(rank_dense + rank_expert), *a2a, float(rank_expert)))
+    columns = [np.array(col, dtype=float) for col in zip(*rows)]
+    f, i, w, r, act, static, f_comm, i_comm, w_comm, r_comm, params = columns[:11]
+    return StageCosts(layout, f, i, w, r, act, static, f_comm, i_comm, w_comm, r_comm, params,
+                      np.stack(columns[11:15], axis=1), columns[15])
+
+
+def _check_expert_split(groups: Groups) -> None:
+    """Megatron-LM carves the expert-parallel group out of the data- and context-parallel ranks."""
+    if (groups.cp * groups.dp) % groups.ep:
+        raise ConfigError("expert_parallel", groups.ep, f"give a divisor of data_parallel × context_parallel = "
+                          f"{groups.cp * groups.dp}", reason="Megatron-LM splits each expert-parallel group's "
+                          "experts over data-parallel ranks, and these do not divide into such groups")
 
 
 def step_of(costs: StageCosts, hardware: Hardware, training: Training, microbatches: int,
@@ -289,18 +357,30 @@ def step_of(costs: StageCosts, hardware: Hardware, training: Training, microbatc
     """The data-parallel tail of each stage (:class:`ppviz.Step`, times in ms) and the step's
     throughput figures: a stage's gradients (16-bit) are all-reduced over its data-parallel group,
     or reduce-scattered under ZeRO-1/2 (Megatron-LM's distributed optimizer), which then
-    all-gathers the updated 16-bit weights; the optimizer step is memory-bound, its shard's
-    :data:`OPTIMIZER_BYTES` per parameter at the HBM bandwidth memory-bound kernels reach."""
+    all-gathers the updated 16-bit weights; under expert parallelism the routed experts' share
+    goes over the expert-data-parallel group instead (cp · dp / ep ranks a whole expert-parallel
+    group apart). The optimizer step is memory-bound, its shard's :data:`OPTIMIZER_BYTES` per
+    parameter at the HBM bandwidth memory-bound kernels reach."""
     groups, d = training.groups, training.data_parallel
     cluster = _known(training.cluster, "dp") if d > 1 else None
     sharded = training.zero_stage >= 1
+    kind = "reduce-scatter" if sharded else "all-reduce"
+
+    def over(group: str, collective: str, nbytes: float) -> float:
+        if cluster is None or getattr(groups, group) <= 1:
+            return 0.0
+        return groups.time(group, collective, nbytes, cluster) * 1e3
+
     reduce, optimizer, gather = [], [], []
-    for params in costs.params:
-        kind = "reduce-scatter" if sharded else "all-reduce"
-        reduce.append(groups.time("dp", kind, params * GRADIENT_BYTES, cluster) * 1e3 if cluster else 0.0)
-        gather.append(groups.time("dp", "all-gather", params * PARAMETER_BYTES, cluster) * 1e3
-                      if cluster and sharded else 0.0)
-        shard = params / d if sharded else params
+    for params, expert in zip(costs.params, costs.expert_params):
+        # the experts' gradients are reduced (and their weights gathered) among the ranks that hold
+        # the same experts (Megatron-LM's expert-data-parallel group), the rest over the data-parallel one
+        dense = params - expert
+        reduce.append(over("dp", kind, dense * GRADIENT_BYTES) + over("edp", kind, expert * GRADIENT_BYTES))
+        gather.append(over("dp", "all-gather", dense * PARAMETER_BYTES) + over("edp", "all-gather",
+                                                                               expert * PARAMETER_BYTES)
+                      if sharded else 0.0)
+        shard = dense / d + (expert / groups.edp if expert else 0.0) if sharded else params
         optimizer.append(shard * OPTIMIZER_BYTES / (hardware.hbm_gbps * 1e9 * hardware.memory_share) * 1e3
                          if hardware.hbm_gbps is not None else 0.0)
     gpus = groups.gpus
@@ -322,15 +402,16 @@ def layout_candidates(model: Transformer, hardware: Hardware, config: Config,
     split is among them when the layers divide."""
     per = item_costs(model, hardware, training)
     sequence = _sequence(model)
+    kinds = item_sequence(model)
     stages = config.stages
-    costs = [sum(per[c][0]) for c in sequence]
+    costs = [sum(per[c][0]) for c in kinds]
     starts = []
     if model.layers % stages == 0:
         each = model.layers // stages
         starts.append([0] + [1 + each * k for k in range(1, stages)] + [len(costs)])
     weights = placement_weights(config)
     per_param = float(bytes_per_param(training.zero_stage, training.data_parallel)) / training.parallel.tensor
-    memory = MemoryLimit([float(per[c][1]) for c in sequence], [per[c][2] * per_param for c in sequence],
+    memory = MemoryLimit([float(per[c][1]) for c in kinds], [per[c][2] * per_param for c in kinds],
                          held_at_peak(config), (weights > 0).astype(float), hardware.memory_bytes)
     layouts = [Layout(tuple(sequence[a:b] for a, b in zip(cuts, cuts[1:])))
                for cuts in candidates(costs, stages, weights, starts, memory)]
@@ -463,7 +544,7 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
          tensor_parallel: int = 1, sequence_parallel: bool | None = None, context_parallel: int = 1,
          expert_parallel: int = 1, zero_stage: int = 0, recompute: str | None = None, flash_attention: bool = True,
          fp8: bool = False, tp_comm_overlap: float = 0.0, overlap_grad_reduce: bool = True,
-         overlap_param_gather: bool = True, layout=None, first_stage_layers: int | None = None,
+         overlap_param_gather: bool = True, comm_sms: int = COMM_SMS, layout=None, first_stage_layers: int | None = None,
          last_stage_layers: int | None = None, **options) -> tuple[Config, Layout]:
     """The config of :meth:`ppviz.Config.from_model` and the layout it places the model by."""
     if not isinstance(model, Transformer):
@@ -494,7 +575,8 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
                         flash_attention=flash_attention, expert_parallel=expert_parallel, fp8=fp8,
                         context_parallel=context_parallel, pipeline_parallel=devices,
                         cluster=cluster_of(hardware, transfers.get("topology")), tp_comm_overlap=tp_comm_overlap,
-                        overlap_grad_reduce=overlap_grad_reduce, overlap_param_gather=overlap_param_gather)
+                        overlap_grad_reduce=overlap_grad_reduce, overlap_param_gather=overlap_param_gather,
+                        comm_sms=comm_sms)
     _check_heads_split(model, training.parallel.tensor)
     if transfers.get("topology") is not None and training.cluster is not None:
         # the topology is the cluster's: a node holds as many pipeline stages as its GPUs hold
@@ -534,6 +616,23 @@ def _offload(offload, hardware: Hardware) -> Offload | None:
     return Offload(offload, link=hardware.host_link)
 
 
+def _a2a_parts(costs: StageCosts, stage: int, hardware: Hardware, training: Training) -> dict[str, float]:
+    """Stage ``stage``'s all-to-all parts for :func:`ppviz.core.engine.overlapped_pairs`: the
+    expert-parallel all-to-all inside its F, I (with its recompute's) and W, and the share of the
+    SMs ``training.comm_sms`` takes of the hardware's (of an H800's 132 when it does not say);
+    none without expert parallelism."""
+    if not costs.a2a.any():
+        return {}
+    f, i, w, r = (float(x) for x in costs.a2a[stage])
+    sms = hardware.sms or DEEPSEEK_SMS
+    if training.comm_sms >= sms:
+        raise ConfigError("comm_sms", training.comm_sms, f"give fewer than the hardware's {sms} SMs (DeepSeek-V3 "
+                          "gives communication 20 of an H800's 132)", reason="no SM would be left for computation")
+    share = training.comm_sms / sms
+    return {"f_a2a": f, "b_a2a": i + (r if training.recompute is not None else 0.0), "w_a2a": w,
+            "a2a_sm_share": share}
+
+
 def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training,
                 links: dict | None = None) -> Config:
     """``base`` (schedule and sizes) with the costs of ``layout``, in ms and bytes, and ``links``
@@ -546,7 +645,8 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
                      "recompute": float(costs.recompute[s]), "activation": float(costs.activation[s]) / unit,
                      "params": float(costs.static[s]) / unit, "f_comm": float(costs.f_comm[s]),
                      "b_comm": float(costs.i_comm[s]), "w_comm": float(costs.w_comm[s]),
-                     "recompute_comm": float(costs.recompute_comm[s])} for s in range(base.stages)}
+                     "recompute_comm": float(costs.recompute_comm[s]), **_a2a_parts(costs, s, hardware, training)}
+                 for s in range(base.stages)}
     config = base.replace(
         f=float(costs.f.sum()) / p, b=float(costs.i.sum()) / p, w=float(costs.w.sum()) / p,
         stage_costs=per_stage, activation=1.0, activation_bytes=unit, params=float(costs.static.sum()) / p / unit,

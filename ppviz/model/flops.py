@@ -17,7 +17,11 @@ activations, so both gradients are input gradients and W gets none. A GPT layer'
 
 Generalised to grouped-query attention (K and V of kv_heads · head size), gated MLPs (three
 h × ffn matrices) and mixture of experts (a router h × experts; each token through ``top_k``
-routed and all shared experts); the counts stay exact integers.
+routed and all shared experts); the counts stay exact integers. Multi-head latent attention
+(DeepSeek-V2, arXiv 2405.04434, §2.1) is its projections (:meth:`Transformer.projections`: the
+down- and up-projections of the latents, the output) and a core whose scores are a·(d_h + d_h^R)
+deep and whose values a·d_h wide, computed on the up-projected keys and values as training does.
+A mixture of experts' dense first layers (``dense_layers``) count as the dense layers they are.
 """
 
 from __future__ import annotations
@@ -66,15 +70,17 @@ def matmul(tokens: int, n_in: int, n_out: int) -> Flops:
 
 
 def attention_core(model: Transformer) -> Flops:
-    """Q·Kᵀ and the attention over values, 2·b·s²·(a·head size) each: both operands are
-    activations, so the backward is all input gradient (twice the forward)."""
-    x = 4 * model.micro_batch_size * model.seq_len ** 2 * model.query_size
+    """Q·Kᵀ, 2·b·s²·(a·query head size), and the attention over values, 2·b·s²·(a·head size)
+    (4·b·s²·a·head size together without MLA's rotary part): both operands are activations, so
+    the backward is all input gradient (twice the forward)."""
+    x = 2 * model.micro_batch_size * model.seq_len ** 2 * (model.qk_size + model.query_size)
     return Flops(x, 2 * x, 0)
 
 
 def attention(model: Transformer) -> Flops:
-    T, h, q, kv = model.tokens, model.hidden, model.query_size, model.kv_size
-    return matmul(T, h, q + 2 * kv) + attention_core(model) + matmul(T, q, h)
+    T = model.tokens
+    *inputs, (_, q, h) = model.projections()
+    return sum((matmul(T, n_in, n_out) for _, n_in, n_out in inputs), NONE) + attention_core(model) + matmul(T, q, h)
 
 
 def mlp(model: Transformer) -> Flops:
@@ -93,6 +99,11 @@ def layer(model: Transformer) -> Flops:
 def head(model: Transformer) -> Flops:
     """The LM head, 2·b·s·h·V forward (the loss's softmax is element-wise, not counted)."""
     return matmul(model.tokens, model.hidden, model.vocab)
+
+
+def dense_layer(model: Transformer) -> Flops:
+    """One of a mixture of experts' dense first layers (:meth:`Transformer.dense`)."""
+    return layer(model.dense())
 
 
 def mtp(model: Transformer) -> Flops:
@@ -128,5 +139,7 @@ def iteration(model: Transformer, microbatches: int, recompute: str | None = Non
     batch size.
     """
     per_layer = layer(model).total + recomputed(model, recompute)
+    per_dense = dense_layer(model).total + recomputed(model.dense(), recompute)
     per_mtp = mtp(model).total + recomputed(model, recompute)
-    return microbatches * (model.layers * per_layer + head(model).total + model.mtp_layers * per_mtp)
+    layers = (model.layers - model.dense_layers) * per_layer + model.dense_layers * per_dense
+    return microbatches * (layers + head(model).total + model.mtp_layers * per_mtp)

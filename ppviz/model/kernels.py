@@ -18,7 +18,12 @@ What runs follows Megatron-LM's GPT model on Transformer Engine (megatron/core):
   and a row-parallel output reduce-scattered, a column-parallel input gradient reduce-scattered
   and a row-parallel output gradient all-gathered.
 - *Grouped-query attention*: K and V are kv_heads · head size wide. *Gated MLPs* (SwiGLU): the
-  gate and up matrices are one GEMM of 2·ffn outputs.
+  gate and up matrices are one GEMM of 2·ffn outputs. *Multi-head latent attention* (DeepSeek-V2
+  §2.1; Megatron-LM's ``MLASelfAttention``): the down-projections of the queries and of the
+  joint key/value latent (with the shared rotary key) are duplicated on every tensor-parallel
+  rank and run on its tokens, each latent has its RMSNorm, the up-projections are column-parallel
+  (under sequence parallelism gathering the latent), the rotary embedding applies to the
+  decoupled rotary parts, and the core's queries and keys are head size + rotary part deep.
 - *Attention core*. Flash attention (FlashAttention-2, Dao 2023, arXiv 2307.08691, Algorithms 1–2):
   one forward kernel; a backward preprocessing kernel (the row sums of dO ∘ O), the backward
   kernel, which recomputes the scores and so runs 5 GEMMs against the forward's 2, and the
@@ -280,11 +285,11 @@ class _Shapes:
 
     # -- element-wise parts -------------------------------------------------------------
 
-    def norm(self, name: str, tokens: int | None = None, *, residual: bool = True) -> _Block:
-        """A LayerNorm/RMSNorm on the rank's tokens; its backward, and (``residual``) the add
-        of its input gradient to the residual stream's."""
-        n = (self.tokens if tokens is None else tokens) * self.h
-        stats = (2 if self.model.norm == "layernorm" else 1) * FULL * (n // self.h)
+    def norm(self, name: str, tokens: int | None = None, *, residual: bool = True, width: int | None = None) -> _Block:
+        """A LayerNorm/RMSNorm on the rank's tokens (``width`` wide: h unless given); its
+        backward, and (``residual``) the add of its input gradient to the residual stream's."""
+        n = (self.tokens if tokens is None else tokens) * (self.h if width is None else width)
+        stats = (2 if self.model.norm == "layernorm" else 1) * FULL * (self.tokens if tokens is None else tokens)
         i = [_memory(f"{name} backward", 2 * n * HALF + stats, n * HALF)]
         if residual:
             i.append(_memory(f"{name} residual gradient add", 2 * n * HALF, n * HALF))
@@ -309,65 +314,100 @@ class _Shapes:
 
     # -- attention ----------------------------------------------------------------------
 
-    def heads(self) -> tuple[int, int, int]:
+    def heads(self) -> tuple[int, int, int, int]:
+        """Query heads and key/value heads on this rank, a query's (and key's) width per head and
+        a value's."""
         m = self.model
         kv = m.kv_heads if m.kv_heads is not None else m.heads
-        return _ceil(m.heads, self.t), _ceil(kv, self.t), m.head_size
+        return _ceil(m.heads, self.t), _ceil(kv, self.t), m.head_size + m.rope_head_dim, m.head_size
 
     def attention_core(self) -> _Block:
         m = self.model
         b, s = m.micro_batch_size, m.seq_len
-        a, g, d = self.heads()
-        model_f = Fraction(4 * b * s * s * m.query_size, self.t)
-        q, kv = b * s * a * d, b * s * g * d  # elements of Q (and O, dO) and of K (and V) on this rank
+        a, g, dqk, dv = self.heads()
+        model_f = Fraction(2 * b * s * s * (m.qk_size + m.query_size), self.t)
+        # elements on this rank of Q, K, V and O (O and dO are V-wide per query head)
+        q, k, v, o = b * s * a * dqk, b * s * g * dqk, b * s * g * dv, b * s * a * dv
         if self.flash:
-            executed = CAUSAL * 4 * b * s * s * d * a
+            executed = CAUSAL * 2 * b * s * s * a * (dqk + dv)
             f = [Kernel("flash attention", "attention", flops=int(executed), model_flops=model_f,
-                        bytes=(q + 2 * kv) * HALF + q * HALF + b * s * a * FULL)]
-            i = [_memory("flash attention backward preprocess", 2 * q * HALF, b * s * a * FULL + q * FULL),
+                        bytes=(q + k + v) * HALF + o * HALF + b * s * a * FULL)]
+            i = [_memory("flash attention backward preprocess", 2 * o * HALF, b * s * a * FULL + q * FULL),
                  Kernel("flash attention backward", "attention_backward", flops=int(executed * FLASH_BACKWARD),
                         model_flops=2 * model_f,
-                        bytes=(3 * q + 2 * kv) * HALF + 2 * b * s * a * FULL + 2 * q * FULL
-                        + (2 * q if g < a else 2 * kv) * HALF),
+                        bytes=(q + 2 * o + k + v) * HALF + 2 * b * s * a * FULL + 2 * q * FULL
+                        + (q + o if g < a else k + v) * HALF),
                  _memory("flash attention dQ conversion", q * FULL, q * HALF)]
             if g < a:
-                i.append(_memory("dK, dV sum over query groups", 2 * q * HALF, 2 * kv * HALF))
+                i.append(_memory("dK, dV sum over query groups", (q + o) * HALF, (k + v) * HALF))
             return _Block(f, i, [])
         scores = b * a * s * s
-        per = Fraction(2 * b * s * s * m.query_size, self.t)  # each batched GEMM's model FLOPs
+        # each batched GEMM's model FLOPs: the scores' products are a query head deep, the values' a value wide
+        per_qk, per_v = Fraction(2 * b * s * s * m.qk_size, self.t), Fraction(2 * b * s * s * m.query_size, self.t)
         f, i = [], []
         if g < a:
-            f.append(_memory("K, V repeat to query heads", 2 * kv * HALF, 2 * q * HALF))
-        f.append(self.gemm("attention scores Q·Kᵀ", s, s, d, per, batch=b * a))
+            f.append(_memory("K, V repeat to query heads", (k + v) * HALF, (q + o) * HALF))
+        f.append(self.gemm("attention scores Q·Kᵀ", s, s, dqk, per_qk, batch=b * a))
         f.append(_memory("scale-mask-softmax", scores * HALF, scores * HALF))
         if m.dropout:
             f.append(_memory("attention dropout", scores * HALF, scores * HALF + scores))
-        f.append(self.gemm("attention over values P·V", s, d, s, per, batch=b * a))
-        i.append(self.gemm("attention dP = dO·Vᵀ", s, s, d, per, batch=b * a))
-        i.append(self.gemm("attention dV = Pᵀ·dO", s, d, s, per, batch=b * a))
+        f.append(self.gemm("attention over values P·V", s, dv, s, per_v, batch=b * a))
+        i.append(self.gemm("attention dP = dO·Vᵀ", s, s, dv, per_v, batch=b * a))
+        i.append(self.gemm("attention dV = Pᵀ·dO", s, dv, s, per_v, batch=b * a))
         if m.dropout:
             i.append(_memory("attention dropout backward", scores * HALF + scores, scores * HALF))
         i.append(_memory("softmax backward", 2 * scores * HALF, scores * HALF))
-        i.append(self.gemm("attention dQ = dS·K", s, d, s, per, batch=b * a))
-        i.append(self.gemm("attention dK = dSᵀ·Q", s, d, s, per, batch=b * a))
+        i.append(self.gemm("attention dQ = dS·K", s, dqk, s, per_qk, batch=b * a))
+        i.append(self.gemm("attention dK = dSᵀ·Q", s, dqk, s, per_qk, batch=b * a))
         if g < a:
-            i.append(_memory("dK, dV sum over query groups", 2 * q * HALF, 2 * kv * HALF))
+            i.append(_memory("dK, dV sum over query groups", (q + o) * HALF, (k + v) * HALF))
         return _Block(f, i, [])
 
     def rotary(self) -> list:
+        """Rotary embedding of the queries and keys (under MLA, of their decoupled rotary parts:
+        each query head's and the one key all heads share)."""
         if self.model.learned_positions:
             return []
-        a, g, d = self.heads()
-        n = self.T * (a + g) * d
+        a, g, d, _ = self.heads()
+        n = self.T * (a + 1) * self.model.rope_head_dim if self.model.mla else self.T * (a + g) * d
         return [_Block([_memory("rotary embedding", n * HALF, n * HALF)],
                        [_memory("rotary embedding backward", n * HALF, n * HALF)], [])]
+
+    def duplicated(self, name: str, n_in: int, n_out: int) -> _Block:
+        """A linear layer every tensor-parallel rank holds whole and runs on its own tokens (MLA's
+        down-projections: Megatron-LM's ``parallel_mode="duplicated"``); no collective of its own,
+        the column-parallel up-projection after it gathers (and reduces) its latent."""
+        model, n = Fraction(2 * self.T * n_in * n_out, self.t), self.tokens
+        fp8 = self.fp8
+        cast = [_memory(f"{name} gradient FP8 cast-transpose", n * n_out * HALF, 2 * n * n_out * FP8)] if fp8 else []
+        return _Block([self.gemm(name, n, n_out, n_in, model, fp8=fp8)],
+                      cast + [self.gemm(f"{name} dgrad", n, n_in, n_out, model, fp8=fp8)],
+                      [self.gemm(f"{name} wgrad", n_in, n_out, n, model, fp8=fp8, accumulate=True)])
+
+    def projections(self) -> list:
+        """The attention's projections before its core (:meth:`Transformer.projections`): the fused
+        QKV, or MLA's down-projections, latent norms and up-projections, the rotary embedding."""
+        m = self.model
+        if not m.mla:
+            (name, n_in, n_out), _ = m.projections()
+            return [self.linear(name, n_in, n_out, "column"), *self.rotary()]
+        blocks = []
+        for name, n_in, n_out in m.projections()[:-1]:
+            if n_in == m.hidden:
+                blocks.append(self.duplicated(name, n_in, n_out))
+                latent = n_out - (m.rope_head_dim if name.startswith("KV") else 0)
+                if name != "Q projection":
+                    blocks.append(self.norm(f"{name[:-len(' down-projection')]} latent norm", residual=False,
+                                            width=latent))
+            else:
+                blocks.append(self.linear(name, n_in, n_out, "column"))
+        return blocks + self.rotary()
 
     def attention(self) -> tuple[list, _Block]:
         """The attention half of a layer, and its core (what selective recompute runs again)."""
         m = self.model
         core = self.attention_core()
-        blocks = [self.norm("attention norm"), self.linear("QKV", m.hidden, m.query_size + 2 * m.kv_size, "column"),
-                  *self.rotary(), core,
+        blocks = [self.norm("attention norm"), *self.projections(), core,
                   self.linear("output projection", m.query_size, m.hidden, "row", fused_input=False),
                   self.residual("attention residual")]
         return blocks, core

@@ -1,8 +1,10 @@
 """``ppviz.Transformer``: a decoder-only transformer's dimensions, and published models as presets.
 
 The description holds what the cost formulas need: layers, hidden size, attention heads (with
-grouped-query attention's key/value heads), the MLP (plain or gated, e.g. SwiGLU), mixture of
-experts (experts, top-k, expert hidden size), vocabulary, sequence length and micro-batch size.
+grouped-query attention's key/value heads, or multi-head latent attention's compressed latents),
+the MLP (plain or gated, e.g. SwiGLU), mixture of experts (experts, top-k, expert hidden size,
+shared experts, dense first layers, node-limited routing), vocabulary, sequence length and
+micro-batch size.
 Parameter counts follow from it (:attr:`Transformer.params`); the presets' counts equal the
 published figures within their rounding (``tests/test_model_papers.py``).
 
@@ -53,6 +55,20 @@ class Transformer:
     top_k : experts each token is routed to.
     expert_hidden : an expert's MLP width; ``None`` means ``ffn_hidden``.
     shared_experts : experts every token also passes through (DeepSeek-style), of ``expert_hidden``.
+    routed_nodes : node-limited routing (DeepSeek-V3 §2.1.2: M = 4): each token's routed experts
+        lie on at most this many of the expert-parallel group's nodes, each node holding one of the
+        router's expert groups, and its dispatch crosses the network once per node
+        (:meth:`ppviz.model.collectives.Groups.node_limited_all_to_all`); ``None``, any expert.
+    dense_layers : the first k layers of a mixture of experts have a dense MLP of ``ffn_hidden``
+        instead (DeepSeek's ``first_k_dense_replace``: 3 in DeepSeek-V3).
+    kv_lora_rank : d_c, multi-head latent attention (MLA; DeepSeek-V2, arXiv 2405.04434, §2.1): keys
+        and values are up-projected from one compressed latent of this width per token (with its
+        RMSNorm), queries and keys carry a decoupled rotary part of ``rope_head_dim`` per head,
+        values are ``head_dim`` wide; ``None`` is ordinary (grouped-query) attention.
+    q_lora_rank : d_c', MLA's query compression (a latent of this width with its RMSNorm, then
+        the up-projection); ``None`` projects the queries from the hidden state directly.
+    rope_head_dim : d_h^R, MLA's decoupled rotary part of each query and key head (and of the
+        one rotary key all heads share).
     mtp_layers : multi-token-prediction modules after the last layer (DeepSeek-V3), each a
         projection of 2h → h, one transformer layer and the shared LM head.
     tied_embeddings : the LM head shares the input embedding's matrix (counted once).
@@ -80,6 +96,11 @@ class Transformer:
     expert_hidden: int | None = None
     shared_experts: int = 0
     mtp_layers: int = 0
+    routed_nodes: int | None = None
+    dense_layers: int = 0
+    kv_lora_rank: int | None = None
+    q_lora_rank: int | None = None
+    rope_head_dim: int = 0
     tied_embeddings: bool = False
     bias: bool = False
     norm: str = "rmsnorm"
@@ -92,13 +113,27 @@ class Transformer:
         checked_count("layers", self.layers, minimum=1, maximum=MAX_LAYERS)
         for name in ("hidden", "heads", "vocab", "seq_len", "micro_batch_size"):
             checked_count(name, getattr(self, name), minimum=1)
-        for name in ("ffn_hidden", "kv_heads", "head_dim", "expert_hidden"):
+        for name in ("ffn_hidden", "kv_heads", "head_dim", "expert_hidden", "kv_lora_rank", "q_lora_rank",
+                     "routed_nodes"):
             if getattr(self, name) is not None:
                 checked_count(name, getattr(self, name), minimum=1)
         for name in ("experts", "shared_experts"):
             checked_count(name, getattr(self, name), minimum=0)
         checked_count("mtp_layers", self.mtp_layers, minimum=0, maximum=MAX_LAYERS)
         checked_count("top_k", self.top_k, minimum=1)
+        checked_count("rope_head_dim", self.rope_head_dim, minimum=0)
+        checked_count("dense_layers", self.dense_layers, minimum=0, maximum=self.layers)
+        if self.dense_layers and not self.experts:
+            raise ConfigError("dense_layers", self.dense_layers, "give experts >= 1 too, or leave dense_layers at 0 "
+                              "(it says how many of a mixture of experts' first layers are dense)")
+        if self.kv_lora_rank is None:
+            for name in ("q_lora_rank", "rope_head_dim"):
+                if getattr(self, name):
+                    raise ConfigError(name, getattr(self, name), "give kv_lora_rank too (multi-head latent "
+                                      "attention), or leave it out", reason="it describes multi-head latent attention")
+        elif self.kv_heads is not None:
+            raise ConfigError("kv_heads", self.kv_heads, "leave kv_heads out with kv_lora_rank: multi-head latent "
+                              "attention up-projects a key and a value for every head")
         if self.head_dim is None and self.hidden % self.heads:
             raise ConfigError("heads", self.heads, f"give a number of heads that divides hidden={self.hidden} "
                               "(or give head_dim)", reason="the heads do not divide the hidden size")
@@ -109,9 +144,9 @@ class Transformer:
             raise ConfigError("kv_heads", self.kv_heads, f"give at most heads={self.heads}")
         if self.experts and self.top_k > self.experts:
             raise ConfigError("top_k", self.top_k, f"give at most experts={self.experts}")
-        if not self.experts and (self.shared_experts or self.expert_hidden is not None):
-            raise ConfigError("experts", self.experts, "give experts >= 1 for a mixture of experts (shared_experts "
-                              "and expert_hidden describe MoE layers)")
+        if not self.experts and (self.shared_experts or self.expert_hidden is not None or self.routed_nodes):
+            raise ConfigError("experts", self.experts, "give experts >= 1 for a mixture of experts (shared_experts, "
+                              "expert_hidden and routed_nodes describe MoE layers)")
         if self.dtype not in DTYPES:
             raise ConfigError("dtype", self.dtype, f"give one of {', '.join(DTYPES)}: the activation and optimizer "
                               "formulas are for 16-bit mixed-precision training")
@@ -128,9 +163,19 @@ class Transformer:
         return self.head_dim if self.head_dim is not None else self.hidden // self.heads
 
     @property
+    def mla(self) -> bool:
+        """Multi-head latent attention (``kv_lora_rank`` given)."""
+        return self.kv_lora_rank is not None
+
+    @property
     def query_size(self) -> int:
-        """Width of the queries (and of the attention output): a · head size."""
+        """Width of the attention output (and of the values): a · head size."""
         return self.heads * self.head_size
+
+    @property
+    def qk_size(self) -> int:
+        """Width of the queries (and of the keys under MLA): a · (head size + MLA's rotary part)."""
+        return self.heads * (self.head_size + self.rope_head_dim)
 
     @property
     def kv_size(self) -> int:
@@ -164,10 +209,30 @@ class Transformer:
     def _norm_params(self) -> int:
         return (2 if self.norm == "layernorm" else 1) * self.hidden
 
+    def projections(self) -> tuple[tuple[str, int, int], ...]:
+        """The attention's weight matrices in the order they run, as (name, inputs, outputs):
+        the fused QKV and the output projection, or under MLA (DeepSeek-V2 §2.1; DeepSeek-V3
+        §2.1.1) the query down- and up-projection (or one query projection), the joint key/value
+        down-projection with the shared rotary key, its up-projection to every head's key and
+        value, and the output projection."""
+        h, q, latent = self.hidden, self.query_size, self.kv_lora_rank
+        if latent is None:
+            return (("QKV", h, q + 2 * self.kv_size), ("output projection", q, h))
+        qr = self.q_lora_rank
+        queries = ((("Q down-projection", h, qr), ("Q up-projection", qr, self.qk_size)) if qr is not None
+                   else (("Q projection", h, self.qk_size),))
+        return (*queries, ("KV down-projection", h, latent + self.rope_head_dim), ("KV up-projection", latent, 2 * q),
+                ("output projection", q, h))
+
+    @property
+    def latent_size(self) -> int:
+        """Width of MLA's compressed latents together, d_c' + d_c (each with its norm); 0 without MLA."""
+        return (self.q_lora_rank or 0) + (self.kv_lora_rank or 0)
+
     def attention_params(self) -> int:
-        h, q, kv = self.hidden, self.query_size, self.kv_size
-        weights = h * (q + 2 * kv) + q * h
-        return weights + (q + 2 * kv + h if self.bias else 0)
+        weights = sum(n_in * n_out for _, n_in, n_out in self.projections())
+        biases = sum(n_out for _, _, n_out in self.projections()) if self.bias else 0
+        return weights + biases + self._norm_params() // self.hidden * self.latent_size
 
     def mlp_params(self, active: bool = False) -> int:
         """The MLP's parameters; for an MoE layer all experts (or, ``active``, the top-k and
@@ -179,9 +244,27 @@ class Transformer:
         routed = self.top_k if active else self.experts
         return (routed + self.shared_experts) * expert + h * self.experts
 
+    def expert_params(self) -> int:
+        """The routed experts' parameters of one MoE layer (0 for a dense model): what expert
+        parallelism splits."""
+        return self.experts * _mlp(self.hidden, self.expert_ffn, self.mlp_matrices, self.bias) if self.moe else 0
+
     def layer_params(self, active: bool = False) -> int:
-        """One transformer layer: attention, MLP and its two norms."""
+        """One transformer layer: attention, MLP and its two norms (an MoE layer for a mixture
+        of experts; :meth:`dense` describes its dense first layers)."""
         return self.attention_params() + self.mlp_params(active) + 2 * self._norm_params()
+
+    def dense(self) -> "Transformer":
+        """The model its dense first layers belong to: the same attention with a dense MLP of
+        ``ffn_hidden`` (for a dense model, the model itself)."""
+        if not self.moe:
+            return self
+        return dataclasses.replace(self, experts=0, top_k=1, expert_hidden=None, shared_experts=0, dense_layers=0,
+                                   routed_nodes=None)
+
+    def _layers_params(self, active: bool) -> int:
+        dense = self.dense_layers * self.dense().layer_params() if self.dense_layers else 0
+        return dense + (self.layers - self.dense_layers) * self.layer_params(active)
 
     def embedding_params(self) -> int:
         """The input embedding (and the learned position embedding, if any)."""
@@ -199,13 +282,13 @@ class Transformer:
     @property
     def params(self) -> int:
         """Every parameter, counted once (tied matrices once)."""
-        return (self.embedding_params() + self.layers * self.layer_params() + self.head_params()
+        return (self.embedding_params() + self._layers_params(False) + self.head_params()
                 + self.mtp_layers * self.mtp_params())
 
     @property
     def active_params(self) -> int:
         """Parameters one token passes through (all of them for a dense model)."""
-        return (self.embedding_params() + self.layers * self.layer_params(active=True) + self.head_params()
+        return (self.embedding_params() + self._layers_params(True) + self.head_params()
                 + self.mtp_layers * self.mtp_params())
 
     # Presets ----------------------------------------------------------------------------
@@ -263,4 +346,16 @@ PRESETS: dict[str, dict] = {
         gated_mlp=True, experts=8, top_k=2,
         source="Jiang et al. 2024, 'Mixtral of Experts' (arXiv 2401.04088), Table 1 (dim 4096, 32 layers, "
                "32 heads, 8 kv heads, hidden 14336, 8 experts, top 2, vocabulary 32000, context 32768)"),
+    "deepseek-v3": dict(
+        layers=61, hidden=7168, heads=128, head_dim=128, kv_lora_rank=512, q_lora_rank=1536, rope_head_dim=64,
+        ffn_hidden=18432, dense_layers=3, experts=256, top_k=8, shared_experts=1, expert_hidden=2048, routed_nodes=4,
+        vocab=129280, seq_len=4096, gated_mlp=True, mtp_layers=1,
+        source="DeepSeek-AI 2024, 'DeepSeek-V3 Technical Report' (arXiv 2412.19437), §4.2: 61 layers, hidden 7168, "
+               "128 heads of 128, KV compression 512, query compression 1536, decoupled rotary 64 per head, every "
+               "FFN but the first three layers an MoE of 1 shared and 256 routed experts of width 2048, 8 routed "
+               "per token on at most 4 nodes, MTP depth 1, sequence 4K in pre-training; 671B parameters, 37B "
+               "activated per token. "
+               "deepseek-ai/DeepSeek-V3 inference/configs/config_671B.json: vocab_size 129280, inter_dim 18432, "
+               "n_dense_layers 3, n_expert_groups 8, n_limited_groups 4, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128; SwiGLU experts, RMSNorm, "
+               "an untied head (inference/model.py)"),
 }
