@@ -1,0 +1,145 @@
+"""What the vocabulary passes wait for, and the engine that times programs with them.
+
+Vocabulary Parallelism (Yeung et al., "Balancing Pipeline Parallelism with Vocabulary
+Parallelism", MLSys'25, arXiv 2411.05288; sail-sg/VocabularyParallelism) splits the output
+layer over all p devices. Every device runs two passes of it per microbatch on its shard of the
+vocabulary: S (the shard's logits, its softmax maximum and sum) and T (the shard's gradients).
+The shards meet in all-reduces over the pipeline group, the paper's communication barriers,
+which run on a stream of their own (overlapped with the transformer layers' compute), so a
+barrier occupies no device: it is a latency, ``Config.vocab_comm``, between the last pass it
+reduces and what needs its result.
+
+- S(d, mb) waits for F(S−1, mb), the last stage's output, broadcast to every device (``comm``
+  where it crosses devices).
+- T(d, mb) waits for every device's S(·, mb) and the barrier C0 that reduces their statistics.
+- The last stage's backward B (or I) of mb waits for the output layer's input gradient: with
+  one barrier (the paper's Algorithm 2, ``barriers=1``) S already computed its shard of it and
+  C0 reduces it too, so the backward waits for every S(·, mb) + C0; with two (Algorithm 1) T
+  computes it and a second all-reduce C1 reduces it: every T(·, mb) + C1.
+
+Every other op waits for what :func:`ppviz.core.dependencies.dependencies` says. An op may wait
+for several ops here, so these programs run in :func:`run`, not in the single-dependency engines;
+the dependency a Result keeps per op is the one that set its start.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .dependencies import deadlock_error, dependencies
+from .errors import ConfigError
+from .program import B, F, I, Program, VOCAB_KINDS
+
+S_PASS, T_PASS = VOCAB_KINDS
+#: how many all-reduce barriers the vocabulary passes of a microbatch end in (the paper's
+#: Algorithms 2 and 1)
+BARRIERS = (1, 2)
+
+
+def has_vocab(program: Program) -> bool:
+    """Whether the program runs vocabulary passes."""
+    return bool(np.isin(program.kind, VOCAB_KINDS).any())
+
+
+def edges(program: Program, comm: float, barrier: float, barriers: int):
+    """Every op's dependencies as CSR arrays: ``ptr`` (op i's are ``ptr[i]:ptr[i+1]``), ``on``
+    (the op waited for) and ``lag`` (what is added to its end: ``comm`` across devices, ``barrier``
+    after an all-reduce)."""
+    if barriers not in BARRIERS:
+        raise ConfigError("barriers", barriers, "give 1 (one all-reduce after S, the paper's Algorithm 2) or 2 "
+                          "(a second after T, Algorithm 1)")
+    n, m, last = len(program), program.microbatches, program.stages - 1
+    kind, stage, mb, device = program.kind, program.stage, program.microbatch, program.device
+    single = dependencies(program)
+    is_s, is_t = kind == S_PASS, kind == T_PASS
+    last_grad = ((kind == B) | (kind == I)) & (stage == last)
+    forward_of = np.full(m, -1, np.int64)
+    sel = (kind == F) & (stage == last)
+    forward_of[mb[sel]] = np.flatnonzero(sel)
+    single = np.where(is_s, forward_of[mb], single)
+    single[is_t | last_grad] = -1
+    def by_microbatch(sel: np.ndarray) -> np.ndarray:
+        """Per microbatch, its ops of ``sel`` (one per device, validated), in device order."""
+        index = np.flatnonzero(sel)
+        return index[np.argsort(mb[index], kind="stable")].reshape(m, -1)
+
+    s_of, t_of = by_microbatch(is_s), by_microbatch(is_t)
+    count = (single >= 0).astype(np.int64)
+    p = program.devices
+    count[is_t] = p
+    count[last_grad] = p
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(count, out=ptr[1:])
+    on = np.empty(int(ptr[-1]), np.int64)
+    lag = np.empty(int(ptr[-1]))
+    plain = single >= 0
+    at = ptr[:-1][plain]
+    on[at] = single[plain]
+    lag[at] = np.where(device[single[plain]] != device[plain], comm, 0.0)
+    for sel, table in ((is_t, s_of), (last_grad, s_of if barriers == 1 else t_of)):
+        rows = np.flatnonzero(sel)
+        slots = ptr[rows][:, None] + np.arange(p)
+        on[slots] = table[mb[rows]]
+        lag[slots] = barrier
+    return ptr, on, lag
+
+
+def run(program: Program, cost: np.ndarray, comm: float, barrier: float, barriers: int):
+    """(start, end, dep, arrival) of every op: each device runs its ops in order, each as soon as
+    its device is free and all its inputs are ready; ``dep`` is the input that set each op's
+    start (its first input where none did, −1 for none), ``arrival`` when that input was ready
+    (−inf where the device was the limit)."""
+    if program.pair.any():
+        raise ConfigError("program", program.name, "give a program without F&B pairs: the vocabulary passes run "
+                          "beside the transformer layers' passes, not overlapped with them")
+    ptr, on, lag = edges(program, comm, barrier, barriers)
+    n = len(program)
+    ptr_l, on_l, lag_l, cost_l = ptr.tolist(), on.tolist(), lag.tolist(), cost.tolist()
+    start, end = [0.0] * n, [-1.0] * n
+    binding = [-1] * n
+    waiters: dict[int, list[int]] = {}
+    offsets = program.offsets.tolist()
+    pos, stop = offsets[:-1], offsets[1:]
+    free = [0.0] * program.devices
+    runnable = list(range(program.devices - 1, -1, -1))
+    stuck_on = [-1] * n
+    while runnable:
+        d = runnable.pop()
+        t = free[d]
+        i = pos[d]
+        while i < stop[d]:
+            ready, by, blocked = t, -1, -1
+            for k in range(ptr_l[i], ptr_l[i + 1]):
+                j = on_l[k]
+                e = end[j]
+                if e < 0.0:
+                    blocked = j
+                    break
+                e += lag_l[k]
+                if e > ready:
+                    ready, by = e, j
+            if blocked >= 0:
+                waiters.setdefault(blocked, []).append(d)
+                stuck_on[i] = blocked
+                break
+            start[i] = ready
+            binding[i] = by
+            t = ready + cost_l[i]
+            end[i] = t
+            runnable.extend(waiters.pop(i, ()))
+            i += 1
+        pos[d] = i
+        free[d] = t
+    if any(pos[d] < stop[d] for d in range(program.devices)):
+        raise deadlock_error(program, pos, stop, stuck_on + [-1], end)
+    start_a = np.array(start)
+    end_a = start_a + cost
+    bound = np.array(binding, np.int64)
+    arrival = np.where(bound >= 0, start_a, -np.inf)
+    # an op no input held back keeps its first dependency, so a microbatch's ops stay linked
+    first = np.where(np.diff(ptr) > 0, on[np.minimum(ptr[:-1], max(len(on) - 1, 0))], -1) if len(on) else \
+        np.full(n, -1, np.int64)
+    return start_a, end_a, np.where(bound >= 0, bound, first), arrival
+
+
+__all__ = ["BARRIERS", "edges", "has_vocab", "run"]
