@@ -147,9 +147,28 @@ def run(program, config) -> Run:
     # last stage's backward for every S (one barrier) or every T (two) and the all-reduce after them
     shards = sorted({s for (k, s, mb) in where if k == "S"})
     barrier = config.vocab_comm
+    # the interlaced pipeline (program.vocab_synchronous): the output layer is one blocking step,
+    # every device's S of a microbatch starting together (after each device's op before it) and
+    # each device's op after a T waiting for every T of that microbatch and the all-reduce
+    sync_before, sync_after = {}, {}
+    if program.vocab_synchronous:
+        for d, row in enumerate(rows):
+            for pos, (k, s, mb, _) in enumerate(row):
+                if k == "S" and pos > 0:
+                    sync_before.setdefault(mb, []).append(row[pos - 1][:3])
+                if k == "T" and pos + 1 < len(row):
+                    sync_after[row[pos + 1][:3]] = mb
 
     def needs(k, s, mb):
         """What (kind, stage, mb) waits for: a list of (op, extra time after its end or None for comm)."""
+        out = own_needs(k, s, mb)
+        if k == "S":
+            out += [(op, 0.0) for op in sync_before.get(mb, [])]
+        if (k, s, mb) in sync_after:
+            out += [(("T", r, sync_after[(k, s, mb)]), barrier) for r in shards]
+        return out
+
+    def own_needs(k, s, mb):
         if k == "S":
             return [(("F", S - 1, mb), None)]
         if k == "T":

@@ -49,7 +49,7 @@ def check_timeline(res):
     cost = op_costs(prog, cfg)
     if vocab:
         # an op waits for several (the all-reduce barriers): ready when the last of them is
-        ptr, on, lag = edges(prog, cfg.comm, cfg.vocab_comm, prog.vocab_barriers)
+        ptr, on, lag = edges(prog, cfg.comm, cfg.vocab_comm)
         arrive = ops.end[on] + lag
         ready = np.array([arrive[ptr[i]:ptr[i + 1]].max(initial=0.0) for i in range(n)])
     else:

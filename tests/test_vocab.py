@@ -9,7 +9,7 @@ import ppviz
 from ppviz import Config, Program, simulate
 from ppviz.core.errors import ConfigError, ParseError, ProgramError, ScheduleConstraintError
 from ppviz.core.program import B, F, S, T
-from tests.vocab_reference import vocab_1f1b_passes, vocab_1f1b_trace
+from tests.vocab_reference import interlaced_passes, interlaced_trace, vocab_1f1b_passes, vocab_1f1b_trace
 
 #: the sizes the authors' loop runs (m >= p + 1 with one barrier, p + 2 with two), up to 3p + 2
 GRID = [(name, p, m) for name in ("vocab-1", "vocab-2") for p in range(2, 13)
@@ -25,6 +25,48 @@ def test_both_schedules_equal_the_authors_loop_op_for_op_on_a_grid():
             assert program.device_actions(r) == expected, (name, p, m, r)
         compared += 1
     assert compared == len(GRID) == sum(4 * p + 3 for p in range(2, 13)) == 341
+
+
+#: the interlaced pipeline's: m >= ⌊3p/2⌋ + 1
+INTERLACED_GRID = [(p, m) for p in range(2, 13) for m in range(p * 3 // 2 + 1, 3 * p + 3)]
+
+
+def test_the_interlaced_pipeline_equals_the_authors_loop_op_for_op_on_a_grid():
+    for p, m in INTERLACED_GRID:
+        program = Config("interlaced", devices=p, microbatches=m).build()
+        for r in range(p):
+            assert program.device_actions(r) == [f"{r}{kind}{mb}" for kind, mb in interlaced_passes(r, p, m)], (p, m, r)
+    assert len(INTERLACED_GRID) == sum(3 * p + 2 - p * 3 // 2 for p in range(2, 13)) == 140
+
+
+def test_the_interlaced_sizes_refused_are_those_where_its_loop_runs_a_microbatch_past_m():
+    for p in range(2, 11):
+        for m in range(1, 3 * p):
+            traces = [interlaced_trace(r, p, m) for r in range(p)]
+            complete = all(sorted(mb for c, mb in trace if c == call) == list(range(m))
+                           for trace in traces for call in ("IF", "IB", "F", "LM")) and \
+                all(sum(c == "B" for c, _ in trace) == m for trace in traces)
+            try:
+                Config("interlaced", devices=p, microbatches=m)
+                accepted = True
+            except ScheduleConstraintError:
+                accepted = False
+            assert accepted == complete, (p, m)
+
+
+def test_the_interlaced_output_layer_is_one_blocking_step_on_every_device():
+    res = simulate(Config("interlaced", devices=4, microbatches=8, f=1, b=1.5, w=0.5, s=0.25, t=0.5, vocab_comm=0.3,
+                          stage_costs={1: {"f": 1.7}}))
+    program, start, end = res.program, res.ops.start, res.ops.end
+    at = _index(program)
+    for mb in range(8):
+        s_starts = {start[at[S, r, mb]] for r in range(4)}
+        assert len(s_starts) == 1  # the broadcast of the last stage's output blocks every device
+        t_ends = max(end[at[T, r, mb]] for r in range(4))
+        for r in range(4):
+            after = at[T, r, mb] + 1
+            if after < program.offsets[r + 1]:
+                assert start[after] >= t_ends + 0.3 - 1e-9  # the all-reduce after T blocks the device
 
 
 def complete(p, m, fusion) -> bool:
@@ -203,3 +245,15 @@ def test_on_a_256k_vocabulary_the_vocabulary_passes_remove_the_last_stage_s_exce
     peak = {name: float((r.peak_activation + r.static_memory).max()) * r.config.activation_bytes
             for name, r in steps.items()}
     assert peak["vocab-2"] < peak["1f1b"]
+
+
+@pytest.mark.parametrize("name, barriers", [("vocab-1", 2), ("vocab-2", 1)])
+def test_a_chrome_trace_of_a_run_reads_back_as_its_program_and_times(name, barriers, tmp_path):
+    res = simulate(Config(name, devices=4, microbatches=8, f=1, b=1.5, w=0.5, s=0.25, t=0.5, time_unit="ms"))
+    res.to_chrome_trace(tmp_path / "run.json")
+    measured = ppviz.load_trace(tmp_path / "run.json")
+    # the trace does not say how many barriers: the last device's order does
+    assert measured.program == res.program and measured.program.vocab_barriers == barriers
+    assert (measured.config.s, measured.config.t) == (0.25, 0.5)
+    again = simulate(measured.program, measured.config)
+    assert np.array_equal(again.ops.start, res.ops.start) and np.array_equal(again.ops.end, res.ops.end)

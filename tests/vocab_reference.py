@@ -229,3 +229,95 @@ def vocab_1f1b_passes(rank, p, m, fusion=True):
             if mb < m:
                 out.append(("S", mb))
     return out
+
+
+def interlaced_trace(rank, p, m):
+    """The same repository's interlaced pipeline (Lin et al., OSDI'24, the nnScaler paper's
+    tensor-parallel-style output layer), ``megatron/core/pipeline_parallel/interlaced_schedule.py``,
+    ``forward_backward_pipelining_with_interlaced_schedule`` (``--use-interlaced-schedule``), with
+    the tensors taken out: ``"LM"`` is lm_head_step_helper (the output layer's forward and
+    backward of one microbatch, synchronous over the pipeline group), ``"IF"``/``"IB"`` the input
+    embedding's passes (a fused step counts as both, forward first)."""
+    trace = []
+    emit = trace.append
+    warmup = min(p * 3 // 2 - rank, m)
+    first_warmup = min(p * 3 // 2, m)
+    cooldown = min(p - rank, m)
+    first_cooldown = min(p, m)
+    waiting = max(0, warmup - cooldown - (p - rank - 1) // 2)
+    remaining = m - warmup
+    if_left = m
+    ib_left = m
+    for i in range(first_warmup - warmup + 1):
+        emit(("IF", i))
+        if_left -= 1
+    for i in range(warmup):
+        emit(("IF", m - if_left))
+        if_left -= 1
+        emit(("F", i))
+    is_fbs = rank % 2 == p % 2
+    first_is_fbs = p % 2 == 0
+
+    def embedding_passes(mb):
+        nonlocal if_left, ib_left
+        forward = mb >= first_cooldown - 1 and if_left > 0
+        backward = mb >= first_cooldown + 1 or ((not first_is_fbs) and mb == first_cooldown)
+        if forward:
+            emit(("IF", m - if_left))
+            if_left -= 1
+        if backward:
+            emit(("IB", m - ib_left))
+            ib_left -= 1
+
+    for i in range(cooldown):
+        emit(("LM", i))
+        if i >= first_cooldown - 1 and if_left > 0:
+            emit(("IF", m - if_left))
+            if_left -= 1
+    for i in range(waiting):
+        emit(("B", i))
+        emit(("LM", i + cooldown))
+        embedding_passes(i + cooldown)
+    for i in range(remaining):
+        if is_fbs:
+            emit(("F", i + warmup))
+            emit(("B", i + waiting))
+        else:
+            emit(("B", i + waiting))
+            emit(("F", i + warmup))
+        emit(("LM", i + cooldown + waiting))
+        embedding_passes(i + cooldown + waiting)
+    for i in range(warmup - cooldown - waiting):
+        emit(("B", i + waiting))
+        emit(("LM", i + cooldown + waiting + remaining))
+        if ib_left > 0:
+            emit(("IB", m - ib_left))
+            ib_left -= 1
+    for i in range(cooldown):
+        emit(("B", i + m - cooldown))
+        if ib_left > 0:
+            emit(("IB", m - ib_left))
+            ib_left -= 1
+    while ib_left > 0:
+        emit(("IB", m - ib_left))
+        ib_left -= 1
+    return trace
+
+
+def interlaced_passes(rank, p, m):
+    """The interlaced trace's passes as (kind, microbatch): F, B, and each output-layer step as
+    its S then its T. A backward runs the oldest stored microbatch (backward_step_helper pops
+    ``input_tensors[0]`` and ``output_tensors[0]`` from the front): the id the loop passes it
+    only names its profiler range (and the last one's grad sync), and repeats in the third
+    loop, so the backwards are numbered in the order they are called."""
+    out = []
+    backwards = 0
+    for call, mb in interlaced_trace(rank, p, m):
+        if call == "B":
+            out.append(("B", backwards))
+            backwards += 1
+        elif call == "F":
+            out.append((call, mb))
+        elif call == "LM":
+            out += [("S", mb), ("T", mb)]
+    return out

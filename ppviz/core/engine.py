@@ -497,7 +497,7 @@ def _vocab_result(program: Program, cfg: Config, cost: np.ndarray) -> Result:
         if value is not None:
             raise ConfigError(name, value, f"leave {name} out for a program with vocabulary passes",
                               reason=f"ppviz does not yet time {what} beside the vocabulary passes' all-reduces")
-    start, end, dep, arrival = vocab.run(program, cost, cfg.comm, cfg.vocab_comm, program.vocab_barriers)
+    start, end, dep, arrival = vocab.run(program, cost, cfg.comm, cfg.vocab_comm)
     return Result(cfg, program, start, end, dep, cost, arrival=arrival)
 
 

@@ -23,9 +23,10 @@ Two flags widen what a program may be, each explicitly (a training program keeps
   the m·k indices). Causal attention orders the segments of one microbatch on every stage:
   their forwards run in segment order and their backwards in reverse order, on one device.
 
-A third, ``vocab_barriers``, says what the last stage's backward of a program with vocabulary
-passes waits for: 1, the all-reduce after every device's S (the paper's Algorithm 2), or 2, the
-second one after every T (Algorithm 1).
+Two more say how a program's vocabulary passes meet: ``vocab_barriers``, what the last stage's
+backward waits for (1, the all-reduce after every device's S, the paper's Algorithm 2; 2, the
+second one after every T, Algorithm 1), and ``vocab_synchronous``, the output layer run as one
+blocking collective step on every device (the interlaced pipeline's), not on a stream of its own.
 
 torch's text and CSV formats have no place for these flags: set them on the program read back.
 
@@ -262,12 +263,13 @@ class Program:
     """
 
     __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
-                 "forward_only", "segments", "vocab_barriers", "_device", "_actions", "comms")
+                 "forward_only", "segments", "vocab_barriers", "vocab_synchronous", "_device", "_actions", "comms")
 
     def __init__(self, kind: ArrayLike, stage: ArrayLike, microbatch: ArrayLike, pair: ArrayLike | None,
                  offsets: ArrayLike, *, stages: int, microbatches: int,
                  placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
-                 segments: int = 1, comms: CommOps | None = None, vocab_barriers: int = 1):
+                 segments: int = 1, comms: CommOps | None = None, vocab_barriers: int = 1,
+                 vocab_synchronous: bool = False):
         self.kind = np.asarray(kind, dtype=np.int8)
         self.stage = np.asarray(stage, dtype=np.int32)
         self.microbatch = np.asarray(microbatch, dtype=np.int32)
@@ -280,6 +282,7 @@ class Program:
         self.forward_only = bool(forward_only)
         self.segments = int(segments)
         self.vocab_barriers = int(vocab_barriers)
+        self.vocab_synchronous = bool(vocab_synchronous)
         self._device: np.ndarray | None = None
         self._actions: Actions | None = None
         #: the communication ops (torch's SEND/RECV actions), or None for a compute-only program
@@ -603,7 +606,8 @@ class Program:
         """This program's compute ops alone (the arrays are shared, not copied)."""
         return Program(self.kind, self.stage, self.microbatch, self.pair, self.offsets, stages=self.stages,
                        microbatches=self.microbatches, placement=self.placement, name=self.name,
-                       forward_only=self.forward_only, segments=self.segments, vocab_barriers=self.vocab_barriers)
+                       forward_only=self.forward_only, segments=self.segments, vocab_barriers=self.vocab_barriers,
+                       vocab_synchronous=self.vocab_synchronous)
 
     def __eq__(self, other) -> bool:
         """Equal compute orders: the same ops in the same order on every device. Communication ops
@@ -614,7 +618,8 @@ class Program:
         return (np.array_equal(self.offsets, other.offsets) and np.array_equal(self.kind, other.kind)
                 and np.array_equal(self.stage, other.stage) and np.array_equal(self.microbatch, other.microbatch)
                 and np.array_equal(self.pair, other.pair) and self.forward_only == other.forward_only
-                and self.segments == other.segments and self.vocab_barriers == other.vocab_barriers)
+                and self.segments == other.segments and self.vocab_barriers == other.vocab_barriers
+                and self.vocab_synchronous == other.vocab_synchronous)
 
     __hash__ = None  # type: ignore[assignment]  # unhashable (mutable arrays), as typeshed marks list
 

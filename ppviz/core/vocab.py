@@ -41,13 +41,15 @@ def has_vocab(program: Program) -> bool:
     return bool(np.isin(program.kind, VOCAB_KINDS).any())
 
 
-def edges(program: Program, comm: float, barrier: float, barriers: int):
+def edges(program: Program, comm: float, barrier: float):
     """Every op's dependencies as CSR arrays: ``ptr`` (op i's are ``ptr[i]:ptr[i+1]``), ``on``
     (the op waited for) and ``lag`` (what is added to its end: ``comm`` across devices, ``barrier``
-    after an all-reduce)."""
+    after an all-reduce). The program's ``vocab_barriers`` says what the last stage's backward
+    waits for, and ``vocab_synchronous`` makes the output layer one collective step (below)."""
+    barriers = program.vocab_barriers
     if barriers not in BARRIERS:
-        raise ConfigError("barriers", barriers, "give 1 (one all-reduce after S, the paper's Algorithm 2) or 2 "
-                          "(a second after T, Algorithm 1)")
+        raise ConfigError("vocab_barriers", barriers, "give 1 (one all-reduce after S, the paper's Algorithm 2) "
+                          "or 2 (a second after T, Algorithm 1)")
     n, m, last = len(program), program.microbatches, program.stages - 1
     kind, stage, mb, device = program.kind, program.stage, program.microbatch, program.device
     single = dependencies(program)
@@ -58,33 +60,50 @@ def edges(program: Program, comm: float, barrier: float, barriers: int):
     forward_of[mb[sel]] = np.flatnonzero(sel)
     single = np.where(is_s, forward_of[mb], single)
     single[is_t | last_grad] = -1
+
     def by_microbatch(sel: np.ndarray) -> np.ndarray:
         """Per microbatch, its ops of ``sel`` (one per device, validated), in device order."""
         index = np.flatnonzero(sel)
         return index[np.argsort(mb[index], kind="stable")].reshape(m, -1)
 
     s_of, t_of = by_microbatch(is_s), by_microbatch(is_t)
-    count = (single >= 0).astype(np.int64)
-    p = program.devices
-    count[is_t] = p
-    count[last_grad] = p
+    plain = np.flatnonzero(single >= 0)
+    # (waiting op, op waited for, lag) triples, then sorted into rows, each op's in this order
+    parts = [(plain, single[plain], np.where(device[single[plain]] != device[plain], comm, 0.0))]
+
+    def all_of(rows: np.ndarray, table: np.ndarray, of: np.ndarray | None = None) -> None:
+        """Each op of ``rows`` waits for every device's op of ``table`` of its microbatch (of the
+        microbatches ``of``, when given) and the barrier."""
+        waited = table[mb[rows] if of is None else of]
+        parts.append((np.repeat(rows, waited.shape[1]), waited.ravel(), np.full(waited.size, barrier)))
+
+    all_of(np.flatnonzero(is_t), s_of)
+    all_of(np.flatnonzero(last_grad), s_of if barriers == 1 else t_of)
+    if program.vocab_synchronous:
+        # one collective step: every device's S of a microbatch starts together (the broadcast of
+        # the last stage's output is a blocking call on all of them), and the op after each T
+        # waits for the all-reduce of every T (blocking, not on a stream of its own)
+        first = program.offsets[:-1]
+        s_rows = np.flatnonzero(is_s)
+        before = s_of[mb[s_rows]] - 1
+        keep = ~np.isin(s_of[mb[s_rows]], first)  # a device whose S is its first op has nothing before
+        waiting = np.repeat(s_rows, s_of.shape[1])
+        parts.append((waiting[keep.ravel()], before.ravel()[keep.ravel()], np.zeros(int(keep.sum()))))
+        t_rows = np.flatnonzero(is_t)
+        after = t_rows + 1
+        inside = np.searchsorted(program.offsets, after, side="right") - 1 == device[t_rows]
+        inside &= after < n
+        all_of(after[inside], t_of, mb[t_rows[inside]])
+    consumer = np.concatenate([c for c, _, _ in parts])
+    order = np.argsort(consumer, kind="stable")
+    on = np.concatenate([o for _, o, _ in parts])[order].astype(np.int64)
+    lag = np.concatenate([g for _, _, g in parts])[order].astype(float)
     ptr = np.zeros(n + 1, np.int64)
-    np.cumsum(count, out=ptr[1:])
-    on = np.empty(int(ptr[-1]), np.int64)
-    lag = np.empty(int(ptr[-1]))
-    plain = single >= 0
-    at = ptr[:-1][plain]
-    on[at] = single[plain]
-    lag[at] = np.where(device[single[plain]] != device[plain], comm, 0.0)
-    for sel, table in ((is_t, s_of), (last_grad, s_of if barriers == 1 else t_of)):
-        rows = np.flatnonzero(sel)
-        slots = ptr[rows][:, None] + np.arange(p)
-        on[slots] = table[mb[rows]]
-        lag[slots] = barrier
+    np.cumsum(np.bincount(consumer, minlength=n), out=ptr[1:])
     return ptr, on, lag
 
 
-def run(program: Program, cost: np.ndarray, comm: float, barrier: float, barriers: int):
+def run(program: Program, cost: np.ndarray, comm: float, barrier: float):
     """(start, end, dep, arrival) of every op: each device runs its ops in order, each as soon as
     its device is free and all its inputs are ready; ``dep`` is the input that set each op's
     start (its first input where none did, −1 for none), ``arrival`` when that input was ready
@@ -92,7 +111,7 @@ def run(program: Program, cost: np.ndarray, comm: float, barrier: float, barrier
     if program.pair.any():
         raise ConfigError("program", program.name, "give a program without F&B pairs: the vocabulary passes run "
                           "beside the transformer layers' passes, not overlapped with them")
-    ptr, on, lag = edges(program, comm, barrier, barriers)
+    ptr, on, lag = edges(program, comm, barrier)
     n = len(program)
     ptr_l, on_l, lag_l, cost_l = ptr.tolist(), on.tolist(), lag.tolist(), cost.tolist()
     start, end = [0.0] * n, [-1.0] * n
@@ -134,12 +153,35 @@ def run(program: Program, cost: np.ndarray, comm: float, barrier: float, barrier
         raise deadlock_error(program, pos, stop, stuck_on + [-1], end)
     start_a = np.array(start)
     end_a = start_a + cost
+    # a Result keeps one dependency per op, within its microbatch (the widget links a
+    # microbatch's ops): the input that set its start if it is one, else its first such input
+    mb = program.microbatch
     bound = np.array(binding, np.int64)
+    bound[(bound >= 0) & (mb[np.maximum(bound, 0)] != mb)] = -1
     arrival = np.where(bound >= 0, start_a, -np.inf)
-    # an op no input held back keeps its first dependency, so a microbatch's ops stay linked
-    first = np.where(np.diff(ptr) > 0, on[np.minimum(ptr[:-1], max(len(on) - 1, 0))], -1) if len(on) else \
-        np.full(n, -1, np.int64)
+    own = mb[on] == np.repeat(mb, np.diff(ptr))
+    first = np.full(n, -1, np.int64)
+    rows = np.repeat(np.arange(n), np.diff(ptr))[own][::-1]
+    first[rows] = on[own][::-1]  # reversed, so the first of each op's inputs is the one written last
     return start_a, end_a, np.where(bound >= 0, bound, first), arrival
 
 
-__all__ = ["BARRIERS", "edges", "has_vocab", "run"]
+def barriers_in_order(program: Program) -> int:
+    """The barriers a program read from a trace runs (a trace does not say): 2 when the last
+    stage's device runs every microbatch's T before that microbatch's backward, as only the
+    two-barrier algorithm must (its backward waits for C1 after every T), else 1."""
+    if not has_vocab(program):
+        return 1
+    kind, stage, mb = program.kind, program.stage, program.microbatch
+    last = program.device == program.devices - 1
+    position = np.arange(len(program))
+    m = program.microbatches
+    t_at, b_at = np.full(m, -1), np.full(m, -1)
+    sel = last & (kind == T_PASS)
+    t_at[mb[sel]] = position[sel]
+    sel = last & ((kind == B) | (kind == I)) & (stage == program.stages - 1)
+    b_at[mb[sel]] = position[sel]
+    return 2 if ((t_at >= 0) & (t_at < b_at)).all() else 1
+
+
+__all__ = ["BARRIERS", "VOCAB_KINDS", "barriers_in_order", "edges", "has_vocab", "run"]

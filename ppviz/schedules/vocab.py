@@ -31,9 +31,15 @@ first stage), stay in stage 0's F and B here: ppviz splits the embedding's param
 its time (a lookup, and a weight gradient the roofline times at 5.6 ms per microbatch for
 Gemma 2 9B on an H100, beside 37 ms for the stage's layers).
 
+For comparison the repository ships the interlaced pipeline (Lin et al., OSDI'24:
+``interlaced_schedule.py``, ``--use-interlaced-schedule``), registered here as ``interlaced``:
+the output layer split the same way but run tensor-parallel style, one blocking step of S then
+T on every device together (``Program.vocab_synchronous``), ⌊3p/2⌋ − r warm-up forwards so
+that the steps fit the 1F1B steady state.
+
 Closed forms (the repository's README table): the bubble is 1F1B's, (p−1)(f+b+w) per device
 beside each device's m(f+b+w+s+t) of work, and device 0 holds p + 2 (``vocab-1``) or p + 1
-(``vocab-2``) microbatches' activations, against 1F1B's p; ``vocab_closed_form`` says when
+(``vocab-2``) microbatches' activations, the interlaced pipeline 1.5p, against 1F1B's p; ``vocab_closed_form`` says when
 they hold exactly (the memory always; the bubble where the code's estimates b = 2f hold and S
 and T fit in a forward).
 """
@@ -124,15 +130,53 @@ def rank_order(r: int, p: int, m: int, barriers: int) -> DeviceOps:
     return ops
 
 
-def _build(config, barriers: int) -> Program:
-    p, m = config.devices, config.microbatches
-    program = Program.from_device_ops([rank_order(r, p, m, barriers) for r in range(p)], stages=p, microbatches=m,
-                                      placement=Placement.contiguous(p, 1), vocab_barriers=barriers)
-    return program
+def interlaced_order(r: int, p: int, m: int) -> DeviceOps:
+    """Rank r's ops in the interlaced pipeline's loop: ⌊3p/2⌋ − r warm-up forwards, then one
+    output-layer step (S then T of a microbatch, every rank together) per microbatch, placed
+    after each steady step's forward and backward (their order alternating over the ranks).
+    A backward runs the oldest microbatch stored, whatever the id the loop names it by."""
+    warmup = min(p * 3 // 2 - r, m)
+    cooldown = min(p - r, m)
+    waiting = max(0, warmup - cooldown - (p - r - 1) // 2)
+    remaining = m - warmup
+    ops = DeviceOps()
+    backwards = iter(range(m))
+
+    def output_layer(mb: int) -> None:
+        ops.s(r, mb)
+        ops.t(r, mb)
+
+    for i in range(warmup):
+        ops.f(r, i)
+    for i in range(cooldown):
+        output_layer(i)
+    for i in range(waiting):
+        ops.b(r, next(backwards))
+        output_layer(i + cooldown)
+    forward_first = r % 2 == p % 2
+    for i in range(remaining):
+        if forward_first:
+            ops.f(r, i + warmup)
+        ops.b(r, next(backwards))
+        if not forward_first:
+            ops.f(r, i + warmup)
+        output_layer(i + cooldown + waiting)
+    for i in range(warmup - cooldown - waiting):
+        ops.b(r, next(backwards))
+        output_layer(i + cooldown + waiting + remaining)
+    for _ in range(cooldown):
+        ops.b(r, next(backwards))
+    return ops
 
 
 def build(config) -> Program:
-    return _build(config, barriers_of(config.schedule))
+    p, m = config.devices, config.microbatches
+    spec = lookup(config.schedule)
+    order = interlaced_order if spec.vocab_synchronous else \
+        (lambda r, p, m: rank_order(r, p, m, spec.vocab_barriers))
+    return Program.from_device_ops([order(r, p, m) for r in range(p)], stages=p, microbatches=m,
+                                   placement=Placement.contiguous(p, 1), vocab_barriers=spec.vocab_barriers,
+                                   vocab_synchronous=spec.vocab_synchronous)
 
 
 def barriers_of(name: str) -> int:
@@ -146,28 +190,44 @@ def _validate(config) -> None:
     require(config.stages_per_device == 1, config, "stages_per_device",
             "use 1 (the authors' code refuses Vocabulary Parallelism with interleaving)", "holds one stage per device")
     no_microbatch_groups(config)
+    require(config.topology is None, config, "topology", "leave it out: a bare comm latency times the broadcasts",
+            "does not yet time transfers over links beside its vocabulary passes' all-reduces")
+    require(config.offload is None, config, "offload", "leave it out",
+            "does not yet time activation offload beside its vocabulary passes")
     p, m = config.devices, config.microbatches
     if p < 2:
         raise ScheduleConstraintError("devices", p, "use 2 or more",
                                       reason=f"{config.schedule} splits the vocabulary over the pipeline ranks; the "
                                              "authors' code asserts pipeline parallel size > 1")
-    least = p + barriers_of(config.schedule)
+    if lookup(config.schedule).vocab_synchronous:
+        least, rule = p * 3 // 2 + 1, "⌊3p/2⌋ + 1"
+        what = f"the input embedding of min(⌊3p/2⌋, m) + 1 microbatches"
+    else:
+        least, rule = p + barriers_of(config.schedule), f"p + {barriers_of(config.schedule)}"
+        what = f"the input embedding of min(p, m) + {least - p} microbatches"
     if m < least:
         raise ScheduleConstraintError(
-            "microbatches", m, f"use {least} or more (p + {least - p})",
-            reason=f"the authors' {config.schedule} warm-up runs the input embedding of min(p, m) + {least - p} "
-                   f"microbatches before any other pass, so it needs m >= p + {least - p} (p = {p})")
+            "microbatches", m, f"use {least} or more ({rule})",
+            reason=f"the authors' {config.schedule} warm-up runs {what} before any other pass, so it needs "
+                   f"m >= {rule} (p = {p})")
 
 
 def vocab_closed_form(config) -> ClosedForm:
     """The README's table: bubble B, 1F1B's (p−1)(f+b+w) per device, beside m(f+b+w+s+t) of
-    work; activation memory p + 2 microbatches (vocab-1) or p + 1 (vocab-2) on device 0, rank
-    r holding p − r + 2 or p − r + 1 (m >= p + 2 and p + 1, as the code runs). The bubble holds where the code's
-    placement of the S passes is exact: its estimates b = 2f (a backward twice a forward, which
-    is what b + w = 2f is here) and S and T within a forward (s + t <= f). Outside them
-    the memory still holds, and the bubble is the simulation's."""
+    work; activation memory p + 2 microbatches (vocab-1), p + 1 (vocab-2) or 1.5p (interlaced)
+    on device 0: rank r runs p − r + 2, p − r + 1 or ⌊3p/2⌋ − r forwards before its first
+    backward frees one (m >= p + 2, p + 1 and ⌊3p/2⌋ + 1, as the code runs). The bubble holds
+    where the code's placement of the output layer's passes is exact: its estimates b = 2f (a
+    backward twice a forward, which is what b + w = 2f is here) and S and T within a forward
+    (s + t <= f). Outside them the memory still holds, and the bubble is the simulation's."""
     p, m, _, f, b, w, a = base(config)
-    extra = barriers_of(config.schedule)
+    spec = lookup(config.schedule)
+    if spec.vocab_synchronous:
+        held_on = [p * 3 // 2 - r for r in range(p)]
+        memory, source = "⌊3p/2⌋−r on rank r", "Lin et al., OSDI'24 (nnScaler)"
+    else:
+        held_on = [p - r + spec.vocab_barriers for r in range(p)]
+        memory, source = f"p−r+{spec.vocab_barriers} on rank r", "Yeung et al., MLSys'25 (arXiv 2411.05288)"
     s, t = config.s, config.t
     conditions = {"b + w = 2f": abs(b + w - 2 * f) <= 1e-12 * f, "s + t <= f": s + t <= f,
                   "vocab_comm = 0": config.vocab_comm == 0, "vocab_activation = 0": config.vocab_activation == 0}
@@ -175,10 +235,10 @@ def vocab_closed_form(config) -> ClosedForm:
         schedule=config.schedule,
         idle=(p - 1) * (f + b + w),
         ideal=m * (f + b + w + s + t),
-        peak_activation=tuple((p - r + extra) * a for r in range(p)),
+        peak_activation=tuple(k * a for k in held_on),
         bubble_formula="(p−1)(f+b+w), as 1F1B's",
-        memory_formula=f"p−r+{extra} on rank r",
-        source="Yeung et al., MLSys'25 (arXiv 2411.05288); README of sail-sg/VocabularyParallelism",
+        memory_formula=memory,
+        source=f"{source}; README of sail-sg/VocabularyParallelism",
         assumptions="uniform stage costs, comm = 0, vocab_comm = 0, vocab_activation = 0, b + w = 2f, s + t <= f",
         **held(config, conditions),
     )
@@ -206,4 +266,19 @@ register(ScheduleSpec(
     closed_form=vocab_closed_form,
     constraints="v = 1, p >= 2, m >= p + 1",
     vocab_barriers=1,
+))
+
+
+register(ScheduleSpec(
+    name="interlaced",
+    summary="1F1B with the output layer as one synchronous tensor-parallel-style step on every device "
+            "(the interlaced pipeline)",
+    reference=REFERENCE + " interlaced_schedule.py --use-interlaced-schedule (Lin et al., OSDI'24)",
+    builder=build,
+    aliases=("interlaced-pipeline", "interlaced-1f1b"),
+    validate=_validate,
+    closed_form=vocab_closed_form,
+    constraints="v = 1, p >= 2, m >= ⌊3p/2⌋ + 1",
+    vocab_barriers=2,
+    vocab_synchronous=True,
 ))
