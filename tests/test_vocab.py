@@ -257,3 +257,18 @@ def test_a_chrome_trace_of_a_run_reads_back_as_its_program_and_times(name, barri
     assert (measured.config.s, measured.config.t) == (0.25, 0.5)
     again = simulate(measured.program, measured.config)
     assert np.array_equal(again.ops.start, res.ops.start) and np.array_equal(again.ops.end, res.ops.end)
+
+
+def test_a_device_s_gradient_reduction_waits_for_its_last_t():
+    # T computes the device's shard of the output layer's weight gradient: on vocab-2's last
+    # device the last T runs after the last backward, and the reduction ends no earlier than it
+    from ppviz import Step
+
+    p, m = 4, 6
+    res = simulate(Config("vocab-2", devices=p, microbatches=m, step=Step(reduce=(0.1,) * p)))
+    program, end = res.program, res.ops.end
+    at = _index(program)
+    last_t, last_b = end[at[T, p - 1, m - 1]], end[at[B, p - 1, m - 1]]
+    assert last_t > last_b
+    reduce = res.tails.end[(res.tails.device == p - 1) & (res.tails.kind == "reduce")]
+    assert reduce.max() >= last_t

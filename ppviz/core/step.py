@@ -36,7 +36,7 @@ import numpy as np
 
 from .columns import Columns
 from .errors import ConfigError, checked_arguments
-from .program import B, W
+from .program import B, T, W
 
 #: the parts of a device's tail, in the order they run
 TAIL_KINDS = ("reduce", "optimizer", "gather")
@@ -149,8 +149,10 @@ def tails(program, start: np.ndarray, end: np.ndarray, step: Step) -> tuple[Tail
     dev = program.device
     device_end = np.zeros(p)
     np.maximum.at(device_end, dev, end)
-    # per (device, stage): the last op that produces weight gradients (W, or an unsplit B)
-    grads = (program.kind == W) | (program.kind == B)
+    # per (device, stage): the last op that produces weight gradients (W, an unsplit B, or the
+    # vocabulary pass T, which computes the device's shard of the output layer's, named by the
+    # device's lowest stage)
+    grads = (program.kind == W) | (program.kind == B) | (program.kind == T)
     last: dict[tuple[int, int], int] = {}  # (device, stage): op
     for i in np.flatnonzero(grads).tolist():
         key = (int(dev[i]), int(program.stage[i]))
