@@ -272,3 +272,17 @@ def test_a_device_s_gradient_reduction_waits_for_its_last_t():
     assert last_t > last_b
     reduce = res.tails.end[(res.tails.device == p - 1) & (res.tails.kind == "reduce")]
     assert reduce.max() >= last_t
+
+
+@pytest.mark.parametrize("name", ["vocab-1", "vocab-2", "interlaced"])
+def test_each_op_keeps_one_dependency_of_its_own_microbatch_for_the_widget(name):
+    from ppviz.widgets.wire import encode_timeline
+
+    res = simulate(Config(name, devices=4, microbatches=8, f=1, b=1.5, w=0.5, s=0.25, t=0.5, vocab_comm=0.2))
+    dep, mb = res.dependencies, res.program.microbatch
+    has = dep >= 0
+    assert (mb[dep[has]] == mb[has]).all()
+    # every S, T and the last stage's backward depends on some op of its microbatch
+    kind, stage = res.program.kind, res.program.stage
+    assert has[(kind == S) | (kind == T) | ((kind == B) & (stage == 3))].all()
+    assert len(encode_timeline(res)) > 0

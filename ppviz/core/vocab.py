@@ -13,9 +13,13 @@ reduces and what needs its result.
   where it crosses devices).
 - T(d, mb) waits for every device's S(·, mb) and the barrier C0 that reduces their statistics.
 - The last stage's backward B (or I) of mb waits for the output layer's input gradient: with
-  one barrier (the paper's Algorithm 2, ``barriers=1``) S already computed its shard of it and
-  C0 reduces it too, so the backward waits for every S(·, mb) + C0; with two (Algorithm 1) T
-  computes it and a second all-reduce C1 reduces it: every T(·, mb) + C1.
+  one barrier (the paper's Algorithm 2, ``Program.vocab_barriers`` = 1) S already computed its
+  shard of it and C0 reduces it too, so the backward waits for every S(·, mb) + C0; with two
+  (Algorithm 1) T computes it and a second all-reduce C1 reduces it: every T(·, mb) + C1.
+- The interlaced pipeline (``Program.vocab_synchronous``) runs the output layer as one blocking
+  collective step instead: every device's S(·, mb) starts together (each waits for every
+  device's op before its S), and each device's op after T(d, mb) waits for every T(·, mb) and
+  the all-reduce, which holds the devices rather than running beside them.
 
 Every other op waits for what :func:`ppviz.core.dependencies.dependencies` says. An op may wait
 for several ops here, so these programs run in :func:`run`, not in the single-dependency engines;
@@ -159,10 +163,12 @@ def run(program: Program, cost: np.ndarray, comm: float, barrier: float):
     bound = np.array(binding, np.int64)
     bound[(bound >= 0) & (mb[np.maximum(bound, 0)] != mb)] = -1
     arrival = np.where(bound >= 0, start_a, -np.inf)
-    own = mb[on] == np.repeat(mb, np.diff(ptr))
-    first = np.full(n, -1, np.int64)
-    rows = np.repeat(np.arange(n), np.diff(ptr))[own][::-1]
-    first[rows] = on[own][::-1]  # reversed, so the first of each op's inputs is the one written last
+    waiting = np.repeat(np.arange(n), np.diff(ptr))
+    own = np.flatnonzero(mb[on] == mb[waiting])
+    first_at = np.full(n, len(on), np.int64)
+    np.minimum.at(first_at, waiting[own], own)
+    first = np.where(first_at < len(on), on[np.minimum(first_at, max(len(on) - 1, 0))], -1) if len(on) else \
+        np.full(n, -1, np.int64)
     return start_a, end_a, np.where(bound >= 0, bound, first), arrival
 
 
