@@ -286,3 +286,11 @@ def test_each_op_keeps_one_dependency_of_its_own_microbatch_for_the_widget(name)
     kind, stage = res.program.kind, res.program.stage
     assert has[(kind == S) | (kind == T) | ((kind == B) & (stage == 3))].all()
     assert len(encode_timeline(res)) > 0
+
+
+def test_plan_says_why_it_does_not_take_a_vocabulary_parallel_schedule():
+    from ppviz import Hardware, Transformer
+
+    with pytest.raises(ConfigError, match="'vocab-2' runs vocabulary passes"):
+        ppviz.plan(Transformer.preset("llama-3-8b"), Hardware.preset("h100-sxm"), gpus=8, global_batch=64,
+                   schedules=["vocab-2", "1f1b"], n_jobs=1, progress=False)
