@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 #: 5as²b term is not stored, so the default share W keeps is 32/34.
 PAPER_W_SHARE = 32 / 34
 
-KIND = "FBIW"
+KIND = "FBIWST"
 
 
 class Deadlock(Exception):
@@ -103,7 +103,9 @@ def stage_costs(config, p: int, S: int):
             elif mode == "full":
                 again = f
         params = over.get("params", config.params * frac)
-        out.append({"F": f, "I": again + i, "W": w, "B": again + i + w, "act": act, "params": params})
+        # the vocabulary passes (Vocabulary Parallelism): a device's, whatever the stage's size
+        out.append({"F": f, "I": again + i, "W": w, "B": again + i + w, "act": act, "params": params,
+                    "S": over.get("s", config.s), "T": over.get("t", config.t)})
     return out
 
 
@@ -116,9 +118,10 @@ def segment_costs(config, p: int, S: int, k: int):
         over = config.stage_costs.get(s, {})
         gap = {"F": over.get("gap_f", 0.0), "I": over.get("gap_b", 0.0), "B": over.get("gap_b", 0.0),
                "W": over.get("gap_w", 0.0)}
-        warm = {"F": over.get("warmup_f", 0.0), "I": over.get("warmup_b", 0.0), "W": over.get("warmup_w", 0.0)}
+        warm = {"F": over.get("warmup_f", 0.0), "I": over.get("warmup_b", 0.0), "W": over.get("warmup_w", 0.0),
+                "S": 0.0, "T": 0.0}
         warm["B"] = warm["I"] + warm["W"]
-        split = {key: value if key == "params" else value / k for key, value in c.items()}
+        split = {key: value if key in ("params", "S", "T") else value / k for key, value in c.items()}
         out.append({key: value + gap[key] if key in gap else value for key, value in split.items()} | {"warm": warm})
     return out
 
@@ -162,15 +165,48 @@ def run(program, config) -> Run:
             where[(k, s, mb)] = (d, len(flat))
             flat.append((d, k, s, mb))
 
+    # Vocabulary Parallelism: every device d runs S and T of each microbatch, named by its lowest
+    # stage; S waits for the last stage's F, T for every S and the all-reduce after them, and the
+    # last stage's backward for every S (one barrier) or every T (two) and the all-reduce after them
+    shards = sorted({s for (k, s, mb) in where if k == "S"})
+    barrier = config.vocab_comm
+    # the interlaced pipeline (program.vocab_synchronous): the output layer is one blocking step,
+    # every device's S of a microbatch starting together (after each device's op before it) and
+    # each device's op after a T waiting for every T of that microbatch and the all-reduce
+    sync_before, sync_after = {}, {}
+    if program.vocab_synchronous:
+        for d, row in enumerate(rows):
+            for pos, (k, s, mb, _) in enumerate(row):
+                if k == "S" and pos > 0:
+                    sync_before.setdefault(mb, []).append(row[pos - 1][:3])
+                if k == "T" and pos + 1 < len(row):
+                    sync_after[row[pos + 1][:3]] = mb
+
     def needs(k, s, mb):
+        """What (kind, stage, mb) waits for: a list of (op, extra time after its end or None for comm)."""
+        out = own_needs(k, s, mb)
+        if k == "S":
+            out += [(op, 0.0) for op in sync_before.get(mb, [])]
+        if (k, s, mb) in sync_after:
+            out += [(("T", r, sync_after[(k, s, mb)]), barrier) for r in shards]
+        return out
+
+    def own_needs(k, s, mb):
+        if k == "S":
+            return [(("F", S - 1, mb), None)]
+        if k == "T":
+            return [(("S", r, mb), barrier) for r in shards]
         if k == "F":
-            return ("F", s - 1, mb) if s > 0 else None
+            return [(("F", s - 1, mb), None)] if s > 0 else []
         if k in "BI":
             if s == S - 1:
-                return ("F", s, mb)
+                if shards:
+                    last = "S" if program.vocab_barriers == 1 else "T"
+                    return [((last, r, mb), barrier) for r in shards]
+                return [(("F", s, mb), None)]
             nxt = ("I", s + 1, mb) if ("I", s + 1, mb) in where else ("B", s + 1, mb)
-            return nxt
-        return ("I", s, mb)  # W
+            return [(nxt, None)]
+        return [(("I", s, mb), None)]  # W
 
     end = [None] * len(flat)
     start = [None] * len(flat)
@@ -183,13 +219,13 @@ def run(program, config) -> Run:
 
     def ready_time(d, op):
         k, s, mb = op[0], op[1], op[2]
-        dep = needs(k, s, mb)
-        if dep is None:
-            return 0.0
-        dd, j = where[dep]
-        if end[j] is None:
-            return None
-        return end[j] + (config.comm if dd != d else 0.0)
+        ready = 0.0
+        for dep, extra in needs(k, s, mb):
+            dd, j = where[dep]
+            if end[j] is None:
+                return None
+            ready = max(ready, end[j] + (extra if extra is not None else config.comm if dd != d else 0.0))
+        return ready
 
     while any(pos[d] < len(rows[d]) for d in range(p)):
         moved = False
@@ -236,8 +272,12 @@ def run(program, config) -> Run:
                 events.append((end[j], 0, -a))
             elif k == "I":
                 events.append((end[j], 0, -(1 - share) * a))
-            else:
+            elif k == "W":
                 events.append((end[j], 0, -share * a))
+            elif k == "S" and config.vocab_activation:
+                events.append((start[j], 1, config.vocab_activation))
+            elif k == "T" and config.vocab_activation:
+                events.append((end[j], 0, -config.vocab_activation))
         level = peak = 0.0
         curve = [(0.0, 0.0)]
         for t, _, delta in sorted(events, key=lambda e: (e[0], e[1])):
@@ -646,7 +686,7 @@ def step_tails(rows, start, end, step):
     and each device's end, tail included.
 
     A device's last op ends at ``done``. Per stage it holds, its last op producing weight
-    gradients (a W or a B; the first of them to end last) makes the stage's gradients ready; the
+    gradients (a W, a B or a vocabulary pass T; the first of them to end last) makes the stage's gradients ready; the
     device's one data-parallel link reduces the stages one at a time in the order those ops end
     (then by stage), each from the op's start (``overlap_grad_reduce``) or from ``done``, for its
     ``reduce`` time and no earlier than the op's end. The optimizer step then runs from the
@@ -661,7 +701,7 @@ def step_tails(rows, start, end, step):
         done = max(end[d], default=0.0)
         last = {}
         for pos, (kind, s, _, _) in enumerate(row):
-            if kind in ("W", "B") and (s not in last or end[d][pos] > end[d][last[s]]):
+            if kind in ("W", "B", "T") and (s not in last or end[d][pos] > end[d][last[s]]):
                 last[s] = pos
         held = sorted(last, key=lambda s: (end[d][last[s]], s))
         link = 0.0

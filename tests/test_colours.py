@@ -26,7 +26,7 @@ SERIES_FROM_KINDS = 18.0
 SERIES_APART = 18.0
 SERIES_CVD_SAFE = 5
 DEFICIENCIES = ("protanomaly", "deuteranomaly", "tritanomaly")
-KINDS = ("F", "B or I", "W", "F&B")
+KINDS = ("F", "B or I", "W", "F&B", "S", "T")
 
 
 def rgb(hex_colour: str) -> np.ndarray:

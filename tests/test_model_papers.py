@@ -155,9 +155,15 @@ def test_mixed_precision_adam_is_16_bytes_per_parameter():
     ("llama-3-8b", "8.03", 2),     # Meta-Llama-3-8B model card: 8.03B
     ("llama-3-70b", "70.6", 1),    # Meta-Llama-3-70B model card: 70.6B
     ("mixtral-8x7b", "46.7", 1),   # Mistral AI, "Mixtral of experts": 46.7B total parameters
+    ("gemma-2-9b", "9.24", 2),     # Gemma 2, Table 2: 917,962,752 + 8,324,201,984 parameters
 ])
 def test_preset_parameter_counts_match_the_published_figures(name, published, digits):
     assert printed(Fraction(Transformer.preset(name).params, 10**9), digits) == published
+
+
+def test_gemma_2_s_embedding_is_its_published_count():
+    # Gemma 2, Table 2: the 9B model's embedding parameters, its 256,128 tokens x 3,584
+    assert Transformer.preset("gemma-2-9b").embedding_params() == 917_962_752
 
 
 def test_llama_3_405b_and_mixtral_active_parameters():

@@ -40,14 +40,23 @@ def check_timeline(res):
     # every (stage, microbatch) runs F once and B once (or I and W once): validate() enforces it,
     # and the op count is exactly what that implies
     split = int(np.count_nonzero(prog.kind == 2))
-    assert n == (1 if prog.forward_only else 2) * prog.stages * prog.microbatches + split
+    # with Vocabulary Parallelism, every device also runs an S and a T of every microbatch
+    vocab = 2 * prog.devices * prog.microbatches if (prog.kind >= 4).any() else 0
+    assert n == (1 if prog.forward_only else 2) * prog.stages * prog.microbatches + split + vocab
     from ppviz.core.engine import dependencies, op_costs
+    from ppviz.core.vocab import edges
 
-    dep = dependencies(prog)
     cost = op_costs(prog, cfg)
-    has = dep >= 0
-    cross = np.where(has & (prog.device != prog.device[np.maximum(dep, 0)]), cfg.comm, 0.0)
-    ready = np.where(has, ops.end[np.maximum(dep, 0)] + cross, 0.0)
+    if vocab:
+        # an op waits for several (the all-reduce barriers): ready when the last of them is
+        ptr, on, lag = edges(prog, cfg.comm, cfg.vocab_comm)
+        arrive = ops.end[on] + lag
+        ready = np.array([arrive[ptr[i]:ptr[i + 1]].max(initial=0.0) for i in range(n)])
+    else:
+        dep = dependencies(prog)
+        has = dep >= 0
+        cross = np.where(has & (prog.device != prog.device[np.maximum(dep, 0)]), cfg.comm, 0.0)
+        ready = np.where(has, ops.end[np.maximum(dep, 0)] + cross, 0.0)
     # dependencies respected
     assert np.all(ops.start >= ready)
     # durations are the op costs (a pair: both ops share the pair's slot)

@@ -9,15 +9,25 @@ export const KIND_F = 0;
 export const KIND_B = 1;
 export const KIND_I = 2;
 export const KIND_W = 3;
-export const KIND_LETTERS = "FBIW";
+/** the vocabulary passes (Vocabulary Parallelism): the output layer's logits and its gradients */
+export const KIND_S = 4;
+export const KIND_T = 5;
+export const KIND_LETTERS = "FBIWST";
+/** a kind's low bits; FLAG_KIND_HIGH is its third (S, T) */
 export const KIND_MASK = 3;
+export const FLAG_KIND_HIGH = 1 << 6;
 export const FLAG_PAIR_F = 1 << 2;
 export const FLAG_PAIR_B = 1 << 3;
 export const FLAG_WAITED = 1 << 4;
 /** the op runs on a bidirectional placement's second replica (DualPipe's upward direction) */
 export const FLAG_REVERSE = 1 << 5;
-/** Timeline.kinds' bit for F&B pairs (bits 0-3 are the kinds) */
-export const KINDS_PAIR = 1 << 4;
+/** Timeline.kinds' bit for F&B pairs (bits 0-5 are the kinds) */
+export const KINDS_PAIR = 1 << 8;
+
+/** The kind of an op from its flags (KIND_F .. KIND_T). */
+export function kindOfFlags(f: number): number {
+  return (f & KIND_MASK) | (f & FLAG_KIND_HIGH ? 4 : 0);
+}
 
 export interface Timeline {
   n: number;
@@ -199,7 +209,7 @@ export function decodeTimeline(input: unknown): Timeline {
     const s = stage[k];
     if (s >= stages) stages = s + 1;
     seen |= f;
-    kinds |= 1 << (f & KIND_MASK);
+    kinds |= 1 << kindOfFlags(f);
   }
   const bidirectional = (seen & FLAG_REVERSE) !== 0;
   if (seen & FLAG_PAIR_F) kinds |= KINDS_PAIR;
@@ -428,7 +438,7 @@ export function deviceOf(tl: Timeline, k: number): number {
 }
 
 export function kindOf(tl: Timeline, k: number): number {
-  return tl.flags[k] & KIND_MASK;
+  return kindOfFlags(tl.flags[k]);
 }
 
 /** The op whose slot k is drawn in: the F of an F&B pair stands for both. */

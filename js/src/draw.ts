@@ -9,8 +9,10 @@ import {
   FLAG_PAIR_F,
   FLAG_WAITED,
   KIND_F,
-  KIND_MASK,
+  KIND_S,
+  KIND_T,
   KIND_W,
+  kindOfFlags,
   type MemoryCurves,
   type Timeline,
   chunkOf,
@@ -79,11 +81,14 @@ export interface DrawStats {
   clipped: number;
 }
 
-/** Colour slot of an op: F, I/B, W, F&B. */
+/** The colour slots: F, I/B, W, F&B, S, T (a palette's kinds). */
+export const SLOT_COUNT = 6;
+
+/** Colour slot of an op: F, I/B, W, F&B, S, T. */
 export function colourSlot(flags: number): number {
   if (flags & (FLAG_PAIR_F | FLAG_PAIR_B)) return 3;
-  const kind = flags & KIND_MASK;
-  return kind === KIND_F ? 0 : kind === KIND_W ? 2 : 1;
+  const kind = kindOfFlags(flags);
+  return kind === KIND_F ? 0 : kind === KIND_W ? 2 : kind === KIND_S ? 4 : kind === KIND_T ? 5 : 1;
 }
 
 /** An op's shade, by its whole microbatch: the segments of one (Seq1F1B) share it, as the legend says. */
@@ -130,7 +135,7 @@ interface Labels {
  * the last computed bar and memory layers (so that hover and selection only blit them). One
  * per view: two charts on a page never share or invalidate each other's. */
 export class DrawCache {
-  batches = Array.from({ length: 4 * SHADE_LEVELS }, () => new Batch());
+  batches = Array.from({ length: SLOT_COUNT * SHADE_LEVELS }, () => new Batch());
   /** vector bars of later chunks: the geometry in `chunked`, [chunk of F, of B, slot, shade] in `chunkCodes` */
   chunked = new Batch();
   /** direction bands of a bidirectional placement: two rows per device (top: down, bottom: up) */
@@ -153,7 +158,7 @@ const packedCache = new WeakMap<Palette, Uint32Array>();
 function packed(P: Palette): Uint32Array {
   let out = packedCache.get(P);
   if (!out) {
-    out = new Uint32Array(4 * SHADE_LEVELS);
+    out = new Uint32Array(SLOT_COUNT * SHADE_LEVELS);
     P.shades.forEach((row, slot) =>
       row.forEach((c, shade) => {
         const [r, g, b] = c.match(/\d+/g)!.map(Number);
@@ -171,7 +176,7 @@ const inkCache = new WeakMap<Palette, Uint32Array>();
 function packedInk(P: Palette): Uint32Array {
   let out = inkCache.get(P);
   if (!out) {
-    out = new Uint32Array(4 * SHADE_LEVELS);
+    out = new Uint32Array(SLOT_COUNT * SHADE_LEVELS);
     P.ink.forEach((row, slot) =>
       row.forEach((c, shade) => {
         out![slot * SHADE_LEVELS + shade] = ((rgbaWord(c) & 0xffffff) | (BAND_ALPHA << 24)) >>> 0;
@@ -309,7 +314,7 @@ function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelLi
     ctx.drawImage(cache.strip!.canvas, 0, d, width, 1, L.plotLeft, L.rowTop[d] + L.barInset, width / dpr, h);
   }
   ctx.imageSmoothingEnabled = true;
-  for (let slot = 0; slot < 4; slot++) {
+  for (let slot = 0; slot < SLOT_COUNT; slot++) {
     for (let shade = 0; shade < SHADE_LEVELS; shade++) {
       const b = cache.batches[slot * SHADE_LEVELS + shade];
       if (!b.n) continue;

@@ -1,7 +1,7 @@
 // The HTML around the canvas: title, metrics (simulated beside closed form), legend, error.
 // Everything that comes from the user (schedule names, labels, messages) goes in as text.
 
-import { KINDS_PAIR, KIND_B, KIND_I, KIND_W, type Timeline } from "./data";
+import { KINDS_PAIR, KIND_B, KIND_I, KIND_S, KIND_T, KIND_W, type Timeline } from "./data";
 import { CHUNK_PATTERNS, DOWN, UP, chunkPatternKind } from "./draw";
 import { capacityOf, fitBadge, formatMemory, memoryUnit, overDevices } from "./fit";
 import { number, share, size } from "./format";
@@ -205,6 +205,8 @@ export function fillLegend(legend: HTMLElement, tl: Timeline | null, P: Palette,
   if (!forwardOnly) items.push([compact ? backward.split(" backward")[0] : backward, P.kinds[1]]);
   if (hasW) items.push([compact ? "W" : "W backward (weights)", P.kinds[2]]);
   if (hasPair) items.push([compact ? "F&B" : "F&B overlapped pair", P.kinds[3]]);
+  if (kinds & (1 << KIND_S)) items.push([compact ? "S" : "S vocabulary pass (logits)", P.kinds[4]]);
+  if (kinds & (1 << KIND_T)) items.push([compact ? "T" : "T vocabulary pass (gradients)", P.kinds[5]]);
   const children: HTMLElement[] = items.map(([text, colour]) => {
     const item = el("span", "ppviz-legend-item");
     const swatch = el("span", "ppviz-swatch");

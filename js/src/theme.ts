@@ -15,8 +15,8 @@ export interface Palette {
   axis: string;
   hatch: string;
   laneIdle: string;
-  /** base colour per kind slot: F, I/B, W, F&B */
-  kinds: [string, string, string, string];
+  /** base colour per kind slot: F, I/B, W, F&B, S, T */
+  kinds: [string, string, string, string, string, string];
   /** kinds[slot] shaded per microbatch: shades[slot][level] */
   shades: string[][];
   /** label colour readable on shades[slot][level] */
@@ -107,7 +107,7 @@ function fromStyle(name: ThemeName, t: StyleTheme): Palette {
     axis: rest.axis,
     hatch: rest.hatch,
     laneIdle: rest.laneIdle,
-    kinds: kinds as [string, string, string, string],
+    kinds: kinds as [string, string, string, string, string, string],
     memoryFill: rest.memoryFill,
     memoryLine: rest.memoryLine,
     closedForm: rest.closedForm,

@@ -25,6 +25,8 @@ export const KIND_NAMES: Record<string, string> = {
   B: "backward",
   I: "backward for inputs",
   W: "backward for weights",
+  S: "vocabulary pass: this device's logits and softmax sums",
+  T: "vocabulary pass: this device's output-layer gradients",
 };
 
 export interface TooltipContent {

@@ -1,17 +1,22 @@
 import { describe, expect, it } from "vitest";
+import { colourSlot } from "../src/draw";
 import {
   FLAG_PAIR_B,
   KINDS_PAIR,
   KIND_B,
   KIND_F,
   KIND_I,
+  KIND_S,
+  KIND_T,
   KIND_W,
+  actionName,
   chunkOf,
   decodeMemory,
   decodeTimeline,
   depOf,
   deviceOf,
   isReverse,
+  kindOf,
   lowerBound,
   memoryAt,
   rangeMax,
@@ -93,6 +98,21 @@ describe("decodeTimeline", () => {
       ]),
     );
     expect(tl.kinds).toBe((1 << KIND_F) | (1 << KIND_I) | (1 << KIND_W));
+  });
+
+  it("reads the vocabulary passes S and T from the kind's third bit", () => {
+    const tl = decodeTimeline(
+      encodeTimeline(1, [
+        { device: 0, stage: 0, mb: 0, kind: "F", start: 0, dur: 1 },
+        { device: 0, stage: 0, mb: 0, kind: "S", start: 1, dur: 0.5 },
+        { device: 0, stage: 0, mb: 0, kind: "T", start: 1.5, dur: 0.5 },
+        { device: 0, stage: 0, mb: 0, kind: "B", start: 2, dur: 2 },
+      ]),
+    );
+    expect([0, 1, 2, 3].map((k) => kindOf(tl, k))).toEqual([KIND_F, KIND_S, KIND_T, KIND_B]);
+    expect([0, 1, 2, 3].map((k) => actionName(tl, k))).toEqual(["0F0", "0S0", "0T0", "0B0"]);
+    expect([0, 1, 2, 3].map((k) => colourSlot(tl.flags[k]))).toEqual([0, 4, 5, 1]);
+    expect(tl.kinds).toBe((1 << KIND_F) | (1 << KIND_B) | (1 << KIND_S) | (1 << KIND_T));
   });
 
   it("rejects data that is not ppviz's format", () => {

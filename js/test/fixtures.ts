@@ -8,7 +8,7 @@ export interface OpSpec {
   device: number;
   stage: number;
   mb: number;
-  kind: "F" | "B" | "I" | "W";
+  kind: "F" | "B" | "I" | "W" | "S" | "T";
   start: number;
   dur: number;
   dep?: number;
@@ -99,7 +99,9 @@ export function encodeTimeline(devices: number, ops: OpSpec[], transfers: Transf
   column((o, at) => unsigned(mbBytes)(at, o.mb), mbBytes);
   column((o, at) => unsigned(stageBytes)(at, o.stage), stageBytes);
   column((o, at) => {
-    let f = "FBIW".indexOf(o.kind);
+    // the kind's low bits in bits 0-1, its third (S, T) in bit 6
+    const kind = "FBIWST".indexOf(o.kind);
+    let f = (kind & 3) | ((kind >> 2) << 6);
     if (o.pair === "F") f |= FLAG_PAIR_F;
     if (o.pair === "B") f |= FLAG_PAIR_B;
     if (o.waited) f |= FLAG_WAITED;

@@ -14,7 +14,7 @@ from ..core.engine import as_run
 from ..core.errors import ConfigError, checked_arguments
 from ..core.numbers import number, share
 from ..core.result import Result
-from ..core.style import SHADE_ORDER, SLOT_OF, kind_paints, rgb
+from ..core.style import SHADE_ORDER, SLOT_OF, SLOTS, kind_paints, rgb
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
 from .style import LABEL_SIZE, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
@@ -56,7 +56,7 @@ def _gantt_theme(t) -> _GanttTheme:
 
 GANTT_THEMES = {name: _gantt_theme(t) for name, t in THEMES.items()}
 
-_KINDS = ("F", "B", "I", "W", "F&B")
+_KINDS = ("F", "B", "I", "W", "S", "T", "F&B")
 _BAR_INSET_PX = 3
 _GAP_MIN_PX = 4  # bars at least this wide keep a one-pixel gap to the next, as in the widget
 _HATCH_PX = 4.5
@@ -377,7 +377,7 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     backward = "B / I backward" if {"B", "I"} <= present else "I backward (inputs)" if "I" in present \
         else "B backward"
     names = {"F0": "F forward", "B0": backward, "W0": "W backward (weights)", "F&B0": "F&B overlapped pair",
-             "idle": "idle (bubble)"}
+             "S0": "S vocabulary pass (logits)", "T0": "T vocabulary pass (gradients)", "idle": "idle (bubble)"}
     if lanes is not None:
         names.update({"activation": "activation transfer", "gradient": "gradient transfer", "host copy": "host copy"})
     in_lanes = {piece["paint"] for piece in lanes or ()}
@@ -505,7 +505,7 @@ def _overview(r: Result, th: _GanttTheme, width: int, window: tuple[float, float
     height = int(np.clip(4 * p, 24, 64))
     pieces = _gantt_pieces(r, width, 0)
     base = {k: "#%02x%02x%02x" % tuple(round(v + (255 - v) * th.steps[0]) for v in rgb(c))
-            for k, c in zip(("F", "B", "W", "F&B"), th.kinds)}
+            for k, c in zip(SLOTS, th.kinds)}
     rows = [{"device": op["device"], "start": op["start"], "end": op["end"], "colour": base[SLOT_OF[op["kind"]]]}
             for op in pieces.ops]
     rows += [{"device": b["device"], "start": b["start"], "end": b["end"], "top": b["top"], "bottom": b["bottom"],

@@ -31,7 +31,7 @@ COMM_KEYS = ("f_comm", "b_comm", "w_comm", "recompute_comm")
 #: the expert-parallel all-to-all inside a stage's F, I (with its recompute) and W, and the share of
 #: the SMs communication takes while an F&B pair overlaps it (``engine.op_costs``' pair rule)
 A2A_KEYS = ("f_a2a", "b_a2a", "w_a2a", "a2a_sm_share")
-_STAGE_COST_KEYS = ("f", "b", "w", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS, *A2A_KEYS)
+_STAGE_COST_KEYS = ("f", "b", "w", "s", "t", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS, *A2A_KEYS)
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -156,6 +156,15 @@ class Config:
         (``None``: f under full recompute, 0 under selective); per stage: ``stage_costs[s]["recompute"]``.
     recompute_activation : activation units F stores per 1/p of the model under recompute
         (``None``: the defaults above); per stage, ``stage_costs[s]["activation"]`` as usual.
+    s, t : time of a device's vocabulary passes S and T for one microbatch (Vocabulary Parallelism:
+        the output layer split over the p devices, each pass on 1/p of the vocabulary; only the
+        ``vocab-*`` schedules run them); per device, ``stage_costs[s]["s"]`` and ``["t"]`` for
+        the device's lowest stage ``s``.
+    vocab_activation : activation units a device's S holds until its T of the same microbatch
+        (its shard of the output layer's saved tensors; ``Config.from_model`` gives it).
+    vocab_comm : time of one all-reduce barrier of the vocabulary passes (C0 after S, C1 after
+        T), a collective over the pipeline group on its own stream: a latency between the passes
+        it reduces and what waits for its result, never a device's time.
     memory_capacity : each device's memory, in activation units like ``params`` (with
         ``activation_bytes``, capacity in bytes / activation_bytes); ``None``: unlimited. The
         result then says which devices fit (``Result.fits``) and by how much the others do not.
@@ -223,6 +232,10 @@ class Config:
     p2p: str | None = None
     offload: Offload | None = None
     step: Step | None = None
+    s: float = 0.5
+    t: float = 0.5
+    vocab_comm: float = 0.0
+    vocab_activation: float = 0.0
 
     def __post_init__(self):
         set_ = object.__setattr__
@@ -257,7 +270,7 @@ class Config:
                                          f"{self.step.stages}")
         check_size(spec, self.devices, v, self.microbatches, transfers=self.transfers,
                    segments=self.segments)
-        for name in ("f", "b", "w", "comm", "activation", "params"):
+        for name in ("f", "b", "w", "comm", "activation", "params", "s", "t", "vocab_comm", "vocab_activation"):
             set_(self, name, _number(name, getattr(self, name)))
         if self.f + self.b + self.w <= 0:
             raise ConfigError("f+b+w", self.f + self.b + self.w, "at least one of f, b, w must be > 0")

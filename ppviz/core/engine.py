@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from . import comm_engine, kernel, offload, relaxation
+from . import comm_engine, kernel, offload, relaxation, vocab
 from .config import A2A_KEYS, Config
 from .dependencies import deadlock_error, dependencies, latencies
 from .errors import ConfigError, checked_arguments
@@ -161,7 +161,7 @@ def gap_table(config: Config, stages: int) -> np.ndarray | None:
     ``stage_costs[s]["gap_f"]``, ``"gap_b"`` (an I's, and a full B's: one op, one gap) and
     ``"gap_w"``; None when no stage gives one."""
     rows = _stage_rows(config, stages, ("gap_f", "gap_b", "gap_w"))
-    return None if rows is None else np.stack([rows[0], rows[1], rows[1], rows[2]])
+    return None if rows is None else np.stack([rows[0], rows[1], rows[1], rows[2], *_no_vocab(stages)])
 
 
 def warmup_table(config: Config, stages: int) -> np.ndarray | None:
@@ -169,7 +169,12 @@ def warmup_table(config: Config, stages: int) -> np.ndarray | None:
     :func:`stage_table`'s; B = I + W): ``stage_costs[s]["warmup_f"]``, ``"warmup_b"`` (the
     input-gradient part) and ``"warmup_w"``; None when no stage gives one."""
     rows = _stage_rows(config, stages, ("warmup_f", "warmup_b", "warmup_w"))
-    return None if rows is None else np.stack([rows[0], rows[1] + rows[2], rows[1], rows[2]])
+    return None if rows is None else np.stack([rows[0], rows[1] + rows[2], rows[1], rows[2], *_no_vocab(stages)])
+
+
+def _no_vocab(stages: int) -> tuple[np.ndarray, np.ndarray]:
+    """The S and T rows of the gap and warm-up tables: calibration measures neither."""
+    return np.zeros(stages), np.zeros(stages)
 
 
 def _stage_rows(config: Config, stages: int, keys: tuple[str, ...]) -> list[np.ndarray] | None:
@@ -185,7 +190,8 @@ def _stage_rows(config: Config, stages: int, keys: tuple[str, ...]) -> list[np.n
 
 
 def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
-    """Per-stage times, rows F, B (= I + W), I, W; a stage of 1/S of the model costs p/S of f, b, w.
+    """Per-stage times, rows F, B (= I + W), I, W, S, T; a stage of 1/S of the model costs p/S of
+    f, b, w; the vocabulary passes S and T (``s``, ``t``) are a device's, whatever its stages.
 
     Under recompute, each stage's I (and B) starts with the recompute of its forward
     (``recompute_cost``, by default the stage's f under full recompute; see ``Config.recompute``).
@@ -194,6 +200,7 @@ def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
     f = np.full(stages, config.f * frac)
     i = np.full(stages, config.b * frac)
     w = np.full(stages, config.w * frac)
+    s_pass, t_pass = np.full(stages, config.s), np.full(stages, config.t)
     again = np.zeros(stages)
     for s, over in config.stage_costs.items():
         if s >= stages:
@@ -202,13 +209,15 @@ def stage_table(config: Config, devices: int, stages: int) -> np.ndarray:
         f[s] = over.get("f", f[s])
         i[s] = over.get("b", i[s])
         w[s] = over.get("w", w[s])
+        s_pass[s] = over.get("s", s_pass[s])
+        t_pass[s] = over.get("t", t_pass[s])
     if config.recompute is not None:
         default = config.recompute_cost
         again = f.copy() if default is None and config.recompute == "full" else np.full(stages, (default or 0.0) * frac)
         for s, over in config.stage_costs.items():
             again[s] = over.get("recompute", again[s])
     i = i + again
-    return np.stack([f, i + w, i, w])
+    return np.stack([f, i + w, i, w, s_pass, t_pass])
 
 
 def execute(program: Program, cost: np.ndarray, comm: float | np.ndarray, *,
@@ -569,6 +578,8 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
     kernel.checked_engine(engine)
     program.validate()
     cost = op_costs(program, cfg)
+    if vocab.has_vocab(program):
+        return _vocab_result(program, cfg, cost)
     if cfg.transfers:
         program, start, end, dep, device_end, transfers, copies = comm_engine.run(program, cfg, cost, engine)
         return Result(cfg, program, start, end, dep, cost, transfers=transfers, device_end=device_end,
@@ -582,6 +593,18 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
                           "give smaller times: summed over this run they overflow a float")
     start, end, dep = execute(program, cost, cfg.comm, engine=engine)
     return Result(cfg, program, start, end, dep, cost)
+
+
+def _vocab_result(program: Program, cfg: Config, cost: np.ndarray) -> Result:
+    """A program with vocabulary passes: its ops wait for several others (the all-reduce
+    barriers), which only :func:`ppviz.core.vocab.run` times; transfers and offload are refused."""
+    for name, value, what in (("topology", cfg.topology, "transfers over links"),
+                              ("offload", cfg.offload, "activation offload")):
+        if value is not None:
+            raise ConfigError(name, value, f"leave {name} out for a program with vocabulary passes",
+                              reason=f"ppviz does not yet time {what} beside the vocabulary passes' all-reduces")
+    start, end, dep, arrival = vocab.run(program, cost, cfg.comm, cfg.vocab_comm)
+    return Result(cfg, program, start, end, dep, cost, arrival=arrival)
 
 
 __all__ = ["simulate", "as_run", "as_runs", "RUN_KINDS", "execute", "dependencies", "op_costs", "stage_table",

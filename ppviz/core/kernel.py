@@ -35,7 +35,7 @@ import numpy as np
 
 from .dependencies import deadlock_error, latencies
 from .errors import ConfigError
-from .program import B, Program, W
+from .program import B, T, Program, W
 
 END, START = 0, 1
 #: the engines ``simulate`` runs: "auto" picks the fastest that applies, "events" and "lockstep"
@@ -325,8 +325,9 @@ def step_tails(program: Program, start: np.ndarray, end: np.ndarray, step):
     its rows (device, stage, kind, start, end), and each device's end, tail included.
 
     Timed after the ops, which never wait for it: a device's data-parallel link reduces each
-    stage it holds once that stage's last weight-gradient op (its last W or B, the first of
-    those that end last) has run, in the order those ops end (then by stage): from that op's
+    stage it holds once that stage's last weight-gradient op (its last W or B, or the vocabulary
+    pass T, which computes the device's shard of the output layer's, named by the device's lowest
+    stage; the first of those that end last) has run, in the order those ops end (then by stage): from that op's
     start with ``overlap_grad_reduce`` (ending no earlier than the op), else from the device's
     last op's end; then, on the device, its optimizer step once every reduction has ended, then
     its parameter gather (left out with ``overlap_param_gather``)."""
@@ -334,7 +335,7 @@ def step_tails(program: Program, start: np.ndarray, end: np.ndarray, step):
     device = program.device
     device_end = np.zeros(p)
     np.maximum.at(device_end, device, end)
-    grads = np.flatnonzero((program.kind == W) | (program.kind == B))
+    grads = np.flatnonzero((program.kind == W) | (program.kind == B) | (program.kind == T))
     key = device[grads].astype(np.int64) * S + program.stage[grads]
     by_key = np.lexsort((grads, -end[grads], key))
     head = np.ones(len(by_key), bool)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .config import FULL_RECOMPUTE_SHARE
-from .program import B, F, I, W
+from .program import B, F, I, VOCAB_KINDS, W
 
 
 @dataclass(frozen=True)
@@ -73,6 +73,11 @@ def op_activation(program, config) -> tuple[np.ndarray, np.ndarray]:
 def activation_curves(program, config, start: np.ndarray, end: np.ndarray) -> MemoryCurves:
     act, release = op_activation(program, config)
     is_alloc = program.kind == F
+    if config.vocab_activation:
+        # a vocabulary pass S holds its shard's tensors until the T of its microbatch
+        is_s, is_t = program.kind == VOCAB_KINDS[0], program.kind == VOCAB_KINDS[1]
+        act, release = np.where(is_s, config.vocab_activation, act), np.where(is_t, config.vocab_activation, release)
+        is_alloc = is_alloc | is_s
     is_free = ~is_alloc & (release != 0)
     if program.forward_only:
         release, is_free = act, act != 0  # each F frees at its own end what it took at its start

@@ -29,6 +29,7 @@ import numpy as np
 
 from .config import Config
 from .engine import dependencies, execute, op_costs, program_config, simulate
+from .vocab import has_vocab
 from .errors import ConfigError
 from .memory import stage_activation, static_memory
 from .program import B, F, I, W, Program
@@ -40,6 +41,9 @@ MODELLED = frozenset({
     "microbatch_group_size", "activation", "w_share", "params", "activation_bytes", "label", "time_unit",
     "segments", "recompute", "recompute_cost", "recompute_activation",
     "memory_capacity",  # changes what fits, not the metrics
+    # the vocabulary passes' times and memory: only vocabulary-parallel programs have them, and
+    # those take the full path (modelled)
+    "s", "t", "vocab_comm", "vocab_activation",
 })
 #: Programs kept by :func:`plan_for`: enough for a sweep's shapes, small beside the memory it saves.
 CACHE_SIZE = 256
@@ -499,8 +503,9 @@ def clear_cache() -> None:
 
 
 def modelled(config: Config) -> bool:
-    """True when every field the config sets is one this module models."""
-    return all(f.name in MODELLED or getattr(config, f.name) == _default(f) for f in dataclasses.fields(config))
+    """True when every field the config sets is one this module models, and its schedule has no
+    vocabulary passes (their ops wait for several others: only ``simulate`` times them)."""
+    return not config.spec.vocab_barriers and all(f.name in MODELLED or getattr(config, f.name) == _default(f) for f in dataclasses.fields(config))
 
 
 def _default(field: dataclasses.Field):
@@ -551,7 +556,7 @@ def metrics(x, config: Config | None = None, **options) -> Metrics:
     if not isinstance(program, Program):
         raise ConfigError("x", type(x).__name__, "metrics takes a ppviz.Config, a ppviz.Program or a Plan")
     cfg = program_config(program, config, options)
-    if not modelled(cfg):
+    if not modelled(cfg) or has_vocab(program):
         return Metrics.of(simulate(program, cfg))
     return (plan or Plan(program)).metrics(cfg)
 

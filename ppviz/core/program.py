@@ -2,6 +2,10 @@
 
 Ops are F (forward), B (full backward), I (backward for inputs) and W (backward for
 weights) of one (stage, microbatch); two ops may form an F&B pair that runs as one slot.
+Vocabulary Parallelism (Yeung et al., MLSys'25, arXiv 2411.05288) adds the output layer's two
+passes, split over every device: S (its shard of the logits and the softmax statistics) and T
+(its shard of the gradients), named ``3S5``, ``3T5`` by the lowest stage of the device that runs
+them (its shard); :mod:`ppviz.core.vocab` says what they wait for.
 The text form is torch's action strings: ``0F1`` is stage 0 forward microbatch 1, ``2I0``,
 ``2W0``, ``3B5``, and a pair ``(0F7;7B3)OVERLAP_F_B``. The CSV form is torch's
 ``compute_only`` file (``PipelineScheduleMulti._dump_csv`` / ``_load_csv``): row r holds rank
@@ -19,7 +23,12 @@ Two flags widen what a program may be, each explicitly (a training program keeps
   the m·k indices). Causal attention orders the segments of one microbatch on every stage:
   their forwards run in segment order and their backwards in reverse order, on one device.
 
-torch's text and CSV formats have no place for either flag: set them on the program read back.
+Two more say how a program's vocabulary passes meet: ``vocab_barriers``, what the last stage's
+backward waits for (1, the all-reduce after every device's S, the paper's Algorithm 2; 2, the
+second one after every T, Algorithm 1), and ``vocab_synchronous``, the output layer run as one
+blocking collective step on every device (the interlaced pipeline's), not on a stream of its own.
+
+torch's text and CSV formats have no place for these flags: set them on the program read back.
 
 A program may also carry point-to-point communication ops, torch's ``SEND_F``, ``RECV_F``,
 ``SEND_B`` and ``RECV_B`` actions (``1SEND_F0``: stage 1 sends microbatch 0's activation on;
@@ -44,8 +53,10 @@ from .errors import ConfigError, ParseError, ProgramError, checked_arguments
 from .paths import exported
 from .placement import Placement
 
-F, B, I, W = 0, 1, 2, 3
-KINDS = "FBIW"
+F, B, I, W, S, T = 0, 1, 2, 3, 4, 5
+KINDS = "FBIWST"
+#: the vocabulary passes (Vocabulary Parallelism's S and T), which every device runs once per microbatch
+VOCAB_KINDS = (S, T)
 
 _STAGE_BITS = 20
 _PAIR_BIT = 1 << 3
@@ -203,6 +214,12 @@ class DeviceOps:
     def w(self, stage: int, microbatch: int) -> None:
         self._add(W, stage, microbatch)
 
+    def s(self, stage: int, microbatch: int) -> None:
+        self._add(S, stage, microbatch)
+
+    def t(self, stage: int, microbatch: int) -> None:
+        self._add(T, stage, microbatch)
+
     def fb(self, f_stage: int, f_microbatch: int, b_stage: int, b_microbatch: int, *, split: bool = False) -> None:
         """An overlapped F&B pair; the backward is a full B, or an I when ``split``."""
         self._add(F, f_stage, f_microbatch, _PAIR_BIT)
@@ -246,12 +263,13 @@ class Program:
     """
 
     __slots__ = ("kind", "stage", "microbatch", "pair", "offsets", "stages", "microbatches", "placement", "name",
-                 "forward_only", "segments", "_device", "_actions", "comms")
+                 "forward_only", "segments", "vocab_barriers", "vocab_synchronous", "_device", "_actions", "comms")
 
     def __init__(self, kind: ArrayLike, stage: ArrayLike, microbatch: ArrayLike, pair: ArrayLike | None,
                  offsets: ArrayLike, *, stages: int, microbatches: int,
                  placement: Placement | None = None, name: str = "custom", forward_only: bool = False,
-                 segments: int = 1, comms: CommOps | None = None):
+                 segments: int = 1, comms: CommOps | None = None, vocab_barriers: int = 1,
+                 vocab_synchronous: bool = False):
         self.kind = np.asarray(kind, dtype=np.int8)
         self.stage = np.asarray(stage, dtype=np.int32)
         self.microbatch = np.asarray(microbatch, dtype=np.int32)
@@ -263,6 +281,8 @@ class Program:
         self.name = name
         self.forward_only = bool(forward_only)
         self.segments = int(segments)
+        self.vocab_barriers = int(vocab_barriers)
+        self.vocab_synchronous = bool(vocab_synchronous)
         self._device: np.ndarray | None = None
         self._actions: Actions | None = None
         #: the communication ops (torch's SEND/RECV actions), or None for a compute-only program
@@ -586,7 +606,8 @@ class Program:
         """This program's compute ops alone (the arrays are shared, not copied)."""
         return Program(self.kind, self.stage, self.microbatch, self.pair, self.offsets, stages=self.stages,
                        microbatches=self.microbatches, placement=self.placement, name=self.name,
-                       forward_only=self.forward_only, segments=self.segments)
+                       forward_only=self.forward_only, segments=self.segments, vocab_barriers=self.vocab_barriers,
+                       vocab_synchronous=self.vocab_synchronous)
 
     def __eq__(self, other) -> bool:
         """Equal compute orders: the same ops in the same order on every device. Communication ops
@@ -597,7 +618,8 @@ class Program:
         return (np.array_equal(self.offsets, other.offsets) and np.array_equal(self.kind, other.kind)
                 and np.array_equal(self.stage, other.stage) and np.array_equal(self.microbatch, other.microbatch)
                 and np.array_equal(self.pair, other.pair) and self.forward_only == other.forward_only
-                and self.segments == other.segments)
+                and self.segments == other.segments and self.vocab_barriers == other.vocab_barriers
+                and self.vocab_synchronous == other.vocab_synchronous)
 
     __hash__ = None  # type: ignore[assignment]  # unhashable (mutable arrays), as typeshed marks list
 
@@ -644,8 +666,9 @@ class Program:
                         f"{S}×{m} pairs needs an F{'' if self.forward_only else ' and a backward'} "
                         f"({(1 if self.forward_only else 2) * S * m} ops; the program has {n})")
         key = self.stage.astype(np.int64) * m + self.microbatch
-        counts = np.bincount(self.kind.astype(np.int64) * (S * m) + key, minlength=4 * S * m).reshape(4, S * m)
-        for kind in range(4):
+        counts = np.bincount(self.kind.astype(np.int64) * (S * m) + key,
+                             minlength=len(KINDS) * S * m).reshape(len(KINDS), S * m)
+        for kind in range(len(KINDS)):
             dup = counts[kind] > 1
             if dup.any():
                 k0 = int(np.argmax(dup))
@@ -656,7 +679,7 @@ class Program:
                     f"device {d2}, position {p2} ({self.action_at(int(hits[1]))}): {KINDS[kind]} of stage {k0 // m} "
                     f"microbatch {k0 % m} runs twice (first at device {d1}, position {p1}); each op runs exactly once",
                     device=d2, position=p2)
-        f_, b_, i_, w_ = counts
+        f_, b_, i_, w_ = counts[:4]
         missing_f = f_ == 0
         if missing_f.any():
             k0 = int(np.argmax(missing_f))
@@ -707,7 +730,55 @@ class Program:
                 f"add {k0 // m}B{k0 % m} (or {k0 // m}I{k0 % m} and {k0 // m}W{k0 % m})", **located)
         self._check_placement()
         self._check_local_order(key)
+        self._check_vocab(counts[VOCAB_KINDS[0]], counts[VOCAB_KINDS[1]])
         return self
+
+    def _check_vocab(self, s_: np.ndarray, t_: np.ndarray) -> None:
+        """The vocabulary passes, where a program has any: every device runs one S and, after it,
+        one T of every microbatch, named by the device's lowest stage (its vocabulary shard)."""
+        if self.vocab_barriers not in (1, 2):
+            raise ProgramError(f"vocab_barriers={self.vocab_barriers!r} is not accepted; give 1 (one all-reduce after "
+                               f"S, the paper's Algorithm 2) or 2 (another after T, Algorithm 1)")
+        is_s, is_t = self.kind == VOCAB_KINDS[0], self.kind == VOCAB_KINDS[1]
+        has = is_s | is_t
+        if not has.any():
+            return
+        m = self.microbatches
+        device = self.device
+        shard = np.full(self.devices, self.stages, np.int64)
+        np.minimum.at(shard, device, self.stage.astype(np.int64))
+        wrong = has & (self.stage != shard[device])
+        if wrong.any():
+            k = int(np.argmax(wrong))
+            d, pos = self.locate(k)
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(k)}): a vocabulary pass is named by the lowest stage of "
+                f"the device that runs it (its shard of the vocabulary): write {KINDS[self.kind[k]]} with stage "
+                f"{int(shard[d])}", device=d, position=pos)
+        need = np.zeros(self.stages * m, bool)
+        need[(shard[:, None] * m + np.arange(m)).ravel()] = True
+        for kind, counts in zip(VOCAB_KINDS, (s_, t_)):
+            missing = need & (counts == 0)
+            if missing.any():
+                k0 = int(np.argmax(missing))
+                raise ProgramError(
+                    f"stage {k0 // m} microbatch {k0 % m} has no {action(kind, k0 // m, k0 % m)}: with Vocabulary "
+                    f"Parallelism every device runs an S and a T of every microbatch (its shard of the output "
+                    f"layer)", device=int(np.flatnonzero(shard == k0 // m)[0]))
+        key = self.stage.astype(np.int64) * m + self.microbatch
+        idx = np.arange(len(self), dtype=np.int64)
+        pos_s = np.full(self.stages * m, -1, np.int64)
+        pos_t = np.full(self.stages * m, -1, np.int64)
+        pos_s[key[is_s]] = idx[is_s]
+        pos_t[key[is_t]] = idx[is_t]
+        early = (pos_t >= 0) & (pos_t < pos_s)
+        if early.any():
+            k0 = int(np.argmax(early))
+            d, pos = self.locate(int(pos_t[k0]))
+            raise ProgramError(
+                f"device {d}, position {pos} ({self.action_at(int(pos_t[k0]))}): T runs before its S "
+                f"{action(VOCAB_KINDS[0], k0 // m, k0 % m)}; S must come first (T needs the softmax statistics the "
+                f"all-reduce after S gives)", device=d, position=pos)
 
     def _key_location(self, key: np.ndarray, k0: int, kind: int | None = None) -> tuple[str, dict]:
         """Where the first op of (stage, microbatch) ``k0`` is: a message prefix and ProgramError's keywords."""
@@ -825,7 +896,7 @@ class Program:
 
 # Parsing helpers -----------------------------------------------------------------------
 
-_ACTION_RE = re.compile(r"^(\d+)([FBIW])(\d+)$")
+_ACTION_RE = re.compile(r"^(\d+)([FBIWST])(\d+)$")
 _PAIR_RE = re.compile(r"^\((\d+)F(\d+);(\d+)([BI])(\d+)\)OVERLAP_F_B$")
 _P2P_RE = re.compile(r"^(\d+)(SEND_F|RECV_F|SEND_B|RECV_B)(\d+)$")
 #: FSDP's actions in torch's lowered programs: ppviz models no sharding, so they are read and dropped
@@ -896,7 +967,7 @@ class _Row:
 
 # the plain actions _plain_actions reads at once: digits only (\d would take other scripts' digits),
 # and at most as many as the index limits allow (longer ones go the slow way, to be refused)
-_PLAIN = r"[0-9]{1,7}[FBIW][0-9]{1,10}"
+_PLAIN = r"[0-9]{1,7}[FBIWST][0-9]{1,10}"
 _PLAIN_ITEMS = re.compile(rf"(?:{_PLAIN}\n)*{_PLAIN}")
 _PLAIN_LINE = re.compile(rf"[ \t,]*(?:{_PLAIN}[ \t,]+)*(?:{_PLAIN})?")
 _KIND_OF_BYTE = np.full(256, -1, np.int8)
@@ -1014,5 +1085,5 @@ def _parse_into(ops: DeviceOps, item, device: int, position: int, where: str) ->
     if _FSDP_RE.match(token):
         return
     raise ParseError(
-        f"{where}: {_shown(token)} is not an action; write [stage][F|B|I|W][microbatch] "
-        f"such as '0F1' or '3I0', or a pair '(0F7;7B3)OVERLAP_F_B'", device=device, position=position)
+        f"{where}: {_shown(token)} is not an action; write [stage][F|B|I|W|S|T][microbatch] "
+        f"such as '0F1', '3I0' or '2S4', or a pair '(0F7;7B3)OVERLAP_F_B'", device=device, position=position)

@@ -60,6 +60,12 @@ class ScheduleSpec:
     #: program → the flat index of each such unit's first op (the second follows it), empty for a
     #: program that is not the schedule's own order. ``engine.op_costs`` costs them.
     braided_units: Callable[[Program], object] | None = None
+    #: Vocabulary Parallelism: the all-reduce barriers its vocabulary passes end in (1 or 2; 0 for a
+    #: schedule without them). ``Config.from_model`` then splits the output layer over the devices.
+    vocab_barriers: int = 0
+    #: and its output layer is one blocking collective step on every device (the interlaced
+    #: pipeline's), not passes beside the pipeline on a stream of their own
+    vocab_synchronous: bool = False
 
     @property
     def v_rule(self) -> str:
@@ -150,7 +156,7 @@ def all_specs() -> list[ScheduleSpec]:
 ORDER = ("gpipe", "1f1b", "interleaved-1f1b", "looped-bfs", "zb-h1", "zb-h2", "interleaved-zb", "zb-v",
          "v-half", "v-min", "dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "bitpipe", "hanayo",
          "1f1b-overlap", "interleaved-1f1b-overlap", "seq1f1b", "inference", "custom", "chimera-forward-doubling",
-         "chimera-backward-halving", "stp")
+         "chimera-backward-halving", "stp", "vocab-1", "vocab-2", "interlaced")
 
 
 def one_stage_per_device(alternative: str) -> Callable:

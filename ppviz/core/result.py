@@ -170,13 +170,14 @@ class Result:
 
     def __init__(self, config: Config, program: Program, start: np.ndarray, end: np.ndarray, dep: np.ndarray,
                  cost: np.ndarray, *, transfers: Transfers | None = None,
-                 device_end: np.ndarray | None = None, host_copies: HostCopies | None = None):
+                 device_end: np.ndarray | None = None, host_copies: HostCopies | None = None,
+                 arrival: np.ndarray | None = None):
         self.config = config
         self.program = program
         self.transfers = transfers if transfers is not None else Transfers.empty()
         self.host_copies = host_copies if host_copies is not None else HostCopies.empty()
         # with transfers: per op, when its cross-device input arrived; each device's last batch's end
-        arrival = None
+        # arrival (vocabulary passes): per op, when the input that set its start was ready
         if transfers is not None and len(transfers):
             arrival = np.full(len(start), -np.inf)
             arrival[transfers.consumer] = transfers.end
@@ -323,8 +324,10 @@ class Result:
         (:attr:`traffic`, op by op). Part of its busy time, not of its idle time."""
         o = self.ops
         column = np.select([o.kind == "F", o.kind == "B", o.kind == "I", o.kind == "W"], [0, 1, 2, 3], 0)
+        # the vocabulary passes (S, T) carry no tensor-parallel traffic in the model
+        vocab = (o.kind == "S") | (o.kind == "T")
         out = np.zeros(self.devices)
-        np.add.at(out, o.device, self.traffic[o.stage, column])
+        np.add.at(out, o.device, np.where(vocab, 0.0, self.traffic[o.stage, column]))
         out.flags.writeable = False
         return out
 

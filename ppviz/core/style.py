@@ -11,9 +11,9 @@ from importlib import resources
 
 STYLE = json.loads(resources.files("ppviz").joinpath("style.json").read_text(encoding="utf-8"))
 #: the colour slots of the op kinds, in the order of a theme's ``kinds``: I and B share one,
-#: both being the backward the previous stage waits for
-SLOTS = ("F", "B", "W", "F&B")
-SLOT_OF = {"F": "F", "B": "B", "I": "B", "W": "W", "F&B": "F&B"}
+#: both being the backward the previous stage waits for; S and T are the vocabulary passes
+SLOTS = ("F", "B", "W", "F&B", "S", "T")
+SLOT_OF = {"F": "F", "B": "B", "I": "B", "W": "W", "F&B": "F&B", "S": "S", "T": "T"}
 #: label colours on fills: near-black on light fills, white on dark ones
 INK_DARK, INK_LIGHT = STYLE["ink"]["dark"], STYLE["ink"]["light"]
 

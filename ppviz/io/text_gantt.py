@@ -27,7 +27,7 @@ _CHECKED_CELLS = 10_000_000
 #: (f = 1e-12 beside b = 1) is drawn whole, columns merged: a thousand windows show nothing whole
 _LEAST_WINDOW = 1e-3
 #: the letter of each kind drawn, and its colour slot; a cell's paint is 1 + slot · shades + shade
-_LETTERS = {"F": "F", "B": "B", "I": "I", "W": "W", "F&B": _PAIR}
+_LETTERS = {"F": "F", "B": "B", "I": "I", "W": "W", "S": "S", "T": "T", "F&B": _PAIR}
 _SLOT_INDEX = {letter: SLOTS.index(SLOT_OF[kind]) for kind, letter in _LETTERS.items()}
 _SHADES = len(SHADE_ORDER)
 #: colour depths a terminal may take: xterm's 256 colours, or 24-bit ("truecolor")
@@ -87,7 +87,8 @@ def text_gantt(result, width: int = 80, *, window=None, color: str | None = None
         notes += _merge_note(unit, ops, end - start, p, lw, drawn.scale, hints, width)
     if start > 0 or end < span:
         notes += _window_note(unit, start, end, length, span, hints, width)
-    return "\n".join(lines + [axis] + notes + _legend(width, paint))
+    vocab = bool(np.isin(result.ops.kind, ("S", "T")).any())
+    return "\n".join(lines + [axis] + notes + _legend(width, paint, vocab))
 
 
 def chart(result, width: int, window=None) -> tuple[float, float, dict, _Drawn]:
@@ -378,12 +379,14 @@ def _painted(text: str, paint: np.ndarray, palette: list[str] | None) -> str:
                    for a, b in zip(edges, edges[1:]))
 
 
-def _legend(width: int, palette: list[str] | None) -> list[str]:
+def _legend(width: int, palette: list[str] | None, vocab: bool = False) -> list[str]:
     """The key, wrapped between entries so that no line is wider than ``width``; with colour, each
-    kind's letter in its colour."""
+    kind's letter in its colour. The vocabulary passes are named where the run has them."""
     lines, shown = [""], [""]
-    for letter, what in (("F", "forward"), ("B", "backward"), ("I", "input-grad"), ("W", "weight-grad"),
-                         (_PAIR, "F&B pair"), (_IDLE, "idle")):
+    entries = [("F", "forward"), ("B", "backward"), ("I", "input-grad"), ("W", "weight-grad"), (_PAIR, "F&B pair")]
+    if vocab:
+        entries += [("S", "vocab logits"), ("T", "vocab grads")]
+    for letter, what in entries + [(_IDLE, "idle")]:
         entry = f"{letter} {what}"
         key = letter if palette is None or letter == _IDLE else \
             f"{palette[1 + _SLOT_INDEX[letter] * _SHADES]}{letter}{_RESET}"

@@ -23,7 +23,7 @@ from ..core.program import F, KINDS
 
 #: torch's action strings (``0F1``; ``(0F7;7B3)OVERLAP_F_B``), their indices bounded so that a
 #: hostile name cannot carry a thousand-digit number
-COMPUTE_RE = re.compile(r"(\d{1,7})([FBIW])(\d{1,10})")
+COMPUTE_RE = re.compile(r"(\d{1,7})([FBIWST])(\d{1,10})")
 PAIR_RE = re.compile(r"\((\d{1,7})F(\d{1,10});(\d{1,7})([BI])(\d{1,10})\)OVERLAP_F_B")
 
 

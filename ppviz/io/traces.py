@@ -36,9 +36,10 @@ from ..core.engine import dependencies
 from ..core.errors import ConfigError, ParseError, ProgramError, checked_arguments
 from ..core.measured import Measured, Samples, Steps
 from ..core.transfers import Transfers
-from ..core.program import MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W, action
+from ..core.program import KINDS, MAX_MICROBATCH, MAX_STAGE, B, F, I, Program, W, action
 from ..core.registry import all_specs
 from ..core.result import unit_suffix
+from ..core import vocab
 from . import chrome_trace, measured_json, torch_profiler
 from .trace_records import MAX_TRACE_BYTES, RankRecords, read_bytes
 
@@ -293,7 +294,8 @@ def _assemble(records: list[RankRecords], files: list[str], step, align) -> Meas
     program, order = programs[labels[chosen]]
     t0 = start[order].min()
     program = Program(program.kind, program.stage, program.microbatch, program.pair, program.offsets,
-                      stages=S, microbatches=m, name=_recognise(program, p, S, m), forward_only=program.forward_only)
+                      stages=S, microbatches=m, name=_recognise(program, p, S, m), forward_only=program.forward_only,
+                      vocab_barriers=program.vocab_barriers)
     dep = dependencies(program)
     op_start, op_end = start[order] - t0, end[order] - t0
     comm = _comm_events(devices, origin, offsets, t0)
@@ -363,6 +365,7 @@ def _program(sel, device, kind, stage, mb, pair, start, p, S, m, forward_only):
     first_of_pair = pair[order] & (kind[order] == F)
     program = Program(kind[order], stage[order], mb[order], first_of_pair, offsets, stages=S, microbatches=m,
                       name="measured", forward_only=forward_only)
+    program.vocab_barriers = vocab.barriers_in_order(program)
     program.validate()
     return program, order
 
@@ -431,7 +434,7 @@ def _samples(programs, labels, device, kind, stage, mb, pair, span_start, start,
         cols["step"].append(np.full(len(order), k))
         for name, x in (("device", device), ("stage", stage), ("microbatch", mb)):
             cols[name].append(x[order])
-        cols["kind"].append(np.array(list("FBIW"))[kind[order]])
+        cols["kind"].append(np.array(list(KINDS))[kind[order]])
         cols["pair"].append(both)
         cols["start"].append(start[order] - t0)
         cols["end"].append(end[order] - t0)
@@ -469,9 +472,13 @@ def _config(program: Program, start, end, time_unit: str | None = "ms") -> Confi
     if f + b + w <= 0:
         f = 1e-9  # every op took no time: keep the config valid
     v = S // p if S % p == 0 else 1
-    return Config(schedule="custom", devices=p, microbatches=program.microbatches, stages_per_device=v,
-                  f=f, b=b, w=w, time_unit=time_unit, label=f"measured {program.name}" if program.name != "measured"
-                  else "measured")
+    # the vocabulary passes are a device's, not a stage's: their medians as they are
+    passes = {name: float(np.median(duration[solo & (program.kind == k)]))
+              for k, name in zip(vocab.VOCAB_KINDS, ("s", "t")) if (program.kind == k).any()}
+    config = Config(schedule="custom", devices=p, microbatches=program.microbatches, stages_per_device=v,
+                    f=f, b=b, w=w, time_unit=time_unit,
+                    label=f"measured {program.name}" if program.name != "measured" else "measured")
+    return config.replace(**passes) if passes else config
 
 
 # Clocks and transfers -----------------------------------------------------------------------------

@@ -638,9 +638,16 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
     """``base`` (schedule and sizes) with the costs of ``layout``, in ms and bytes, and ``links``
     (transfers, offload: Config fields set once the costs have given the time unit)."""
     layout.check(model.layers, model.mtp_layers, stages=base.stages)
-    costs = stage_costs(model, hardware, layout, training)
+    per_item = item_costs(model, hardware, training)
+    costs = stage_costs(model, hardware, layout, training, per_item)
     p = base.devices
+    barriers = lookup(base.schedule).vocab_barriers
+    vocab: dict = {}
+    if barriers:
+        costs, vocab = vocabulary_parallel(model, costs, per_item, training, barriers, p)
     unit = float(costs.activation.sum()) / p  # bytes of one microbatch through 1/p of the model
+    if vocab:
+        vocab["vocab_activation"] = vocab.pop("vocab_activation_bytes") / unit
     per_stage = {s: {"f": float(costs.f[s]), "b": float(costs.i[s]), "w": float(costs.w[s]),
                      "recompute": float(costs.recompute[s]), "activation": float(costs.activation[s]) / unit,
                      "params": float(costs.static[s]) / unit, "f_comm": float(costs.f_comm[s]),
@@ -652,5 +659,47 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
         stage_costs=per_stage, activation=1.0, activation_bytes=unit, params=float(costs.static.sum()) / p / unit,
         w_share=activations.weight_gradient_share(model, flash_attention=training.flash_attention),
         memory_capacity=hardware.memory_bytes / unit, time_unit="ms", recompute=training.recompute,
-        step=step_of(costs, hardware, training, base.microbatches, model))
+        step=step_of(costs, hardware, training, base.microbatches, model), **vocab)
     return config.replace(**links) if links else config
+
+
+def vocabulary_parallel(model: Transformer, costs: StageCosts, per_item: dict, training: Training, barriers: int,
+                        p: int) -> tuple[StageCosts, dict]:
+    """Vocabulary Parallelism (Yeung et al., MLSys'25, arXiv 2411.05288): the output layer and the
+    loss leave the last stage, and every device runs 1/p of them as the passes S and T; the
+    input and output embeddings' parameters (and their gradients and optimizer state) are split
+    over the p devices too. The S and T times are the layer's own kernels over 1/p of the
+    vocabulary: its logits GEMM and softmax in S; with one barrier (the paper's Algorithm 2) S
+    also computes its shard's input gradient, leaving T the weight gradient, and with two
+    (Algorithm 1) T computes both. The embedding's lookup stays in stage 0's F and B (a gather
+    and a scatter-add: no GEMM). ``vocab_comm`` is one all-reduce over the pipeline group of a
+    microbatch's hidden states (16-bit; the input gradient the barrier reduces), on the
+    pipeline group's links where the cluster is known. S holds 1/p of the layer's saved
+    activation (its logits' shard) until T. Returns the costs without the layer, the Config
+    fields ``s``, ``t``, ``vocab_comm`` and that activation in bytes."""
+    (f, i, w, r), act, params, (f_c, i_c, w_c, r_c) = per_item["L"]
+    holds = np.array(["L" in items for items in costs.layout.stages])
+    embeds = np.array(["E" in items for items in costs.layout.stages])
+    per_param = bytes_per_param(training.zero_stage, training.data_parallel)
+    tensor = training.parallel.tensor
+    moved = params + model.embedding_params()  # the output layer's and the input embedding's
+    static_of = {"L": float(Fraction(params, tensor) * per_param),
+                 "E": float(Fraction(model.embedding_params(), tensor) * per_param)}
+    shared_params = float(Fraction(moved, tensor)) / p
+    tied_copy = model.tied_embeddings and not (holds == embeds).all()
+    # the last stage's own copy of a tied matrix goes too: every device holds 1/p of the one matrix
+    tied = float(Fraction(model.vocab * model.hidden, tensor)) if tied_copy else 0.0
+    trimmed = StageCosts(
+        costs.layout, costs.f - holds * f, costs.i - holds * i, costs.w - holds * w, costs.recompute - holds * r,
+        costs.activation - holds * float(act),
+        costs.static - holds * (static_of["L"] + tied * float(per_param)) - embeds * static_of["E"]
+        + shared_params * float(per_param),
+        costs.f_comm - holds * f_c, costs.i_comm - holds * i_c, costs.w_comm - holds * w_c,
+        costs.recompute_comm - holds * r_c,
+        costs.params - holds * (float(Fraction(params, tensor)) + tied) - embeds * float(Fraction(model.embedding_params(), tensor))
+        + shared_params)
+    s, t = (f + i, w) if barriers == 1 else (f, i + w)
+    cluster = training.cluster
+    nbytes = model.tokens * model.hidden * activations.BYTES // tensor
+    barrier = training.groups.time("pp", "all-reduce", nbytes, cluster) * 1e3 if cluster is not None and p > 1 else 0.0
+    return trimmed, {"s": s / p, "t": t / p, "vocab_comm": barrier, "vocab_activation_bytes": float(act) / p}

@@ -341,6 +341,14 @@ PRESETS: dict[str, dict] = {
     "llama-3-405b": dict(
         layers=126, hidden=16384, heads=128, kv_heads=8, ffn_hidden=53248, vocab=128256, seq_len=8192,
         gated_mlp=True, source=_LLAMA3),
+    "gemma-2-9b": dict(
+        layers=42, hidden=3584, heads=16, kv_heads=8, head_dim=256, ffn_hidden=14336, vocab=256128, seq_len=8192,
+        gated_mlp=True, tied_embeddings=True,
+        source="Gemma Team 2024, 'Gemma 2: Improving Open Language Models at a Practical Size' (arXiv 2408.00118), "
+               "Table 1 (d_model 3584, 42 layers, GeGLU feedforward 2 x 14336, 16 heads, 8 KV heads, head size 256, "
+               "vocabulary 256,128, tied embeddings, context 8192) and Table 2 (917,962,752 embedding "
+               "parameters); its local sliding-window attention, logit soft-capping and extra norms are not modelled: "
+               "a 256k vocabulary at 9B, where the output layer weighs as much as several transformer layers"),
     "mixtral-8x7b": dict(
         layers=32, hidden=4096, heads=32, kv_heads=8, ffn_hidden=14336, vocab=32000, seq_len=32768,
         gated_mlp=True, experts=8, top_k=2,

@@ -4,4 +4,4 @@ forms and its registration. Importing this package registers every family, in th
 ARCHITECTURE.md, "Add a schedule")."""
 
 from . import (gpipe, one_f_one_b, breadth_first, zero_bubble, v_shape, dualpipe, chimera, bitpipe, hanayo,  # noqa: F401
-               seq1f1b, inference, custom, stp)  # (registers)
+               seq1f1b, inference, custom, stp, vocab)  # (registers)

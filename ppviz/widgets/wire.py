@@ -10,6 +10,7 @@ import numpy as np
 
 from ..core.closed_form import caveat
 from ..core.errors import ConfigError
+from ..core.program import KINDS
 from ..core.result import Result
 from ..core.topology import Link, Topology
 
@@ -32,6 +33,9 @@ FLAG_PAIR_B = 1 << 3
 FLAG_WAITED = 1 << 4
 #: the op runs on a bidirectional placement's second replica (DualPipe's upward direction)
 FLAG_REVERSE = 1 << 5
+#: the kind's third bit (S = 4 and T = 5, the vocabulary passes): bits 0-1 hold the kind's low
+#: bits, so a timeline without S or T is byte for byte what it was before them
+FLAG_KIND_HIGH = 1 << 6
 
 
 def _aligned(*parts: bytes) -> bytes:
@@ -52,7 +56,8 @@ def encode_timeline(result: Result) -> bytes:
     n = len(ops)
     if program.stages > 0xFFFF:
         raise ConfigError("stages", program.stages, "the widget draws at most 65535 stages")
-    flags = program.kind.astype(np.uint8)  # ir's codes are the kind's index in KINDS ("FBIW")
+    kind = program.kind.astype(np.uint8)  # ir's codes are the kind's index in KINDS ("FBIWST")
+    flags = (kind & 3) | ((kind >> 2) << 6)
     flags[program.pair] |= FLAG_PAIR_F
     flags[np.flatnonzero(program.pair) + 1] |= FLAG_PAIR_B
     np.bitwise_or(flags, FLAG_WAITED, out=flags, where=ops.waited_for >= 0)
@@ -91,7 +96,7 @@ def _durations(program, durations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     key = (program.kind.astype(np.int64) * program.stages + program.stage) * 3 + role
     if n == 0 or 12 * program.stages > 4 * n:  # too many keys for too few ops to gain anything
         return np.zeros(0, "<f4"), durations
-    candidate = np.zeros(12 * program.stages, "<f4")
+    candidate = np.zeros(3 * len(KINDS) * program.stages, "<f4")
     candidate[key] = durations  # one of each key's durations; exact when they are all equal
     if not np.array_equal(candidate[key], durations):
         return np.zeros(0, "<f4"), durations
