@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from ppviz import Config, ConfigError, DeadlockError, Link, Offload, Program, Step, Topology, simulate
 from ppviz.analysis.orders import Problem, orders_of
-from ppviz.core import comm_engine, engine, kernel, metrics, offload, relaxation, step
+from ppviz.core import comm_engine, engine, kernel, metrics, offload, relaxation, step, vocab
 from ppviz.core.dependencies import dependencies, latencies
 from ppviz.core.lowering import add_comms
 from ppviz.core.registry import find
@@ -37,12 +37,18 @@ def same(a, b) -> bool:
 
 
 def _searchable(name: str) -> bool:
+    if name in VOCABULARY:
+        return False  # their ops wait for several others: neither the search nor a fast path but their own takes them
     try:
         return orders_of(Config(schedule=name, devices=4, microbatches=8).build()) is not None
     except ConfigError:
         return False
 
 
+#: Vocabulary Parallelism's schedules: their passes wait for every device's (core/vocab.py), timed on
+#: their own path, checked against the kernel below; the other tests draw from the rest
+VOCABULARY = tuple(name for name in SCHEDULES if find(name).vocab_barriers)
+PIPELINE = tuple(name for name in SCHEDULES if name not in VOCABULARY)
 #: the schedules whose programs the search takes (one op per action, one replica, no segments)
 SEARCHABLE = tuple(name for name in SCHEDULES if _searchable(name))
 
@@ -55,7 +61,7 @@ def compute_configs(draw, schedules=None):
     if schedules is not None:
         cfg = draw(configs(schedules=schedules))
     else:
-        cfg = draw(configs(schedules=PAIRED) if draw(st.booleans()) else configs())
+        cfg = draw(configs(schedules=PAIRED) if draw(st.booleans()) else configs(schedules=PIPELINE))
     stages = cfg.devices * cfg.stages_per_device
     extra = {s: dict(over) for s, over in cfg.stage_costs.items()}
     for s in draw(st.lists(st.integers(0, stages - 1), max_size=3, unique=True)):
@@ -367,3 +373,22 @@ def test_the_kernel_runs_every_registry_schedule():
         cfg = config_at_least(find(name), microbatches=8, devices=4, comm=0.1)
         res, ref = simulate(cfg, engine="kernel"), simulate(cfg)
         assert same(res.ops.start, ref.ops.start) and same(res.ops.end, ref.ops.end), name
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(configs(schedules=VOCABULARY), st.sampled_from([0.0, 0.25, 1.0]), st.sampled_from([0.0, 0.3]),
+       st.sampled_from([0.0, 0.2, 1.5]))
+def test_the_vocabulary_passes_path_is_the_kernel(cfg, s_cost, t_cost, barrier):
+    try:
+        cfg = cfg.replace(s=s_cost, t=t_cost, vocab_comm=barrier)
+        program = cfg.build()
+    except ConfigError:
+        assume(False)
+    cost = engine.op_costs(program, cfg)
+    ptr, on, lag = vocab.edges(program, cfg.comm, cfg.vocab_comm)
+    want, want_end = kernel.several_inputs(program, cost, ptr, on, lag)
+    got, got_end = vocab._times(program, cost, ptr, on, lag)
+    assert same(got, want) and same(got_end, want_end)
+    res, auto = simulate(cfg, engine="kernel"), simulate(cfg)
+    assert same(res.ops.start, auto.ops.start) and same(res.ops.end, auto.ops.end)
+    assert np.array_equal(res.dependencies, auto.dependencies)

@@ -207,7 +207,7 @@ def test_from_model_moves_the_output_layer_off_the_last_stage_into_s_and_t():
 
     model, hardware, p = Transformer.preset("gemma-2-9b"), Hardware.preset("h100-sxm"), 7
     plain = Config.from_model(model, hardware, schedule="1f1b", devices=p, microbatches=4 * p)
-    (f, i, w, _), act, _, _ = item_costs(model, hardware, Training(pipeline_parallel=p))["L"]
+    (f, i, w, _), act, _, _, _ = item_costs(model, hardware, Training(pipeline_parallel=p))["L"]
     for name, s, t in (("vocab-2", (f + i) / p, w / p), ("vocab-1", f / p, (i + w) / p)):
         cfg = Config.from_model(model, hardware, schedule=name, devices=p, microbatches=4 * p)
         assert (cfg.s, cfg.t) == pytest.approx((s, t), rel=1e-12)

@@ -579,7 +579,7 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
     program.validate()
     cost = op_costs(program, cfg)
     if vocab.has_vocab(program):
-        return _vocab_result(program, cfg, cost)
+        return _vocab_result(program, cfg, cost, engine)
     if cfg.transfers:
         program, start, end, dep, device_end, transfers, copies = comm_engine.run(program, cfg, cost, engine)
         return Result(cfg, program, start, end, dep, cost, transfers=transfers, device_end=device_end,
@@ -595,15 +595,15 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
     return Result(cfg, program, start, end, dep, cost)
 
 
-def _vocab_result(program: Program, cfg: Config, cost: np.ndarray) -> Result:
+def _vocab_result(program: Program, cfg: Config, cost: np.ndarray, engine: str) -> Result:
     """A program with vocabulary passes: its ops wait for several others (the all-reduce
-    barriers), which only :func:`ppviz.core.vocab.run` times; transfers and offload are refused."""
+    barriers), which :func:`ppviz.core.vocab.run` times; transfers and offload are refused."""
     for name, value, what in (("topology", cfg.topology, "transfers over links"),
                               ("offload", cfg.offload, "activation offload")):
         if value is not None:
             raise ConfigError(name, value, f"leave {name} out for a program with vocabulary passes",
                               reason=f"ppviz does not yet time {what} beside the vocabulary passes' all-reduces")
-    start, end, dep, arrival = vocab.run(program, cost, cfg.comm, cfg.vocab_comm)
+    start, end, dep, arrival = vocab.run(program, cost, cfg.comm, cfg.vocab_comm, engine="kernel" if engine == "kernel" else "auto")
     return Result(cfg, program, start, end, dep, cost, arrival=arrival)
 
 

@@ -268,6 +268,32 @@ def compute(program: Program, cost: np.ndarray, comm: float | np.ndarray, dep: n
     return start, end, None if copies is None else copies.table()
 
 
+def several_inputs(program: Program, cost: np.ndarray, ptr: np.ndarray, on: np.ndarray, lag: np.ndarray):
+    """Start and end of every op of a program whose ops may wait for several others (Vocabulary
+    Parallelism's passes and barriers: ``core/vocab.py``'s ``edges`` gives op i's inputs as
+    ``on[ptr[i]:ptr[i+1]]``, each with the latency ``lag`` after its end): each device's compute
+    stream runs its ops in program order, each once every input has ended. No F&B pairs."""
+    k = Kernel()
+    streams = [k.resource() for _ in range(program.devices)]
+    for d, n in enumerate(np.diff(program.offsets).tolist()):
+        for _ in range(n):
+            k.action((streams[d],), 0.0)
+    k.duration = cost.tolist()
+    ptr_l, on_l, lag_l = ptr.tolist(), on.tolist(), lag.tolist()
+    for i in range(len(program)):
+        for e in range(ptr_l[i], ptr_l[i + 1]):
+            k.wait(i, on_l[e], lag_l[e])
+    try:
+        k.run()
+    except Stuck as stuck:
+        pos = [int(program.offsets[d]) + p for d, p in enumerate(stuck.position)]
+        # what each op waits for: its first input that never ended
+        waits = [next((on_l[e] for e in range(ptr_l[i], ptr_l[i + 1]) if stuck.end[on_l[e]] < 0), -1)
+                 for i in range(len(program))]
+        raise deadlock_error(program, pos, program.offsets[1:].tolist(), waits, stuck.end) from None
+    return np.array(k.start), np.array(k.end)
+
+
 def transfers(graph, offload=None):
     """Slot and transfer times of a program whose communication runs as transfers (a
     ``comm_engine.Graph``: its actions as slots, each device's row followed by an end slot that

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import kernel
 from .dependencies import deadlock_error, dependencies
 from .errors import ConfigError
 from .program import B, F, I, Program, VOCAB_KINDS
@@ -107,19 +108,29 @@ def edges(program: Program, comm: float, barrier: float):
     return ptr, on, lag
 
 
-def run(program: Program, cost: np.ndarray, comm: float, barrier: float):
+def run(program: Program, cost: np.ndarray, comm: float, barrier: float, *, engine: str = "auto"):
     """(start, end, dep, arrival) of every op: each device runs its ops in order, each as soon as
-    its device is free and all its inputs are ready; ``dep`` is the input that set each op's
+    its device is free and all its inputs are ready. ``dep`` is the input that set each op's
     start (its first input where none did, −1 for none), ``arrival`` when that input was ready
-    (−inf where the device was the limit)."""
+    (−inf where the device was the limit). ``engine="kernel"`` times the ops with the reference
+    kernel (:func:`ppviz.core.kernel.several_inputs`); otherwise :func:`_times`, a fast path
+    tests/test_kernel.py proves equal to it bit for bit."""
     if program.pair.any():
         raise ConfigError("program", program.name, "give a program without F&B pairs: the vocabulary passes run "
                           "beside the transformer layers' passes, not overlapped with them")
     ptr, on, lag = edges(program, comm, barrier)
+    if engine == "kernel":
+        start, end = kernel.several_inputs(program, cost, ptr, on, lag)
+    else:
+        start, end = _times(program, cost, ptr, on, lag)
+    return start, end, *_binding(program, ptr, on, lag, start, end)
+
+
+def _times(program: Program, cost: np.ndarray, ptr: np.ndarray, on: np.ndarray, lag: np.ndarray):
+    """The event loop: each device advances until an op lacks an input, and registers with it."""
     n = len(program)
     ptr_l, on_l, lag_l, cost_l = ptr.tolist(), on.tolist(), lag.tolist(), cost.tolist()
     start, end = [0.0] * n, [-1.0] * n
-    binding = [-1] * n
     waiters: dict[int, list[int]] = {}
     offsets = program.offsets.tolist()
     pos, stop = offsets[:-1], offsets[1:]
@@ -131,7 +142,7 @@ def run(program: Program, cost: np.ndarray, comm: float, barrier: float):
         t = free[d]
         i = pos[d]
         while i < stop[d]:
-            ready, by, blocked = t, -1, -1
+            ready, blocked = t, -1
             for k in range(ptr_l[i], ptr_l[i + 1]):
                 j = on_l[k]
                 e = end[j]
@@ -140,13 +151,12 @@ def run(program: Program, cost: np.ndarray, comm: float, barrier: float):
                     break
                 e += lag_l[k]
                 if e > ready:
-                    ready, by = e, j
+                    ready = e
             if blocked >= 0:
                 waiters.setdefault(blocked, []).append(d)
                 stuck_on[i] = blocked
                 break
             start[i] = ready
-            binding[i] = by
             t = ready + cost_l[i]
             end[i] = t
             runnable.extend(waiters.pop(i, ()))
@@ -156,20 +166,36 @@ def run(program: Program, cost: np.ndarray, comm: float, barrier: float):
     if any(pos[d] < stop[d] for d in range(program.devices)):
         raise deadlock_error(program, pos, stop, stuck_on + [-1], end)
     start_a = np.array(start)
-    end_a = start_a + cost
-    # a Result keeps one dependency per op, within its microbatch (the widget links a
-    # microbatch's ops): the input that set its start if it is one, else its first such input
-    mb = program.microbatch
-    bound = np.array(binding, np.int64)
-    bound[(bound >= 0) & (mb[np.maximum(bound, 0)] != mb)] = -1
-    arrival = np.where(bound >= 0, start_a, -np.inf)
+    return start_a, start_a + cost
+
+
+def _binding(program: Program, ptr, on, lag, start: np.ndarray, end: np.ndarray):
+    """(dep, arrival): the dependency a Result keeps per op, within its microbatch (the widget
+    links a microbatch's ops): the input that set its start (the first of the latest that arrived
+    after its device was free) if it is one, else its first such input; and when that input
+    arrived (−inf where the device was the limit)."""
+    n = len(program)
     waiting = np.repeat(np.arange(n), np.diff(ptr))
+    arrive = end[on] + lag
+    free = np.zeros(n)  # when each op's device was free: its previous op's end
+    later = np.ones(n, bool)
+    later[program.offsets[:-1][program.offsets[:-1] < n]] = False
+    free[later] = end[np.flatnonzero(later) - 1]
+    setters = np.flatnonzero(arrive > free[waiting])
+    setters = setters[np.lexsort((setters, -arrive[setters], waiting[setters]))]
+    head = np.ones(len(setters), bool)
+    head[1:] = waiting[setters[1:]] != waiting[setters[:-1]]
+    bound = np.full(n, -1, np.int64)
+    bound[waiting[setters[head]]] = on[setters[head]]
+    mb = program.microbatch
+    bound[(bound >= 0) & (mb[np.maximum(bound, 0)] != mb)] = -1
+    arrival = np.where(bound >= 0, start, -np.inf)
     own = np.flatnonzero(mb[on] == mb[waiting])
     first_at = np.full(n, len(on), np.int64)
     np.minimum.at(first_at, waiting[own], own)
     first = np.where(first_at < len(on), on[np.minimum(first_at, max(len(on) - 1, 0))], -1) if len(on) else \
         np.full(n, -1, np.int64)
-    return start_a, end_a, np.where(bound >= 0, bound, first), arrival
+    return np.where(bound >= 0, bound, first), arrival
 
 
 def barriers_in_order(program: Program) -> int:

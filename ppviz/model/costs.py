@@ -677,7 +677,7 @@ def vocabulary_parallel(model: Transformer, costs: StageCosts, per_item: dict, t
     pipeline group's links where the cluster is known. S holds 1/p of the layer's saved
     activation (its logits' shard) until T. Returns the costs without the layer, the Config
     fields ``s``, ``t``, ``vocab_comm`` and that activation in bytes."""
-    (f, i, w, r), act, params, (f_c, i_c, w_c, r_c) = per_item["L"]
+    (f, i, w, r), act, params, (f_c, i_c, w_c, r_c), _ = per_item["L"]  # no all-to-all: the layer has no experts
     holds = np.array(["L" in items for items in costs.layout.stages])
     embeds = np.array(["E" in items for items in costs.layout.stages])
     per_param = bytes_per_param(training.zero_stage, training.data_parallel)
@@ -689,15 +689,16 @@ def vocabulary_parallel(model: Transformer, costs: StageCosts, per_item: dict, t
     tied_copy = model.tied_embeddings and not (holds == embeds).all()
     # the last stage's own copy of a tied matrix goes too: every device holds 1/p of the one matrix
     tied = float(Fraction(model.vocab * model.hidden, tensor)) if tied_copy else 0.0
-    trimmed = StageCosts(
-        costs.layout, costs.f - holds * f, costs.i - holds * i, costs.w - holds * w, costs.recompute - holds * r,
-        costs.activation - holds * float(act),
-        costs.static - holds * (static_of["L"] + tied * float(per_param)) - embeds * static_of["E"]
+    # the layer holds no experts: the all-to-all and the experts' parameters stay as they are
+    trimmed = dataclasses.replace(
+        costs, f=costs.f - holds * f, i=costs.i - holds * i, w=costs.w - holds * w,
+        recompute=costs.recompute - holds * r, activation=costs.activation - holds * float(act),
+        static=costs.static - holds * (static_of["L"] + tied * float(per_param)) - embeds * static_of["E"]
         + shared_params * float(per_param),
-        costs.f_comm - holds * f_c, costs.i_comm - holds * i_c, costs.w_comm - holds * w_c,
-        costs.recompute_comm - holds * r_c,
-        costs.params - holds * (float(Fraction(params, tensor)) + tied) - embeds * float(Fraction(model.embedding_params(), tensor))
-        + shared_params)
+        f_comm=costs.f_comm - holds * f_c, i_comm=costs.i_comm - holds * i_c, w_comm=costs.w_comm - holds * w_c,
+        recompute_comm=costs.recompute_comm - holds * r_c,
+        params=costs.params - holds * (float(Fraction(params, tensor)) + tied)
+        - embeds * float(Fraction(model.embedding_params(), tensor)) + shared_params)
     s, t = (f + i, w) if barriers == 1 else (f, i + w)
     cluster = training.cluster
     nbytes = model.tokens * model.hidden * activations.BYTES // tensor
