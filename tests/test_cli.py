@@ -638,6 +638,36 @@ def test_a_column_several_ops_share_is_marked_and_the_width_that_shows_them_name
         "--width 28 shows each op"]  # the option and its value are not split
 
 
+def test_each_devices_tail_follows_its_row_in_characters_of_its_own():
+    # ZB-H1, p = 4, m = 8, unit costs: every device's last W runs 26..27; its reduction of 3 starts
+    # with that W (overlapped) and runs on to 29, then the optimizer (2) and the gather (1.5):
+    # the axis goes on to the step's end, 32.5, and the parts after the ops are drawn there
+    step = ppviz.Step(reduce=(3,) * 4, optimizer=(2,) * 4, gather=(1.5,) * 4)
+    res = simulate(Config(schedule="zb-h1", devices=4, microbatches=8, step=step))
+    assert res.step_time == 32.5 and res.last_op_end.tolist() == [27.0] * 4
+    assert text_gantt(res, 72).splitlines() == [
+        "dev 0 F0F1F2F3······I0W0F4I1W1F5I2W2F6I3W3F7I4W4I5W5I6W6I7W7~~~~oooo^^^",
+        "dev 1 ··F0F1F2····I0F3I1W0F4I2W1F5I3W2F6I4W3F7I5W4I6W5I7W6W7~~~~oooo^^^",
+        "dev 2 ····F0F1··I0F2I1F3I2W0F4I3W1F5I4W2F6I5W3F7I6W4I7W5W6W7~~~~oooo^^^",
+        "dev 3 ······F0I0F1I1F2I2F3I3W0F4I4W1F5I5W2F6I6W3F7I7W4W5W6W7~~~~oooo^^^",
+        "      0                                                            32.5",
+        "F forward  B backward  I input-grad  W weight-grad  # F&B pair  · idle",
+        "~ DP reduce-scatter  o optimizer  ^ DP all-gather"]
+    # without a gather the reduction is an all-reduce; without overlap it waits for the last op
+    plain = simulate(Config(schedule="zb-h1", devices=4, microbatches=8,
+                            step=ppviz.Step(reduce=(3,) * 4, optimizer=(2,) * 4, overlap_grad_reduce=False)))
+    lines = text_gantt(plain, 72).splitlines()
+    assert lines[0].endswith("W7~~~~~~oooo") and lines[-1] == "~ DP all-reduce  o optimizer"
+    # coloured, each part in its own colours
+    coloured = text_gantt(res, 72, color="truecolor")
+    theme = ppviz.charts.style.THEMES["light"]
+    for key in ("tailReduce", "tailOptimizer", "tailGather"):
+        r, g, b = (int(theme[key][i:i + 2], 16) for i in (1, 3, 5))
+        assert f"48;2;{r};{g};{b}m" in coloured
+    # a window before the tail has none, nor its legend
+    assert "~" not in text_gantt(res, 72, window=(0, 20))
+
+
 def test_run_marks_merged_columns_instead_of_dropping_ops(capsys):
     # was `dev 7 ····FBFBFBFBB4B5BFBFBF...`: device 7 alternates F and B, but most forwards are
     # narrower than a column and were dropped, and two backwards looked labelled side by side

@@ -74,3 +74,23 @@ def test_run_colours_stay_apart(deficiency):
     close = [(series[i], series[j], round(delta_e(colours[i], colours[j]), 1))
              for i, j in itertools.combinations(range(len(colours)), 2) if delta_e(colours[i], colours[j]) < SERIES_APART]
     assert not close, f"{deficiency or 'normal vision'}: run colours closer than {SERIES_APART}: {close}"
+
+
+#: a device's data-parallel tail (reduction, optimizer step, gather) beside the op kinds and one
+#: another, in every vision; their bars also differ by texture (stripes, plain, dots) and come after
+#: the ops, so their colours need less room than the op kinds' (the palettes meet 16.8 and 15.7)
+TAIL_MIN = 15.0
+TAIL = ("tailReduce", "tailOptimizer", "tailGather")
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize("deficiency", [None, *DEFICIENCIES])
+def test_the_tails_colours_stay_apart_from_the_op_kinds_and_each_other(theme, deficiency):
+    t = THEMES[theme]
+    kinds = [seen(rgb(c), deficiency) for c in t["kinds"]]
+    tail = [seen(rgb(t[key]), deficiency) for key in TAIL]
+    close = [(TAIL[i], KINDS[j], round(delta_e(a, b), 1)) for i, a in enumerate(tail) for j, b in enumerate(kinds)
+             if delta_e(a, b) < TAIL_MIN]
+    close += [(TAIL[i], TAIL[j], round(delta_e(tail[i], tail[j]), 1))
+              for i, j in itertools.combinations(range(3), 2) if delta_e(tail[i], tail[j]) < TAIL_MIN]
+    assert not close, f"{theme} theme, {deficiency or 'normal vision'}: closer than {TAIL_MIN}: {close}"

@@ -138,6 +138,17 @@ def test_options_replace_config_fields_in_every_run():
 
 # One time axis, linked views ----------------------------------------------------------------------
 
+def test_the_shared_time_axis_reaches_the_last_steps_end():
+    # a training step goes on after the ops (each device's tail): the axis runs to the step's end
+    step = ppviz.Step(reduce=(6.0,) * 4, optimizer=(2.0,) * 4)
+    a = ppviz.Config("1f1b", devices=4, microbatches=8, step=step)
+    cmp = ppviz.compare([a, a.replace(schedule="zb-h1")])
+    ends = [r.step_end for r in cmp.results]
+    assert cmp.time_extent == max(ends) > max(r.makespan for r in cmp.results)
+    # 1F1B: device 0's last B ends at 33; its reduction of 6 runs 31..37, its optimizer to 39
+    assert cmp.results[0].step_end == 39.0 == cmp.results[0].step_time
+
+
 def test_the_gantt_charts_share_one_time_axis_the_longest_makespan(five):
     cmp = five.comparison
     makespans = [r.makespan for r in cmp.results]

@@ -728,3 +728,107 @@ def test_a_pairs_time_is_in_the_title():
     res = simulate(cfg("dualpipe", p=8, m=16, fb=2.2))
     assert "f=1 b=1 w=1 fb=2.2 · " in title_text(charts.gantt_chart(res).to_dict())
     assert "fb=" not in title_text(charts.gantt_chart(simulate(cfg("1f1b"))).to_dict())
+
+
+# A training step: each device's tail, each op's TP share, the step's figures ------------------
+
+def stepped(**step):
+    # 1F1B, p = 4, m = 8: device 0's last B runs 31..33; a reduction of 5 starts with it
+    return Config("1f1b", devices=4, microbatches=8, time_unit="ms",
+                  step=ppviz.Step(reduce=(5.0,) * 4, optimizer=(1.0,) * 4, gather=(0.5,) * 4, **step))
+
+
+def tail_pieces(res):
+    """Each tail part as drawn, from Result.tails: its stretch under its device's ops (a band),
+    then the rest (a bar), with the part's own start and end."""
+    t = res.tails
+    hidden = t.hidden(res.last_op_end)
+    out = []
+    for d, kind, a, b, h in zip(t.device.tolist(), t.kind.tolist(), t.start.tolist(), t.end.tolist(), hidden.tolist()):
+        split = min(b, a + h)
+        out += [(d, kind, under, lo, hi, a, b) for lo, hi, under in ((a, split, True), (split, b, False)) if hi > lo]
+    return sorted(out)
+
+
+def test_each_devices_tail_is_drawn_after_its_ops_at_its_times():
+    res = simulate(stepped())
+    spec = charts.gantt_chart(res, window="all").to_dict()
+    rows = rows_with(spec, "part_start")
+    drawn = sorted((r["device"], r["paint"], r["under"], r["start"], r["end"], r["part_start"], r["part_end"])
+                   for r in rows)
+    assert drawn == tail_pieces(res)
+    # by hand: device 0 reduces 31..36, under its last B until 33; then its optimizer and gather
+    assert [row for row in drawn if row[0] == 0] == [
+        (0, "gather", False, 37.0, 37.5, 37.0, 37.5), (0, "optimizer", False, 36.0, 37.0, 36.0, 37.0),
+        (0, "reduce", False, 33.0, 36.0, 31.0, 36.0), (0, "reduce", True, 31.0, 33.0, 31.0, 36.0)]
+    assert {r["part"] for r in rows} == {"gradient reduce-scatter", "optimizer step", "parameter all-gather"}
+    # the time axis runs to the step's end (37.5), marked with the step time; idle to it after a tail
+    assert res.step_time == 37.5
+    assert rows_with(spec, "t") == [{"t": 37.5, "text": "step 37.5 ms"}]  # its rule and its text
+    assert {x["encoding"]["x"]["scale"]["domain"][1] for x in layers(spec)
+            if "x" in x.get("encoding", {}) and "scale" in x["encoding"]["x"]
+            and "domain" in x["encoding"]["x"]["scale"]} == {37.5}
+    assert (3, 27.0, 37.5) in {(g["device"], g["start"], g["end"]) for g in gap_rows(spec)}  # idle under its tail, to the end
+    # in the legend, in the theme's colours
+    legend = legend_of(spec)
+    names = dict(re_pairs(legend["legend"]["labelExpr"]))
+    assert [names[v] for v in legend["legend"]["values"] if v in ("reduce", "optimizer", "gather")] == [
+        "gradient reduce-scatter (DP tail)", "optimizer step (DP tail)", "parameter all-gather (DP tail)"]
+    assert ("after each device's ops, its data-parallel tail: gradient reduce-scatter (a band under the bars where "
+            "it overlaps the last backwards), optimizer step, parameter all-gather") in title_text(spec)
+    fills = dict(zip(legend["scale"]["domain"], legend["scale"]["range"]))
+    assert [fills[k] for k in ("reduce", "optimizer", "gather")] == [
+        THEMES["light"][k] for k in ("tailReduce", "tailOptimizer", "tailGather")]
+
+
+def test_a_reductions_stripes_and_a_gathers_dots_stay_inside_their_bars():
+    res = simulate(stepped(overlap_grad_reduce=False))
+    spec = charts.gantt_chart(res, window="all", width=900).to_dict()
+    bars = [r for r in rows_with(spec, "part_start") if not r["under"]]
+    assert not any(r["under"] for r in rows_with(spec, "part_start"))  # nothing overlaps without overlap
+    strokes = [r for x in layers(spec) if x["rows"] and {"x2", "ink"} <= set(x["rows"][0]) for r in x["rows"]]
+    dots = [r for x in layers(spec) if x["rows"] and set(x["rows"][0]) == {"x", "y", "ink"} for r in x["rows"]]
+    assert strokes and dots
+    px, row = 900 / res.step_time, int(np.clip(480 // 4, 16, 34))
+
+    def inside(kind, x, y):
+        return any(b["paint"] == kind and b["start"] - 1e-9 <= x <= b["end"] + 1e-9 and b["device"] <= y <= b["device"] + 1
+                   for b in bars)
+
+    for s in strokes:
+        assert inside("reduce", s["x"], s["y"]) and inside("reduce", s["x2"], s["y2"])
+        assert (s["x2"] - s["x"]) * px == pytest.approx((s["y2"] - s["y"]) * row)  # 45°, down to the right
+    assert all(inside("gather", d["x"], d["y"]) for d in dots)
+
+
+def test_each_ops_tp_share_is_a_band_as_long_as_its_traffic():
+    res = simulate(Config.from_model(ppviz.Transformer.preset("llama-3-70b"), ppviz.Hardware.preset("h100-sxm"),
+                                     schedule="zb-h1", devices=4, microbatches=8, tensor_parallel=8, data_parallel=2))
+    spec = charts.gantt_chart(res, window="all").to_dict()
+    ops = {(r["device"], r["start"]): r for r in op_rows(spec)}
+    tp = rows_with(spec, "traffic")
+    column = {"F": 0, "B": 1, "I": 2, "W": 3}
+    with_traffic = [r for r in ops.values() if res.traffic[r["stage"], column[r["kind"]]] > 0]
+    o = res.ops
+    assert len(tp) == len(with_traffic) == int((res.traffic[o.stage, [column[k] for k in o.kind]] > 0).sum()) > 0
+    for band in tp:
+        op = ops[band["device"], band["start"]]
+        traffic = float(res.traffic[op["stage"], column[op["kind"]]])
+        assert band["traffic"] == traffic and band["tp_end"] == op["start"] + traffic
+        assert band["share"] == traffic / (op["end"] - op["start"]) and band["of_op"] == op["op"]
+    names = dict(re_pairs(legend_of(spec)["legend"]["labelExpr"]))
+    assert names["tp"] == "TP/EP traffic share"
+    assert "the dark band along a bar's top: the share of the op spent in TP/EP collectives" in title_text(spec)
+    # the step card's figures in the subtitle, as the summary gives them
+    worst = int(np.argmax(res.tail))
+    parts = res.breakdown.iloc[worst]
+    ms = lambda x: number(float(x), "ms")  # noqa: E731
+    assert (f"step {ms(res.step_time)} · MFU {share(res.mfu)} · {number(res.tokens_per_second)} tokens/s · device "
+            f"{worst} (the longest tail): compute {ms(parts.compute)}, TP/EP traffic {ms(parts.tp_comm)}, P2P wait "
+            f"{ms(parts.p2p_wait)}, DP tail {ms(parts.dp_tail)}, idle {ms(parts.idle)}") in title_text(spec)
+
+
+def test_a_run_without_a_step_has_no_tail_nor_step_mark():
+    spec = charts.gantt_chart(simulate(cfg("1f1b")), window="all").to_dict()
+    assert rows_with(spec, "part_start") == [] and rows_with(spec, "traffic") == []
+    assert "step " not in title_text(spec)

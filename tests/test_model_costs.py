@@ -466,7 +466,23 @@ def test_the_widget_is_told_the_step_and_the_longest_tails_split():
     step = describe(res)["step"]
     worst = int(np.argmax(res.tail))
     row = res.breakdown.iloc[worst]
+    tail = step.pop("tail")
     assert step == {"time": res.step_time, "mfu": res.mfu, "tokens_per_second": res.tokens_per_second,
                     "device": worst, "compute": row.compute, "tp_comm": row.tp_comm, "p2p_wait": row.p2p_wait,
-                    "idle": row.idle, "dp_tail": row.dp_tail}
+                    "idle": row.idle, "dp_tail": row.dp_tail, "setup": 0.0, "end": res.step_time,
+                    "overlap_grad_reduce": True, "overlap_param_gather": True,
+                    "names": {"reduce": "gradient reduce-scatter", "optimizer": "optimizer step",
+                              "gather": "parameter all-gather"}}
+    # each device's tail as the chart draws it: Result.tails, exactly, and how much of each part runs
+    # under the device's ops (the reductions, overlapped with the last backwards)
+    t = res.tails
+    assert tail["device"] == t.device.tolist() and tail["stage"] == t.stage.tolist()
+    assert tail["kind"] == t.kind.tolist() and set(tail["kind"]) == {"reduce", "optimizer"}  # the gather overlaps
+    assert tail["start"] == t.start.tolist() and tail["end"] == t.end.tolist()
+    assert tail["time"] == [res.config.step.reduce[s] if k == "reduce" else e - b
+                            for s, k, b, e in zip(t.stage, t.kind, t.start, t.end)]
+    last = res.ops.end[res.ops.device == 0].max()
+    first = t.device == 0
+    assert tail["hidden"][int(np.flatnonzero(first)[0])] == min(t.end[first][0], last) - t.start[first][0] > 0
+    assert tail["hidden"] == t.hidden(res.last_op_end).tolist()
     assert describe(simulate(Config(schedule="1f1b", devices=4, microbatches=8)))["step"] is None

@@ -88,6 +88,8 @@ def test_the_set_up_before_the_ops_counts_once_in_the_step():
     plain = simulate(one_f_one_b())
     np.testing.assert_array_equal(res.ops.start, plain.ops.start)
     assert res.step_time == plain.step_time + 4.0 == 38.5 and res.tail.tolist() == plain.tail.tolist()
+    # on the ops' time axis, where every picture's ends, the step ends with the last tail
+    assert res.step_end == plain.step_end == 34.5 and simulate(Config("1f1b")).step_end == simulate(Config("1f1b")).makespan
     assert "  step time        38.5 ms   set-up 4 ms before the ops, data-parallel tail up to 1.5 ms (device 0: " \
            "gradient reduction 2 ms, optimizer 1 ms, gather 0.5 ms)" in res.summary().splitlines()
 
@@ -140,3 +142,44 @@ def test_tails_on_random_runs(cfg, reduce, optimizer, gather, overlap, overlap_g
         assert math.isclose(float(t.duration[mine & (t.kind != "reduce")].sum()), expected, rel_tol=1e-9, abs_tol=1e-9)
     if reduce == optimizer == 0 and (gather == 0 or overlap_gather):
         assert res.step_time == res.makespan
+
+
+def test_a_part_runs_under_the_devices_ops_only_while_they_run():
+    # device 0's reduction of 2 runs 31..33 with its last B (which ends at 33): all of it under
+    # the ops; its optimizer step and gather after them. Without overlap, none of it is.
+    res = simulate(one_f_one_b())
+    assert res.last_op_end.tolist() == [33.0, 31.0, 29.0, 27.0]
+    hidden = res.tails.hidden(res.last_op_end)
+    assert hidden[res.tails.device == 0].tolist() == [2.0, 0.0, 0.0]
+    late = simulate(Config("1f1b", devices=4, microbatches=8, step=Step(reduce=(5.0,) * 4)))
+    # 31..36 beside a last op that ends at 33: 2 under it, 3 after
+    assert late.tails.hidden(late.last_op_end)[late.tails.device == 0].tolist() == [2.0]
+    plain = simulate(one_f_one_b(overlap_grad_reduce=False))
+    assert not plain.tails.hidden(plain.last_op_end).any()
+
+
+def test_the_reduction_is_named_by_the_optimizer_that_follows_it():
+    assert Step(reduce=(1.0,), gather=(0.5,)).reduction == "reduce-scatter"
+    assert Step(reduce=(1.0,), gather=(0.0,)).reduction == Step(reduce=(1.0,)).reduction == "all-reduce"
+    step = Step(reduce=(1.0,), gather=(0.5,))
+    assert [step.part_name(k) for k in ("reduce", "optimizer", "gather")] == [
+        "gradient reduce-scatter", "optimizer step", "parameter all-gather"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(configs(), st.floats(0, 5), st.floats(0, 3), st.booleans())
+def test_what_runs_under_the_ops_is_a_reductions_stretch_before_the_last_op_ends(cfg, reduce, optimizer, overlap):
+    if cfg.spec.forward_only or cfg.schedule == "custom":
+        return
+    S = cfg.stages
+    res = simulate(cfg.replace(step=Step(reduce=(reduce,) * S, optimizer=(optimizer,) * S, overlap_grad_reduce=overlap)))
+    t = res.tails
+    hidden = t.hidden(res.last_op_end)
+    last = res.last_op_end[t.device]
+    assert (hidden >= 0).all() and (hidden <= t.end - t.start + 1e-12).all()
+    assert (t.start + hidden <= np.maximum(last, t.start) + 1e-9).all()
+    # the rest of a part runs after its device's last op
+    assert np.allclose(np.maximum(t.end - np.maximum(t.start, last), 0), t.end - t.start - hidden, atol=1e-9)
+    assert not hidden[t.kind != "reduce"].any()
+    if not overlap:
+        assert not hidden.any()

@@ -37,6 +37,7 @@ import { Scale, fullView, ticks } from "./scale";
 import { drawOverviewLabel, drawOverviewWindow, overviewRows } from "./overview";
 import { SHADE_LEVELS, SHADE_ORDER, type Palette } from "./theme";
 import { drawLaneSelection, drawLanes } from "./transfers";
+import { drawTail, drawTailOverview, stepEnd } from "./tail";
 
 export { FONT };
 
@@ -69,6 +70,8 @@ export interface Scene {
   hoverTransfer?: number;
   /** how far the rows are scrolled in their viewport (px; 0 when they all show) */
   scroll?: number;
+  /** the data-parallel tail part under the pointer (tail.ts), -1 for none */
+  hoverTail?: number;
 }
 
 export interface DrawStats {
@@ -79,6 +82,8 @@ export interface DrawStats {
   labels: number;
   /** gutter labels that did not fit and end in "…" */
   clipped: number;
+  /** data-parallel tail parts in view (tail.ts) */
+  tail?: number;
 }
 
 /** The colour slots: F, I/B, W, F&B, S, T (a palette's kinds). */
@@ -103,6 +108,8 @@ export const VECTOR_MIN_PX = 14;
  * about 10 µs of raster each with its label, so this many stay within a few ms). */
 export const VECTOR_ALL_OPS = 500;
 const ROUND_MIN_PX = 6;
+/** the TP share's band: this share of a bar's height, along its top (the static chart's too) */
+export const TP_BAND = 0.24;
 const GAP_MIN_PX = 4;
 export const LABEL_PAD_PX = 5;
 
@@ -138,6 +145,8 @@ export class DrawCache {
   batches = Array.from({ length: SLOT_COUNT * SHADE_LEVELS }, () => new Batch());
   /** vector bars of later chunks: the geometry in `chunked`, [chunk of F, of B, slot, shade] in `chunkCodes` */
   chunked = new Batch();
+  /** the TP share's band along the top of each vector bar whose op spends time in TP/EP collectives */
+  tp = new Batch();
   /** direction bands of a bidirectional placement: two rows per device (top: down, bottom: up) */
   bands: Strip | null = null;
   chunkCodes: number[] = [];
@@ -328,6 +337,14 @@ function drawOps(ctx: CanvasRenderingContext2D, s: Scene): DrawStats & { labelLi
       ctx.fill();
     }
   }
+  if (cache.tp.n) {
+    ctx.fillStyle = P.tpShare;
+    ctx.beginPath();
+    const buf = cache.tp.buf;
+    // the bar's top-left corner is round: so is the band's
+    for (let q = 0; q < cache.tp.n; q += 4) ctx.roundRect(buf[q], buf[q + 1], buf[q + 2], buf[q + 3], [2.5, 0, 0, 0]);
+    ctx.fill();
+  }
   const g = cache.chunked.buf;
   const codes = cache.chunkCodes;
   for (let q = 0, c = 0; q < cache.chunked.n; q += 4, c += 4) {
@@ -365,7 +382,11 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene, overview = false):
   const labelled = !overview && h >= 12;
   const segments = segmentsOf(s.meta);
   const chunked = !overview && tl.chunks > 1;
+  // an op's tensor/expert-parallel traffic (Result.traffic: per stage, [F, B, I, W]); a pair has none of its own
+  const traffic = overview ? null : s.meta.traffic ?? null;
+  const tpHeight = Math.max(2, Math.round(h * TP_BAND));
   if (!overview) {
+    s.cache.tp.n = 0;
     s.cache.chunked.n = 0;
     s.cache.chunkCodes.length = 0;
     for (const b of batches) b.n = 0;
@@ -408,6 +429,12 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene, overview = false):
         rects++;
         if (visible >= vectorMin) {
           batches[slot * SHADE_LEVELS + shade].push(xl, y, drawn, h);
+          const tp = traffic && !(f & FLAG_PAIR_F) ? traffic[tl.stage[k - 1]]?.[f & KIND_MASK] ?? 0 : 0;
+          if (tp > 0) {
+            // the share of the op's length its collectives take, from its start
+            const tr = Math.min(xl + drawn, xa + Math.min(tp, dur[k - 1]) * k0);
+            if (tr > xl) s.cache.tp.push(xl, y, tr - xl, tpHeight);
+          }
           if (chunked) {
             const chunkF = chunkOf(tl, k - 1);
             const chunkB = f & FLAG_PAIR_F ? chunkOf(tl, k) : chunkF;
@@ -608,7 +635,8 @@ function drawDevice(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.strokeRect(L.plotLeft + 0.75, L.rowTop[d] - 0.75, L.plotRight - L.plotLeft - 1.5, L.rowHeight + 1.5);
 }
 
-/** Where the run ends, when the shared axis goes on past its makespan: a dashed line. */
+/** Where the run ends: a dashed line at its step's end (after every device's data-parallel tail),
+ * or at its makespan when the shared axis goes on past it. */
 function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
   const x = endX(s);
   if (x === null) return;
@@ -623,27 +651,41 @@ function drawEnd(ctx: CanvasRenderingContext2D, s: Scene): void {
   ctx.setLineDash([]);
 }
 
-/** The end line's x, or null when there is none in view. */
+/** The end line's x, or null when there is none in view: a step's end is always marked, a
+ * pipeline's makespan where the axis goes on past it. */
 function endX(s: Scene): number | null {
   const { layout: L, scale, meta } = s;
-  if (!(s.extent > meta.makespan * (1 + 1e-9))) return null;
-  const x = crisp(scale.x(meta.makespan));
-  return x < L.plotLeft || x > L.plotRight ? null : x;
+  const step = stepEnd(meta);
+  if (step === null && !(s.extent > meta.makespan * (1 + 1e-9))) return null;
+  const at = scale.x(step ?? meta.makespan);
+  // at the axis's end (a step's end is the extent) the line stays just inside the plot
+  return at < L.plotLeft || at > L.plotRight + 1 ? null : crisp(Math.min(at, L.plotRight - 1));
 }
 
-/** "end 54.8 ms" beside the end line, never over a bar: right of it, where this run has ended,
- * when there is room; else on the time axis under it, over the tick labels it hides. */
-function drawEndLabel(ctx: CanvasRenderingContext2D, s: Scene): void {
+/** Where the end label goes: right of the end line, where this run has ended, when there is
+ * room; else on the time axis under it (`onAxis`: the ticks' labels it would cover are left out). */
+function endLabelBox(ctx: CanvasRenderingContext2D, s: Scene): { text: string; x: number; y: number; w: number; onAxis: boolean } | null {
   const x = endX(s);
-  if (x === null) return;
-  const { layout: L, palette: P, meta } = s;
-  const text = `end ${number(meta.makespan, meta.time_unit)}`;
+  if (x === null) return null;
+  const { layout: L, meta } = s;
+  const text = meta.step ? `step ${number(meta.step.time, meta.time_unit)}` : `end ${number(meta.makespan, meta.time_unit)}`;
   ctx.font = `600 ${PX.label}px ${FONT}`;
   const w = ctx.measureText(text).width;
   const right = L.plotRight - x - 8 >= w;
-  const tx = right ? x + 5 : Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w);
-  const y = right ? (L.ganttTop + L.ganttBottom) / 2 : L.axisTop + 14;
-  // on a patch of background: a highlighted row's outline, or the ticks' labels, go under it
+  return {
+    text, w, onAxis: !right,
+    x: right ? x + 5 : Math.min(Math.max(x - w / 2, L.plotLeft), L.plotRight - w),
+    y: right ? (L.ganttTop + L.ganttBottom) / 2 : L.axisTop + 14,
+  };
+}
+
+/** "end 54.8 ms" (or "step 3.08 s", a training step's time) beside the end line, never over a bar. */
+function drawEndLabel(ctx: CanvasRenderingContext2D, s: Scene): void {
+  const box = endLabelBox(ctx, s);
+  if (!box) return;
+  const { palette: P } = s;
+  const { text, x: tx, y, w } = box;
+  // on a patch of background: a highlighted row's outline goes under it
   ctx.fillStyle = P.background;
   ctx.fillRect(tx - 3, y - 8, w + 6, 16);
   ctx.fillStyle = P.muted;
@@ -694,11 +736,14 @@ function drawAxis(ctx: CanvasRenderingContext2D, s: Scene, tk: { step: number; v
   ctx.textBaseline = "top";
   ctx.textAlign = "center";
   let lastRight = -Infinity;
+  const end = endLabelBox(ctx, s);
+  const hidden = end?.onAxis ? [end.x - 6, end.x + end.w + 6] : null;
+  ctx.font = `${PX.label}px ${FONT}`;
   for (const t of tk.values) {
     const text = tickLabel(t, tk.step);
     const x = Math.min(Math.max(scale.x(t), L.plotLeft + 8), L.plotRight - 8);
     const w = ctx.measureText(text).width;
-    if (x - w / 2 < lastRight + 6) continue;
+    if (x - w / 2 < lastRight + 6 || (hidden && x + w / 2 > hidden[0] && x - w / 2 < hidden[1])) continue;
     ctx.fillText(text, x, y + 8);
     lastRight = x + w / 2;
   }
@@ -838,7 +883,7 @@ function drawOverviewBars(ctx: CanvasRenderingContext2D, s: Scene): void {
   const width = Math.round((L.plotRight - L.plotLeft) * dpr);
   const rows = overviewRows(L);
   ctx.fillStyle = P.laneIdle;
-  const end = Math.min(L.plotRight, full.x(s.meta.makespan));
+  const end = Math.min(L.plotRight, full.x(Math.max(s.meta.makespan, stepEnd(s.meta) ?? 0)));
   for (const [top, height] of rows) ctx.fillRect(L.plotLeft, top, end - L.plotLeft, height);
   const strip = cache.overviewStrip!.canvas;
   if (rows.length === tl.devices) {
@@ -850,6 +895,7 @@ function drawOverviewBars(ctx: CanvasRenderingContext2D, s: Scene): void {
     ctx.drawImage(strip, 0, 0, width, tl.devices, L.plotLeft, L.overviewTop, width / dpr, L.overviewHeight);
   }
   ctx.imageSmoothingEnabled = true;
+  drawTailOverview(ctx, s.meta, P, rows, (t) => full.x(t), tl.devices);
 }
 
 /** Paint the whole frame; the context is already scaled to CSS pixels. */
@@ -862,7 +908,8 @@ export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
     drawOverviewBars(ctx, s);
     drawOverviewWindow(ctx, s);
   }
-  const idleRight = Math.min(L.plotRight, s.scale.x(s.meta.makespan));
+  // a device idles until the step ends, after its tail (Result.breakdown counts it so)
+  const idleRight = Math.min(L.plotRight, s.scale.x(Math.max(s.meta.makespan, stepEnd(s.meta) ?? 0)));
   inRowsViewport(ctx, s, L.plotLeft, L.plotRight, () => {
     ctx.fillStyle = s.hatch ?? P.laneIdle;
     for (let d = 0; d < L.devices; d++) ctx.fillRect(L.plotLeft, L.rowTop[d], idleRight - L.plotLeft, L.rowHeight);
@@ -875,6 +922,8 @@ export function draw(ctx: CanvasRenderingContext2D, s: Scene): DrawStats {
     Object.assign(stats, bars);
     if (s.overlay) drawOverlay(ctx, s, s.overlay);
     stats.labels = drawLabels(ctx, labelList, barLabelPx(L.rowHeight));
+    ctx.font = `600 ${PX.label}px ${FONT}`;
+    stats.tail = drawTail(ctx, { meta: s.meta, layout: L, scale: s.scale, palette: P, hoverTail: s.hoverTail });
     const lanes = { ...s, cache: s.cache, hoverTransfer: s.hoverTransfer ?? -1 };
     drawLanes(ctx, lanes);
     drawFuture(ctx, s);

@@ -81,6 +81,28 @@ export interface Step {
   p2p_wait: number;
   idle: number;
   dp_tail: number;
+  /** the set-up before the ops (t = 0), and where the step ends on the ops' time axis: time − setup */
+  setup: number;
+  end: number;
+  overlap_grad_reduce: boolean;
+  overlap_param_gather: boolean;
+  /** each tail part's name by kind ("gradient all-reduce", "optimizer step", "parameter all-gather") */
+  names: Record<string, string>;
+  /** each device's tail, a part per row (Result.tails) */
+  tail: TailColumns;
+}
+
+/** The tail parts, as columns (ppviz/widgets/wire.py, `_step`): a reduction's stage (-1 for the
+ * device's optimizer step and gather), its own time (a reduction's collective), and how long it
+ * runs under the device's pipeline ops. */
+export interface TailColumns {
+  device: number[];
+  stage: number[];
+  kind: string[];
+  start: number[];
+  end: number[];
+  time: number[];
+  hidden: number[];
 }
 
 /** The transfers' setting and totals (ppviz/widgets/wire.py, `_communication`). */

@@ -59,6 +59,9 @@ export const CSS = `
   background-image: repeating-linear-gradient(135deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px),
     repeating-linear-gradient(45deg, var(--ppviz-chunk-ink) 0 1.3px, transparent 1.3px 4.2px);
 }
+.ppviz-swatch-tp { background-image: linear-gradient(var(--ppviz-tp), var(--ppviz-tp)); background-size: 45% 40%; background-repeat: no-repeat; }
+.ppviz-tail-reduce { background-image: repeating-linear-gradient(45deg, color-mix(in srgb, currentColor 45%, transparent) 0 1.25px, transparent 1.25px 5px); }
+.ppviz-tail-gather { background-image: radial-gradient(color-mix(in srgb, currentColor 45%, transparent) 0 1.1px, transparent 1.3px); background-size: 5px 5px; }
 .ppviz-chunk-4 { background-image: radial-gradient(var(--ppviz-chunk-ink) 0 1px, transparent 1.2px); background-size: 4px 4px; }
 .ppviz-busy {
   position: absolute; left: 50%; top: 40px; transform: translateX(-50%); z-index: 3; pointer-events: none;

@@ -40,6 +40,12 @@ export interface Palette {
   oomFill: string;
   /** the static memory (parameters, gradients, optimizer) under a lane's activations */
   memoryStatic: string;
+  /** each device's data-parallel tail (tail.ts): the gradient reduction, the optimizer step, the parameter gather */
+  tailReduce: string;
+  tailOptimizer: string;
+  tailGather: string;
+  /** the share of an op spent in tensor/expert-parallel collectives: a darker band inside its bar */
+  tpShare: string;
 }
 
 export const SHADE_LEVELS = style.shadeLevels;
@@ -123,6 +129,10 @@ function fromStyle(name: ThemeName, t: StyleTheme): Palette {
     oom: rest.oom,
     oomFill: rest.oomFill,
     memoryStatic: rest.memoryStatic,
+    tailReduce: rest.tailReduce,
+    tailOptimizer: rest.tailOptimizer,
+    tailGather: rest.tailGather,
+    tpShare: rest.tpShare,
   };
   return build(name, base, shadeToward, shadeSteps);
 }

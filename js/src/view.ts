@@ -26,6 +26,7 @@ import {
 } from "./overlay";
 import { KEY_ZOOM, keyAction, wheelAction } from "./input";
 import { type LaneHalf, describeTransfer, hitTransfer, transferBox, transferLegend } from "./transfers";
+import { describeTail, pieceBox, stepEnd, tailAt, tailLegend, tailOf, tailPieces, tpLegend } from "./tail";
 
 
 /** Hooks for tests and benchmarks, on the root element as `root.ppviz`. */
@@ -36,6 +37,8 @@ export interface DebugHooks {
   hit(clientX: number, clientY: number): number;
   /** transfer i's box (client pixels) in its sender's (out) or receiver's (in) lane, or null when the lanes are hidden */
   transferBox(i: number, half: LaneHalf): { x: number; y: number; width: number; height: number } | null;
+  /** data-parallel tail part i's boxes (client pixels): its band under the ops, then its bar after them */
+  tailBoxes(i: number): { x: number; y: number; width: number; height: number; under: boolean }[];
   /** ms to decode the last data, to load it (decoding, header, legend), and to draw it the first
    * time (the draw, and the whole first paint with its layout and opening window); when
    * (performance.now()) it arrived and was first painted */
@@ -94,6 +97,8 @@ export class GanttView {
   private hover = -1;
   /** the transfer under the pointer, -1 for none */
   private hoverTransfer = -1;
+  /** the data-parallel tail part under the pointer, -1 for none */
+  private hoverTail = -1;
   /** this view draws the transfer lanes (when its result has transfers); the legend's switch */
   private showTransfers = true;
   private memoryHover: { device: number; t: number } | null = null;
@@ -327,12 +332,13 @@ export class GanttView {
 
   // Time window ------------------------------------------------------------------------
 
-  /** The time axis spans [0, extent]: the makespan, or the comparison's longest one. */
+  /** The time axis spans [0, extent]: the makespan (the step's end, after every device's tail,
+   * for a training step), or the comparison's longest one. */
   private extent(): number {
     const shared = Number(this.model.get("time_extent"));
     // an overlay's simulation may end after the measured run: its ghosts stay on the axis
     const simulated = this.overlay ? overlaySummary(this.meta)?.pipeline_time[1] ?? 0 : 0;
-    return Math.max(this.meta?.makespan ?? 0, simulated, Number.isFinite(shared) ? shared : 0);
+    return Math.max(this.meta?.makespan ?? 0, stepEnd(this.meta) ?? 0, simulated, Number.isFinite(shared) ? shared : 0);
   }
 
   /** The model's time window inside this chart's extent (all of it for []). */
@@ -422,6 +428,12 @@ export class GanttView {
   private fillLegend(): void {
     const compact = this.compact();
     fillLegend(this.legend, this.tl, this.palette, compact);
+    const hint = this.legend.querySelector(".ppviz-legend-hint");
+    if (this.meta) {
+      for (const item of [...tpLegend(this.palette, this.meta, compact), ...tailLegend(this.palette, this.meta, compact)]) {
+        this.legend.insertBefore(item, hint);
+      }
+    }
     if (!this.tl?.transfers.count) return;
     const items = transferLegend(this.palette, this.showTransfers, compact, (on) => {
       this.showTransfers = on;
@@ -430,7 +442,6 @@ export class GanttView {
       this.fillLegend();
       this.requestDraw();
     }, this.tl.transfers);
-    const hint = this.legend.querySelector(".ppviz-legend-hint");
     for (const item of items) this.legend.insertBefore(item, hint);
   }
 
@@ -495,6 +506,9 @@ export class GanttView {
     data.clipped = String(stats.clipped);
     data.memory = layout.heat ? "heat" : layout.memTop.length ? "lanes" : "none";
     data.transfers = tl.transfers.count ? (layout.laneHeight ? "shown" : "hidden") : "none";
+    // the data-parallel tail parts drawn (in view), of the step's
+    data.tail = String(stats.tail ?? 0);
+    data.tailParts = String(tailOf(meta)?.device.length ?? 0);
     data.overview = layout.overviewHeight ? "shown" : "none";
     const [first, last] = rowsInView(layout, this.rowScroll);
     data.rows = `${first}-${last}`;
@@ -522,6 +536,7 @@ export class GanttView {
       selectedDevice: this.int("selected_device"),
       hover: this.hover,
       hoverTransfer: this.hoverTransfer,
+      hoverTail: this.hoverTail,
       memoryHover: this.memoryHover,
       cursor: this.replay.cursor,
       extent: this.extent(),
@@ -677,9 +692,10 @@ export class GanttView {
       if (this.drag) return;
       this.hideTooltip();
       this.pointerX = null;
-      if (this.hover !== -1 || this.memoryHover || this.hoverTransfer !== -1) {
+      if (this.hover !== -1 || this.memoryHover || this.hoverTransfer !== -1 || this.hoverTail !== -1) {
         this.hover = -1;
         this.hoverTransfer = -1;
+        this.hoverTail = -1;
         this.memoryHover = null;
         this.requestDraw();
       }
@@ -741,21 +757,26 @@ export class GanttView {
     this.canvas.classList.toggle("ppviz-resize", grip === "left" || grip === "right");
     this.canvas.classList.toggle("ppviz-grab", grip === "move");
     this.pointerX = layout && inPlot(layout, x) && !overview ? x : null;
-    const op = overview ? -1 : this.opAt(x, y);
-    this.canvas.classList.toggle("ppviz-pointing", grip === "jump" || op >= 0 ||
+    // a tail's band runs along the bottom of the ops it overlaps: it is hit before them
+    const tail = overview || !layout || !this.meta ? -1 : tailAt(this.meta, layout, this.scale()!, x, y, 3, this.rowScroll);
+    const op = overview || tail >= 0 ? -1 : this.opAt(x, y);
+    this.canvas.classList.toggle("ppviz-pointing", grip === "jump" || op >= 0 || tail >= 0 ||
       (layout !== null && labelAt(layout, x, y, this.rowScroll) >= 0));
     const lane = layout && this.pointerX !== null ? laneAt(layout, y, this.rowScroll) : null;
     const memoryAt = lane?.area === "memory" && this.mem && this.meta ? this.scale()!.t(x) : null;
-    const transfer = op < 0 && lane?.area === "transfer" && this.tl
+    const transfer = op < 0 && tail < 0 && lane?.area === "transfer" && this.tl
       ? hitTransfer(this.tl, layout!, this.scale()!, x, y, 3, this.rowScroll) : -1;
-    if (op !== this.hover || memoryAt !== this.memoryHover?.t || transfer !== this.hoverTransfer) {
+    if (op !== this.hover || memoryAt !== this.memoryHover?.t || transfer !== this.hoverTransfer ||
+        tail !== this.hoverTail) {
       this.hover = op;
       this.hoverTransfer = transfer;
+      this.hoverTail = tail;
       this.memoryHover = memoryAt === null ? null : { device: lane!.device, t: memoryAt };
       this.requestDraw();
     }
     const content = op >= 0 && this.tl && this.meta ? describeOp(this.tl, this.meta, op)
       : transfer >= 0 && this.tl && this.meta ? describeTransfer(this.tl, this.meta, transfer)
+      : tail >= 0 && this.meta ? describeTail(this.meta, tail)
       : this.memoryHover && this.mem && this.meta ? describeMemory(this.mem, this.meta, this.memoryHover.device, this.memoryHover.t)
         : null;
     if (!content) {
@@ -883,6 +904,17 @@ export class GanttView {
         const b = transferBox({ tl, layout, scale }, i, half);
         const r = this.canvas.getBoundingClientRect();
         return { x: r.left + b.x, y: r.top + b.y - this.rowScroll, width: b.w, height: b.h };
+      },
+      tailBoxes: (i) => {
+        const t = tailOf(this.meta);
+        const scale = this.scale();
+        const L = this.layout;
+        if (!t || !scale || !L || i < 0 || i >= t.device.length) return [];
+        const r = this.canvas.getBoundingClientRect();
+        return tailPieces(t, i).map((piece) => {
+          const b = pieceBox(L, scale, t, piece);
+          return { x: r.left + b.x, y: r.top + b.y - this.rowScroll, width: b.w, height: b.h, under: piece.under };
+        });
       },
       getScroll: () => this.rowScroll,
       setScroll: (px) => {

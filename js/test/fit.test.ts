@@ -221,7 +221,8 @@ describe("the step card", () => {
   it("gives the training step, its MFU and the longest tail's split; none without a step", () => {
     const header = document.createElement("div");
     const step = { time: 5264.2, mfu: 0.379, tokens_per_second: 199190, device: 7, compute: 3218.4, tp_comm: 1155.9,
-      p2p_wait: 11.3, idle: 873.9, dp_tail: 4.53 };
+      p2p_wait: 11.3, idle: 873.9, dp_tail: 4.53, setup: 0, end: 5264.2, overlap_grad_reduce: true,
+      overlap_param_gather: true, names: {}, tail: { device: [], stage: [], kind: [], start: [], end: [], time: [], hidden: [] } };
     fillHeader(header, { ...oneFOneB70b(), step });
     const cards = [...header.querySelectorAll<HTMLElement>(".ppviz-metric")];
     const labels = cards.map((c) => c.querySelector(".ppviz-metric-label")!.textContent);

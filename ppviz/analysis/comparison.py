@@ -90,7 +90,8 @@ class Comparison:
     the runs that fit their device memory (``Config.memory_capacity``; every run fits without
     one), fastest first; ``out_of_memory`` maps each run that does not fit to its largest
     excess (bytes when its config gives ``activation_bytes``, else activation units).
-    ``time_extent`` is the longest makespan (every Gantt chart of the view spans [0, it]).
+    ``time_extent`` is the longest run: its makespan, or with a training step the step's end after
+    every device's tail (``Result.step_end``); every Gantt chart of the view spans [0, it].
 
     ``table`` is one row per run (refused runs included, with their reason), ``result(name)``
     a run's :class:`ppviz.Result`, ``chart()`` the Altair charts, ``view()`` the linked widget
@@ -115,7 +116,7 @@ class Comparison:
         self.results: list[Result] = results
         self.names: list[str] = [n for n, r in zip(self._names, runs) if r.result is not None]
         self.refused: dict[str, str] = {n: r.refusal for n, r in zip(self._names, runs) if r.result is None}
-        self.time_extent = max(r.makespan for r in results)
+        self.time_extent = max(r.step_end for r in results)
         # the step, data-parallel tail included, is what a run costs (the makespan without a Config.step)
         order = sorted(range(len(results)), key=lambda k: results[k].step_time)
         self.ranking: list[str] = [self.names[k] for k in order if not results[k].out_of_memory]

@@ -14,7 +14,8 @@ from ..core.engine import as_run
 from ..core.errors import ConfigError, checked_arguments
 from ..core.numbers import number, share
 from ..core.result import Result
-from ..core.style import SHADE_ORDER, SLOT_OF, SLOTS, kind_paints, rgb
+from ..core.step import TAIL_KINDS
+from ..core.style import SHADE_ORDER, SLOT_OF, SLOTS, ink, kind_paints, rgb
 from .inputs import ACTIVATION_UNIT, MAX_ROWS, UNIT_NOTE, memory_unit, summarize_steps, time_title
 from .offline import shown_offline
 from .style import LABEL_SIZE, SMALL_SIZE, TEXT_SIZE, THEMES, TICK_SIZE, TITLE_SIZE
@@ -45,13 +46,16 @@ class _GanttTheme:
     static: str  # the static memory (parameters, gradients, optimizer state) under the activations
     transfers: tuple[str, str, str]  # in the lane under a row: activation, gradient, host copy
     rail: str  # the empty lane
+    tail: tuple[str, str, str]  # a device's data-parallel tail: reduction, optimizer step, gather (TAIL_KINDS)
+    tp: str  # the band inside a bar that is its share of tensor/expert-parallel traffic
 
 
 def _gantt_theme(t) -> _GanttTheme:
     return _GanttTheme(t["background"], t["foreground"], t["muted"], t["axis"], t["foreground"], t["muted"],
                        t["hatchOpacity"], t["laneIdle"], t["surface"], tuple(t["kinds"]), tuple(t["shadeSteps"]),
                        t["memoryLine"], t["memoryOpacity"], t["closedForm"], t["oom"], t["oomFill"], t["memoryStatic"],
-                       (t["transferF"], t["transferB"], t["hostCopy"]), t["transferRail"])
+                       (t["transferF"], t["transferB"], t["hostCopy"]), t["transferRail"],
+                       (t["tailReduce"], t["tailOptimizer"], t["tailGather"]), t["tpShare"])
 
 
 GANTT_THEMES = {name: _gantt_theme(t) for name, t in THEMES.items()}
@@ -63,13 +67,18 @@ _HATCH_PX = 4.5
 _DIGIT_PX, _LABEL_PAD_PX = 6.6, 6  # an 11 px bold digit, and the room a label needs around it
 
 
-def _paints(theme: _GanttTheme, lanes: bool = False) -> dict[str, tuple[str, str]]:
+def _paints(theme: _GanttTheme, lanes: bool = False, tail: bool = False) -> dict[str, tuple[str, str]]:
     """Paint key (``"F0"``..``"F&B3"``: colour slot and microbatch shade, and ``"idle"``; with
-    ``lanes``, the lane's paints) → (fill, ink of a label on it)."""
+    ``lanes``, the lane's paints; with ``tail``, the data-parallel tail's parts and the TP share's
+    band) → (fill, ink of a label on it)."""
     out = {f"{slot}{shade}": paint for (slot, shade), paint in kind_paints(theme.kinds, theme.steps).items()}
     out["idle"] = (theme.idle, theme.foreground)
     for key, colour in zip(_LANE_PAINTS, theme.transfers if lanes else ()):
         out[key] = (colour, theme.foreground)
+    for key, colour in zip(TAIL_KINDS, theme.tail if tail else ()):
+        out[key] = (colour, ink(rgb(colour)))
+    if tail:
+        out["tp"] = (theme.tp, theme.foreground)
     return out
 
 
@@ -132,6 +141,19 @@ def _painted(r: Result, width: int, window: tuple[float, float]) -> list[dict]:
     return pieces
 
 
+def _legend_layout(labels: list[str], width: int) -> dict:
+    """The legend's options where its ``labels`` would not fit one line across ``width`` px (a
+    step's tail adds long ones): the most columns they fit in, each as wide as its widest entry
+    (its square, its text of 12 px at ~6.6 px a character, the padding after it), and labels as
+    long as the chart is wide (Vega cuts them at 160 px); none where they fit."""
+    size = [14 + 6 + len(text) * 6.6 + 18 for text in labels]
+    if sum(size) <= width:
+        return {}
+    columns = next((c for c in range(len(labels) - 1, 1, -1)
+                    if sum(max(size[k::c]) for k in range(c)) <= width), 1)
+    return {"columns": columns, "labelLimit": width}
+
+
 def _whole(value, field: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not low <= value <= high:
         raise ConfigError(field, value, f"give a whole number from {low} to {high}")
@@ -156,12 +178,12 @@ def _gantt_pieces(r: Result, width: int, merge_above: int, window: tuple[float, 
     """The pieces of the ops in ``window`` ([t0, t1], all of the run by default) across ``width`` px."""
     program, o = r.program, r.ops
     makespan = r.makespan
-    t0, t1 = window or (0.0, makespan)
+    t0, t1 = window or (0.0, r.step_end)
     # the widget draws a pair once, and its second op adds no time
     slot = np.flatnonzero(~np.r_[False, program.pair[:-1]])
     slot = slot[(o.end[slot] > t0) & (o.start[slot] < t1)]
     if not len(slot):
-        idle = [{"device": d, "start": t0, "end": min(t1, makespan)} for d in range(r.devices)]
+        idle = [{"device": d, "start": t0, "end": min(t1, r.step_end)} for d in range(r.devices)]
         return _Pieces([], [], idle, 0, 0, 1, False)
     dev, s, e = o.device[slot], o.start[slot], o.end[slot]
     kind = o.kind[slot].astype(object)
@@ -236,7 +258,7 @@ def _gantt_pieces(r: Result, width: int, merge_above: int, window: tuple[float, 
             top += t / total
 
     between = np.flatnonzero(same & ~joined & (gap > eps))
-    end = min(t1, makespan)
+    end = min(t1, r.step_end)  # a device idles after its tail until the step ends
     spans = list(zip(dev[first].tolist(), [t0] * len(first), s[first].tolist()))
     spans += zip(dev[between].tolist(), e[between].tolist(), s[between + 1].tolist())
     spans += zip(dev[last].tolist(), e[last].tolist(), [end] * len(last))
@@ -302,6 +324,109 @@ def _lane_layers(lanes: list[dict], bands: int, devices: int, span: tuple[float,
                          alt.Tooltip("end:Q", title="until", format=".4~g")])]
 
 
+#: the band a reduction overlapped with the last backwards is drawn as, straddling its bars' bottom
+#: edge (px above it, px below it); the TP share's band: this share of a bar's height, at its top
+_TAIL_BAND_PX = (1.5, 2.5)
+_TP_BAND = 0.24
+_TEXTURE_PX = 5.0  # stripes and dots of the tail's bars, this far apart
+
+
+def _tail_rows(r: Result, window: tuple[float, float]) -> list[dict]:
+    """Each tail part's pieces in ``window`` (``Result.tails``; ``under``: the stretch a
+    reduction runs under its device's ops, drawn as a band, else a bar after them), each with its
+    part's exact times (``part_start``, ``part_end``), its collective's own time and its overlap."""
+    t, step = r.tails, r.config.step
+    if step is None or not len(t):
+        return []
+    t0, t1 = window
+    hidden = t.hidden(r.last_op_end)
+    rows = []
+    for i in range(len(t)):
+        kind, a, b, h = str(t.kind[i]), float(t.start[i]), float(t.end[i]), float(hidden[i])
+        split = min(b, a + h)
+        for lo, hi, under in ((a, split, True), (split, b, False)):
+            if hi > lo and hi > t0 and lo < t1:
+                rows.append({"device": int(t.device[i]), "stage": int(t.stage[i]) if kind == "reduce" else None,
+                             "part": step.part_name(kind), "paint": kind, "under": under,
+                             "start": max(lo, t0), "end": min(hi, t1), "part_start": a, "part_end": b,
+                             "duration": b - a, "overlapped": h,
+                             "own_time": step.time("reduce", int(t.stage[i])) if kind == "reduce" else b - a})
+    return rows
+
+
+def _tp_rows(r: Result, ops: list[dict]) -> list[dict]:
+    """The ops drawn one by one that spend time in tensor/expert-parallel collectives
+    (``Result.traffic``), with that time and its share of the op (an F&B pair's overlap is not
+    modelled op by op: pairs have none)."""
+    if not r.traffic.any():
+        return []
+    column = {"F": 0, "B": 1, "I": 2, "W": 3}
+    rows = []
+    for op in ops:
+        if op["kind"] not in column:
+            continue
+        traffic = float(r.traffic[op["stage"], column[op["kind"]]])
+        duration = op["end"] - op["start"]
+        if traffic > 0 and duration > 0:
+            rows.append({"device": op["device"], "of_op": op["op"], "paint": "tp", "start": op["start"], "traffic": traffic,
+                         "share": min(1.0, traffic / duration), "tp_end": op["start"] + min(traffic, duration)})
+    return rows
+
+
+def _textures(rows: list[dict], px: float, row: float, top: float, bottom: float) -> tuple[list[dict], list[dict]]:
+    """The stripes (\\) over each reduction's bar and the dots over each gather's, as the widget
+    draws them (tail.ts), ``_TEXTURE_PX`` apart: (strokes, dots) in time and row units."""
+    strokes, dots = [], []
+    for piece in rows:
+        if piece["under"] or piece["paint"] == "optimizer":
+            continue
+        x0, x1 = piece["start"] * px, piece["end"] * px
+        y0, y1 = (piece["device"] + top) * row, (piece["device"] + bottom) * row
+        ink_ = piece["ink"]
+        if piece["paint"] == "reduce":
+            h = y1 - y0
+            c = x0 - h
+            while c < x1:  # the stroke from (c, y0) to (c + h, y1), cut to the bar
+                ya, yb = max(y0, y0 + x0 - c), min(y1, y0 + x1 - c)
+                if yb > ya:
+                    strokes.append({"x": (c + ya - y0) / px, "x2": (c + yb - y0) / px, "y": ya / row, "y2": yb / row,
+                                    "ink": ink_})
+                c += _TEXTURE_PX
+        else:
+            for j, y in enumerate(np.arange(y0 + _TEXTURE_PX / 2, y1, _TEXTURE_PX).tolist()):
+                for x in np.arange(x0 + _TEXTURE_PX / 2 * (1 + j % 2), x1, _TEXTURE_PX).tolist():
+                    dots.append({"x": x / px, "y": y / row, "ink": ink_})
+    return strokes, dots
+
+
+def _tail_layers(rows: list[dict], paints: dict, px: float, row: float, pad: float, bottom: float, x, y_scale,
+                 color: alt.Color) -> list[alt.Chart]:
+    """The tail's bars after each device's ops (textured as in the widget), and the bands of the
+    reductions that run under them, with their tooltips."""
+    for piece in rows:
+        piece["ink"] = paints[piece["paint"]][1]
+    below, above = (v / row for v in _TAIL_BAND_PX)
+    tooltip = [alt.Tooltip("part:N"), alt.Tooltip("device:O"), alt.Tooltip("stage:Q"),
+               alt.Tooltip("part_start:Q", title="start", format=".6~g"),
+               alt.Tooltip("part_end:Q", title="end", format=".6~g"),
+               alt.Tooltip("duration:Q", format=".6~g"), alt.Tooltip("own_time:Q", title="its own time", format=".6~g"),
+               alt.Tooltip("overlapped:Q", title="under the device's ops", format=".6~g")]
+    y = alt.Y("tail_top:Q", scale=y_scale, axis=None)
+    layers = [alt.Chart({"values": rows}).transform_calculate(
+        tail_top=f"datum.device + (datum.under ? {bottom - below} : {pad})",
+        tail_bottom=f"datum.device + (datum.under ? {bottom + above} : {bottom})").mark_rect().encode(
+        x("start:Q"), x2="end:Q", y=y, y2="tail_bottom:Q", color=color, tooltip=tooltip)]
+    strokes, dots = _textures(rows, px, row, pad, bottom)
+    if strokes:
+        layers.append(alt.Chart({"values": strokes}).mark_rule(strokeWidth=1.2, opacity=0.45, aria=False).encode(
+            x("x:Q"), x2="x2:Q", y=alt.Y("y:Q", scale=y_scale, axis=None), y2="y2:Q",
+            color=alt.Color("ink:N", scale=None)))
+    if dots:
+        layers.append(alt.Chart({"values": dots}).mark_circle(size=5, opacity=0.5, aria=False).encode(
+            x("x:Q"), y=alt.Y("y:Q", scale=y_scale, axis=None), color=alt.Color("ink:N", scale=None)))
+    return layers
+
+
 @shown_offline
 @checked_arguments
 def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 900,
@@ -341,7 +466,7 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     if not makespan > 0:
         raise ConfigError("item", r, "give a run whose ops take time (the makespan is 0)")
     t0, t1 = _window(r, window, width)
-    overview = (t0, t1) != (0.0, makespan)
+    overview = (t0, t1) != (0.0, r.step_end)
     # a window's rows keep room for its labels (bars of 12 px), however many devices
     row = int(np.clip(480 // p, 18 if overview else 16, 34)) if row_height is None else \
         _whole(row_height, "row_height", 8, 120)
@@ -351,7 +476,9 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
     pad = _BAR_INSET_PX / row if row >= 14 else 0.1
     lanes = _lane_pieces(r, width, (t0, t1)) if (len(r.transfers) or len(r.host_copies)) and row >= _LANE_MIN_ROW \
         else None
-    paints = _paints(th, lanes is not None)
+    tails = _tail_rows(r, (t0, t1))
+    tp = _tp_rows(r, pieces.ops)
+    paints = _paints(th, lanes is not None, bool(tails or tp))
     # a bar spans [pad, bottom] of its row; a lane, when drawn, the rest below it
     lane_share = _LANE_SHARE if lanes is not None else 0
     bottom = 1 - pad - lane_share
@@ -380,14 +507,20 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
              "S0": "S vocabulary pass (logits)", "T0": "T vocabulary pass (gradients)", "idle": "idle (bubble)"}
     if lanes is not None:
         names.update({"activation": "activation transfer", "gradient": "gradient transfer", "host copy": "host copy"})
-    in_lanes = {piece["paint"] for piece in lanes or ()}
+    if tp:
+        names["tp"] = "TP/EP traffic share"
+    step = r.config.step
+    if step is not None:
+        names.update({kind: f"{step.part_name(kind)} (DP tail)" for kind in TAIL_KINDS})
+    in_lanes = {piece["paint"] for piece in lanes or ()} | {piece["paint"] for piece in tails} | ({"tp"} if tp else set())
     shown = [key for key in names if key == "idle" or key in in_lanes or any(SLOT_OF[k] + "0" == key for k in present)]
     label_expr = "{" + ", ".join(f"'{k}': '{v}'" for k, v in names.items()) + "}[datum.label]"
     color = alt.Color("paint:N", scale=alt.Scale(domain=list(paints), range=[f for f, _ in paints.values()]),
                       legend=alt.Legend(values=shown, labelExpr=label_expr, title=None, orient="top",
                                         direction="horizontal", symbolType="square", symbolSize=140,
                                         symbolStrokeWidth=0, labelFontSize=TEXT_SIZE, labelColor=th.foreground,
-                                        columnPadding=18, offset=6))
+                                        columnPadding=18, offset=6,
+                                        **_legend_layout([names[key] for key in shown], width)))
 
     gaps = on_row(alt.Chart({"values": pieces.gaps})).mark_rect(color=th.idle).encode(
         x("start:Q"), x2="end:Q", y=bar_y[0], y2=bar_y[1],
@@ -423,6 +556,16 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
                      alt.Tooltip("microbatch:Q"), alt.Tooltip("device:O"),
                      alt.Tooltip("start:Q", format=".4~g"), alt.Tooltip("end:Q", format=".4~g"),
                      alt.Tooltip("duration:Q", format=".4~g")]))
+    if tp:
+        # each op's tensor/expert-parallel traffic as the share of its bar's length, along its top
+        layers.append(alt.Chart({"values": tp}).transform_calculate(
+            tp_top=f"datum.device + {pad}", tp_bottom=f"datum.device + {pad + _TP_BAND * (bottom - pad)}").mark_rect().encode(
+            x("start:Q"), x2="tp_end:Q", y=alt.Y("tp_top:Q", scale=y_scale, axis=None), y2="tp_bottom:Q", color=color,
+            tooltip=[alt.Tooltip("of_op:N", title="op"), alt.Tooltip("device:O"),
+                     alt.Tooltip("traffic:Q", title="TP/EP traffic", format=".4~g"),
+                     alt.Tooltip("share:Q", title="of the op", format=".1%")]))
+    if tails:
+        layers += _tail_layers(tails, paints, px, row, pad, bottom, x, y_scale, color)
     bar_px = row - 2 * pad * row - lane_share * row
     if labels and bar_px >= 12:
         texts = []
@@ -450,9 +593,21 @@ def gantt_chart(run, *, memory: bool = True, labels: bool = True, width: int = 9
         layers.append(head.mark_text(align="right", baseline="middle", dx=-10, dy=8, fontSize=TICK_SIZE,
                                      color=th.muted).encode(
             x=alt.XDatum(t0, type="quantitative", scale=x_scale, axis=time_axis), y=y, text="detail:N"))
+    end = r.step_end
+    if step is not None and t0 < end <= t1:
+        # where the step ends, after every device's tail: "step 3,085 ms", as the widget marks it
+        mark = [{"t": end, "text": f"step {number(r.step_time, r.config.time_unit or None)}"}]
+        layers.append(alt.Chart({"values": mark}).mark_rule(color=th.muted, strokeDash=[3, 3], strokeWidth=1).encode(
+            x("t:Q"), y=alt.YDatum(0, type="quantitative", scale=y_scale, axis=None), y2=alt.Y2Datum(p)))
+        layers.append(alt.Chart({"values": mark}).mark_text(
+            align="right", baseline="bottom", dy=-3, fontSize=LABEL_SIZE, fontWeight="bold", color=th.muted).encode(
+            x("t:Q"), y=alt.YDatum(0, type="quantitative", scale=y_scale, axis=None), text="text:N"))
     gantt = alt.layer(*layers).properties(width=width, height=p * row, view=alt.ViewBackground(stroke=None))
 
-    title = _gantt_title(r, pieces, th, width, lanes is not None, (t0, t1) if overview else None, window is None)
+    drawn = ({"tp"} if tp else set()) | {piece["paint"] for piece in tails} | \
+        ({"under"} if any(piece["under"] for piece in tails) else set())
+    title = _gantt_title(r, pieces, th, width, lanes is not None, (t0, t1) if overview else None, window is None,
+                         drawn)
     parts = ([_overview(r, th, width, (t0, t1))] if overview else []) + [gantt]
     if memory:
         parts.append(_memory_lanes(r, th, width, row, x_scale, (t0, t1)))
@@ -483,7 +638,7 @@ def readable_span(r: Result, width: int) -> float:
 
 
 def _window(r: Result, window, width: int) -> tuple[float, float]:
-    makespan = r.makespan
+    makespan = r.step_end
     if window is None:
         return 0.0, min(makespan, readable_span(r, width))
     if isinstance(window, str) and window == "all":
@@ -501,7 +656,7 @@ def _window(r: Result, window, width: int) -> tuple[float, float]:
 def _overview(r: Result, th: _GanttTheme, width: int, window: tuple[float, float]) -> alt.LayerChart:
     """The whole run in a strip a few pixels per device, each kind in its colour and idle in the
     lane's grey, the window drawn below outlined and the rest dimmed, as the widget's strip."""
-    p, makespan = r.devices, r.makespan
+    p, makespan = r.devices, r.step_end
     height = int(np.clip(4 * p, 24, 64))
     pieces = _gantt_pieces(r, width, 0)
     base = {k: "#%02x%02x%02x" % tuple(round(v + (255 - v) * th.steps[0]) for v in rgb(c))
@@ -510,6 +665,9 @@ def _overview(r: Result, th: _GanttTheme, width: int, window: tuple[float, float
             for op in pieces.ops]
     rows += [{"device": b["device"], "start": b["start"], "end": b["end"], "top": b["top"], "bottom": b["bottom"],
               "colour": th.idle if b["kind"] == "idle" else base[SLOT_OF[b["kind"]]]} for b in pieces.bands]
+    tail = dict(zip(TAIL_KINDS, th.tail))
+    rows += [{"device": t["device"], "start": t["start"], "end": t["end"], "colour": tail[t["paint"]]}
+             for t in _tail_rows(r, (0.0, makespan)) if not t["under"]]
     x_scale = alt.Scale(domain=[0, makespan], nice=False, zero=False)
     y_scale = alt.Scale(domain=[0, p], reverse=True, nice=False, zero=False)
     x = lambda field: alt.X(field, type="quantitative", scale=x_scale, axis=None)  # noqa: E731
@@ -537,8 +695,24 @@ def _overview(r: Result, th: _GanttTheme, width: int, window: tuple[float, float
     return alt.layer(*layers).properties(width=width, height=height, view=alt.ViewBackground(stroke=None))
 
 
+def _step_text(r: Result) -> str:
+    """The step card's figures, as the widget's header gives them: the step time with MFU and
+    tokens per second, and the split of the device with the longest tail."""
+    unit = r.config.time_unit or None
+    worst = int(np.argmax(r.tail))
+    parts = r.breakdown.iloc[worst]
+    rates = "".join(f" · {text}" for text in (
+        None if r.mfu is None else f"MFU {share(r.mfu)}",
+        None if r.tokens_per_second is None else f"{number(r.tokens_per_second)} tokens/s") if text)
+    return (f"step {number(r.step_time, unit)}{rates} · device {worst} (the longest tail): compute "
+            f"{number(float(parts.compute), unit)}, TP/EP traffic {number(float(parts.tp_comm), unit)}, P2P wait "
+            f"{number(float(parts.p2p_wait), unit)}, DP tail {number(float(parts.dp_tail), unit)}, idle "
+            f"{number(float(parts.idle), unit)}")
+
+
 def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes: bool = False,
-                 window: tuple[float, float] | None = None, readable: bool = False) -> alt.TitleParams:
+                 window: tuple[float, float] | None = None, readable: bool = False,
+                 step_parts: frozenset[str] | set[str] = frozenset()) -> alt.TitleParams:
     c, program, cf = r.config, r.program, r.closed_form
     wrap = max(60, int((width + 120) / 6.8))  # characters of 12 px text across the chart
     name = c.label if c.label is not None else (program.name if c.schedule == "custom" else c.schedule)
@@ -578,11 +752,20 @@ def _gantt_title(r: Result, pieces: _Pieces, th: _GanttTheme, width: int, lanes:
                f"{closed(share(cf.bubble_fraction) if cf else None)} · "
                f"peak memory {number(peak)}{in_bytes}{closed(cf_peak)}")
     lines = [sizes, metrics]
+    if c.step is not None:
+        lines += textwrap.wrap(_step_text(r), wrap)
+    if c.step is not None and step_parts - {"tp"}:
+        parts = [c.step.part_name(kind) + (" (a band under the bars where it overlaps the last backwards)"
+                                           if kind == "reduce" and "under" in step_parts else "")
+                 for kind in TAIL_KINDS if kind in step_parts]
+        lines += textwrap.wrap(f"after each device's ops, its data-parallel tail: {', '.join(parts)}", wrap)
+    if "tp" in step_parts:
+        lines.append("the dark band along a bar's top: the share of the op spent in TP/EP collectives")
     if window is not None:
         t0, t1 = window
         span = f"{number(t0)} to {number(t1, unit)}" if t0 > 0 else f"the first {number(t1, unit)}"
         why = ", where its ops have room for their labels" if readable else ""
-        lines.append(f"above, the whole run ({number(r.makespan, unit)}) with the window drawn below marked: {span}{why} "
+        lines.append(f"above, the whole run ({number(r.step_end, unit)}) with the window drawn below marked: {span}{why} "
                      "(window=(t0, t1) draws another, window='all' all of it)")
     if lanes:
         if _lane_bands(r) == 4:

@@ -251,14 +251,28 @@ class Result:
         """Per device, the idle time spent waiting for compute: ``idle − exposed_comm``."""
         return self._idle_split[1]
 
+    @functools.cached_property
+    def last_op_end(self) -> np.ndarray:
+        """Per device, when its last pipeline op ends (0 for a device without ops); its tail
+        (:attr:`tails`) runs after it."""
+        last = np.zeros(self.devices)
+        np.maximum.at(last, self.program.device, self.ops.end)
+        last.flags.writeable = False
+        return last
+
+    @property
+    def step_end(self) -> float:
+        """Where the step ends on the ops' time axis: when the last device's tail ends (the step
+        time less its set-up, which runs before t = 0); the makespan without a ``Config.step``.
+        Every picture's time axis runs to it."""
+        return max(self.makespan, float(self.device_step_end.max(initial=0.0)))
+
     @property
     def tail(self) -> np.ndarray:
         """Per device, how long its step goes on after its last pipeline op: the data-parallel
         gradient reduction that its backwards did not hide, the optimizer step and the
         parameter gather (``Config.step``; zeros without one)."""
-        last = np.zeros(self.devices)
-        np.maximum.at(last, self.program.device, self.ops.end)
-        return self.device_step_end - last
+        return self.device_step_end - self.last_op_end
 
     @property
     def mfu(self) -> float | None:
@@ -341,8 +355,7 @@ class Result:
         ``setup`` before the ops, which measured runs have: ``Config.step.setup``)."""
         import pandas as pd
 
-        last = np.zeros(self.devices)
-        np.maximum.at(last, self.ops.device, self.ops.end)
+        last = self.last_op_end
         held = np.zeros(self.devices) if self._device_end is None else \
             np.clip(np.minimum(self._device_end, self.makespan) - last, 0.0, None)
         p2p = self.exposed_comm - held  # a blocking batch's hold after the last op falls in the tail

@@ -121,6 +121,18 @@ class Step:
         values = getattr(self, kind)
         return values[stage] if values else 0.0
 
+    @property
+    def reduction(self) -> str:
+        """The gradients' collective: a reduce-scatter where the step gathers parameters after
+        its optimizer (a distributed optimizer, ZeRO-1/2), else an all-reduce."""
+        return "reduce-scatter" if any(self.gather) else "all-reduce"
+
+    def part_name(self, kind: str) -> str:
+        """A tail part's name as people read it: "gradient all-reduce", "optimizer step",
+        "parameter all-gather"."""
+        return {"reduce": f"gradient {self.reduction}", "optimizer": "optimizer step",
+                "gather": "parameter all-gather"}[kind]
+
 
 @checked_arguments
 @dataclass(frozen=True)
@@ -134,6 +146,13 @@ class Tails(Columns):
     kind: np.ndarray
     start: np.ndarray
     end: np.ndarray
+
+    def hidden(self, last: np.ndarray) -> np.ndarray:
+        """Per part, how long it runs under its device's pipeline ops (``last``: each device's last
+        op's end): a reduction overlapped with the last backwards (``overlap_grad_reduce``) up to
+        that end; the rest of a part is what the tail adds to the device's step."""
+        return np.clip(np.minimum(self.end, last[self.device]) - self.start, 0.0, None) if len(self.device) \
+            else np.zeros(0)
 
     @classmethod
     def empty(cls) -> "Tails":

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..core.errors import ConfigError
 from ..core.numbers import number
-from ..core.style import SHADE_ORDER, SLOT_OF, SLOTS, STYLE, kind_paints, rgb
+from ..core.step import TAIL_KINDS
+from ..core.style import SHADE_ORDER, SLOT_OF, SLOTS, STYLE, ink, kind_paints, rgb
 
 
 #: widest chart drawn; wider asks are refused rather than building huge strings
@@ -30,6 +31,13 @@ _LEAST_WINDOW = 1e-3
 _LETTERS = {"F": "F", "B": "B", "I": "I", "W": "W", "S": "S", "T": "T", "F&B": _PAIR}
 _SLOT_INDEX = {letter: SLOTS.index(SLOT_OF[kind]) for kind, letter in _LETTERS.items()}
 _SHADES = len(SHADE_ORDER)
+#: a device's data-parallel tail after its last op (Config.step), a character per part; its paints
+#: follow the ops' (1 + slots · shades + the part's index). A reduction overlapped with the last
+#: backwards shows only where it runs past them: a row has one character per column.
+_TAIL = dict(zip(TAIL_KINDS, ("~", "o", "^")))
+_TAIL_PAINT = 1 + len(SLOTS) * _SHADES
+#: a tail part is never labelled: no label fits it
+_UNLABELLED = 1 << 30
 #: colour depths a terminal may take: xterm's 256 colours, or 24-bit ("truecolor")
 COLORS = ("256", "truecolor")
 _RESET = "\x1b[0m"
@@ -67,7 +75,7 @@ def text_gantt(result, width: int = 80, *, window=None, color: str | None = None
     p = result.devices
     label = [f"dev {d} " for d in range(p)]
     lw = max(len(s) for s in label)
-    span = result.makespan or 1.0
+    span = result.step_end or 1.0  # to a training step's end, after every tail
     start, end, ops, drawn = chart(result, width, window)
     # the windows before and after are as long as the one asked for, though the run ends in it
     length = end - start if window is None or window[1] is None else max(end, float(window[1])) - start
@@ -88,7 +96,8 @@ def text_gantt(result, width: int = 80, *, window=None, color: str | None = None
     if start > 0 or end < span:
         notes += _window_note(unit, start, end, length, span, hints, width)
     vocab = bool(np.isin(result.ops.kind, ("S", "T")).any())
-    return "\n".join(lines + [axis] + notes + _legend(width, paint, vocab))
+    tail = [kind for kind in TAIL_KINDS if np.any(ops["kind"] == _TAIL[kind])]
+    return "\n".join(lines + [axis] + notes + _legend(width, paint, vocab, tail, result.config.step))
 
 
 def chart(result, width: int, window=None) -> tuple[float, float, dict, _Drawn]:
@@ -96,7 +105,7 @@ def chart(result, width: int, window=None) -> tuple[float, float, dict, _Drawn]:
     columns wide: the whole run, the window asked for, or the readable window chosen."""
     p = result.devices
     room = _room(width, len(f"dev {p - 1} "))
-    span = result.makespan or 1.0
+    span = result.step_end or 1.0  # to a training step's end, after every tail
     ops = _drawn_ops(result)
     if window is None:
         drawn = _fit(ops, span, p, room)
@@ -145,9 +154,22 @@ def _drawn_ops(result) -> dict[str, np.ndarray]:
     slot = np.vectorize(_SLOT_INDEX.__getitem__, otypes=[np.int64])(kind) if len(kind) else np.zeros(0, np.int64)
     # adjacent microbatches far apart in shade, as in the widget (a segment takes its microbatch's)
     shade = np.asarray(SHADE_ORDER)[microbatch // result.program.segments % _SHADES]
-    return {"device": o.device[drawn].astype(np.int64), "start": o.start[drawn], "end": o.end[drawn],
-            "kind": kind, "microbatch": microbatch, "label_width": 1 + digits,
-            "paint": (1 + slot * _SHADES + shade).astype("<u1")}
+    ops = {"device": o.device[drawn].astype(np.int64), "start": o.start[drawn], "end": o.end[drawn],
+           "kind": kind, "microbatch": microbatch, "label_width": 1 + digits,
+           "paint": (1 + slot * _SHADES + shade).astype("<u1")}
+    # each tail part after its device's last op, as one more "op" of its own character
+    t = result.tails
+    start = np.maximum(t.start, result.last_op_end[t.device]) if len(t) else np.zeros(0)
+    after = t.end > start
+    if not after.any():
+        return ops
+    kinds = np.asarray(t.kind, dtype=object)[after]
+    tail = {"device": t.device[after].astype(np.int64), "start": start[after], "end": t.end[after],
+            "kind": np.array([_TAIL[k] for k in kinds]), "microbatch": np.zeros(int(after.sum()), np.int64),
+            "label_width": np.full(int(after.sum()), _UNLABELLED),
+            "paint": np.array([_TAIL_PAINT + TAIL_KINDS.index(k) for k in kinds], "<u1")}
+    order = np.lexsort((np.concatenate([ops["start"], tail["start"]]), np.concatenate([ops["device"], tail["device"]])))
+    return {key: np.concatenate([ops[key], tail[key]])[order] for key in ops}
 
 
 def _clipped(ops: dict, start: float, end: float) -> dict[str, np.ndarray]:
@@ -190,7 +212,8 @@ def _readable_window(ops: dict, span: float, p: int, room: int) -> tuple[float, 
     :data:`_LEAST_WINDOW` of the run."""
     shortest = float(np.min(ops["end"] - ops["start"]))
     tried = []
-    for k in range(1, int(ops["label_width"].max()) + 1):
+    labels = ops["label_width"][ops["label_width"] < _UNLABELLED]
+    for k in range(1, int(labels.max(initial=1)) + 1):
         fits = room * shortest / k
         if fits >= _LEAST_WINDOW * span * 1.1:  # (rounded down to two digits, still over the least)
             length = min(span, _two_digits_below(fits))
@@ -347,8 +370,11 @@ def _palette(color: str | None) -> list[str] | None:
     out = [""]
     for slot in SLOTS:
         for shade in range(_SHADES):
-            fill, ink = paints[slot, shade]
-            out.append(f"\x1b[{_sgr(38, ink, color)};{_sgr(48, fill, color)}m")
+            fill, on = paints[slot, shade]
+            out.append(f"\x1b[{_sgr(38, on, color)};{_sgr(48, fill, color)}m")
+    theme = STYLE["themes"]["light"]
+    for fill in (theme["tailReduce"], theme["tailOptimizer"], theme["tailGather"]):  # TAIL_KINDS' order
+        out.append(f"\x1b[{_sgr(38, ink(rgb(fill)), color)};{_sgr(48, fill, color)}m")
     return out
 
 
@@ -379,16 +405,22 @@ def _painted(text: str, paint: np.ndarray, palette: list[str] | None) -> str:
                    for a, b in zip(edges, edges[1:]))
 
 
-def _legend(width: int, palette: list[str] | None, vocab: bool = False) -> list[str]:
+def _legend(width: int, palette: list[str] | None, vocab: bool = False, tail=(), step=None) -> list[str]:
     """The key, wrapped between entries so that no line is wider than ``width``; with colour, each
-    kind's letter in its colour. The vocabulary passes are named where the run has them."""
+    kind's letter in its colour. The vocabulary passes are named where the run has them, and the
+    tail's parts drawn (``tail``, named by the ``step``) after the rest."""
     lines, shown = [""], [""]
+    names = {"reduce": f"DP {step.reduction}" if step is not None else "", "optimizer": "optimizer",
+             "gather": "DP all-gather"}
     entries = [("F", "forward"), ("B", "backward"), ("I", "input-grad"), ("W", "weight-grad"), (_PAIR, "F&B pair")]
     if vocab:
         entries += [("S", "vocab logits"), ("T", "vocab grads")]
-    for letter, what in entries + [(_IDLE, "idle")]:
+    entries += [(_IDLE, "idle")] + [(_TAIL[kind], names[kind]) for kind in tail]
+    for letter, what in entries:
         entry = f"{letter} {what}"
+        tail_index = next((i for i, kind in enumerate(TAIL_KINDS) if _TAIL[kind] == letter), None)
         key = letter if palette is None or letter == _IDLE else \
+            f"{palette[_TAIL_PAINT + tail_index]}{letter}{_RESET}" if tail_index is not None else \
             f"{palette[1 + _SLOT_INDEX[letter] * _SHADES]}{letter}{_RESET}"
         if len(f"{lines[-1]}  {entry}") <= width or not lines[-1]:
             lines[-1], shown[-1] = (f"{lines[-1]}  {entry}", f"{shown[-1]}  {key} {what}") if lines[-1] else \

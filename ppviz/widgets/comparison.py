@@ -281,8 +281,11 @@ class ComparisonView(ipywidgets.VBox):
             fastest = f"; fastest that fits: <b>{escape(ranking[0])}</b>" if ranking else ""
             fit = f"<b>{len(ranking)} of {len(results)} fit</b> in device memory{fastest} · "
         extent = number(comparison.time_extent, comparison.time_unit)
+        # a training step goes on after the ops, each device's tail: the axis runs to its end
+        longest = "the longest step" if any(r.config.step is not None for r in comparison.results) \
+            else "the longest makespan"
         self.hint = hint = ipywidgets.HTML(
-            f"{fit}<b>One time axis</b>, 0 to {escape(extent)} (the longest makespan), "
+            f"{fit}<b>One time axis</b>, 0 to {escape(extent)} ({longest}), "
             "each run whole in the strip above its rows · click a run's name, bar or point to emphasise it · a device's "
             "label or an op to highlight that device everywhere · Ctrl + scroll (or + / −), drag, or the strip's "
             "window to move all the timelines · Esc clears")

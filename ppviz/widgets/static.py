@@ -80,8 +80,8 @@ def _comparison_chart(comparison: Comparison) -> alt.VConcatChart:
     span = min(comparison.time_extent, *(readable_span(r, _WIDTH) for r in comparison.results))
     gantts = []
     for r in comparison.results:
-        end = min(span, r.makespan)
-        window = "all" if end == r.makespan and span >= comparison.time_extent else (0.0, end)
+        end = min(span, r.step_end)
+        window = "all" if end == r.step_end and span >= comparison.time_extent else (0.0, end)
         gantt = gantt_chart(r, memory=False, width=max(200, round(_WIDTH * end / span)), window=window)
         background = gantt.background
         gantt.padding = gantt.background = alt.Undefined  # top-level properties: the stack's own

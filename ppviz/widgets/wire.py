@@ -12,6 +12,7 @@ from ..core.closed_form import caveat
 from ..core.errors import ConfigError
 from ..core.program import KINDS
 from ..core.result import Result
+from ..core.step import TAIL_KINDS
 from ..core.topology import Link, Topology
 
 TIMELINE_MAGIC = 0x54565050  # b"PPVT" read as little-endian u32
@@ -150,15 +151,31 @@ def _transfer_columns(result: Result) -> list[bytes]:
 
 def _step(result: Result) -> dict | None:
     """The training step beyond the pipeline (Config.step): its time, MFU, tokens per second,
-    and the split of the device whose tail is longest; None without a step."""
-    if result.config.step is None:
+    the split of the device whose tail is longest, and each device's tail as the chart draws it;
+    None without a step."""
+    step = result.config.step
+    if step is None:
         return None
     parts = result.breakdown
     worst = int(np.argmax(result.tail))
     row = parts.iloc[worst]
+    t = result.tails
     return {"time": result.step_time, "mfu": result.mfu, "tokens_per_second": result.tokens_per_second,
             "device": worst, "compute": float(row.compute), "tp_comm": float(row.tp_comm),
-            "p2p_wait": float(row.p2p_wait), "idle": float(row.idle), "dp_tail": float(row.dp_tail)}
+            "p2p_wait": float(row.p2p_wait), "idle": float(row.idle), "dp_tail": float(row.dp_tail),
+            # on the ops' time axis the step ends at step time − set-up (the set-up runs before t = 0)
+            "setup": step.setup, "end": result.step_end,
+            "overlap_grad_reduce": step.overlap_grad_reduce, "overlap_param_gather": step.overlap_param_gather,
+            "names": {kind: step.part_name(kind) for kind in TAIL_KINDS},
+            # each part (Result.tails' order: device by device, as they run): its device, the stage a
+            # reduction is for (-1 for the device's optimizer step and gather), kind, start and end, its
+            # own time (a reduction's collective; it ends no earlier than its stage's last backward), and
+            # how much of it runs under the device's pipeline ops
+            "tail": {"device": t.device.tolist(), "stage": t.stage.tolist(), "kind": [str(k) for k in t.kind],
+                     "start": _floats(t.start), "end": _floats(t.end),
+                     "time": [step.time("reduce", int(s)) if k == "reduce" else float(e - b)
+                              for s, k, b, e in zip(t.stage.tolist(), t.kind, t.start, t.end)],
+                     "hidden": _floats(t.hidden(result.last_op_end))}}
 
 
 def _offload(result: Result) -> dict | None:
