@@ -309,14 +309,14 @@ def test_a_crowd_of_points_is_named_with_leader_lines():
         if spec.builder is not None and not spec.forward_only:
             with contextlib.suppress(ppviz.PpvizError):
                 runs.append(Config.from_model(model, gpu, schedule=spec.name, devices=4, microbatches=16))
-    assert len(runs) == 22
+    assert len(runs) == 25
     chart = charts.comparison_charts(runs)
     pareto = chart.to_dict()["vconcat"][0]["hconcat"][1]
     leaders = [k for k, layer in enumerate(pareto["layer"]) if layer["encoding"].get("x2", {}).get("field") == "lead_x"]
     points = [k for k, layer in enumerate(pareto["layer"]) if layer["mark"]["type"] == "point"]
     assert len(leaders) == 1 and leaders[0] < min(points)
     rows = [row for data in chart.to_dict()["datasets"].values() for row in data if "lead_x" in row]
-    assert len(rows) == 22 and 1 <= sum(row["place"] >= LEADER_FROM for row in rows) <= 6
+    assert len(rows) == 25 and 1 <= sum(row["place"] >= LEADER_FROM for row in rows) <= 6
     names = {r.schedule for r in runs}
     boxes = [b for b in _drawn_labels(charts.to_svg(chart)) if set(b[4].split("/")) <= names]
     assert {name for b in boxes for name in b[4].split("/")} == names

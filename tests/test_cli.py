@@ -402,9 +402,9 @@ def test_compare_all_runs_the_registry_and_says_what_refused_the_sizes(capsys, t
     training = [s.name for s in ppviz.list_schedules() if s.builder is not None and not s.forward_only]
     skipped = [line.split(":")[0].strip() for line in out.splitlines() if line.startswith("  ") and ":" in line]
     assert sorted(rows) == sorted(set(training) - set(skipped)) and "inference" not in rows
-    # need m >= 2p, m = kp, m = p or 2kp, or m >= 3p − 1
+    # need m >= 2p, m = kp, m = p or 2kp, m >= 3p − 1, or m >= ⌊3p/2⌋ + 1
     assert set(skipped) == {"dualpipe", "dualpipe-v", "dualpipe-v-unsplit", "chimera", "chimera-forward-doubling",
-                            "chimera-backward-halving", "bitpipe", "stp"}
+                            "chimera-backward-halving", "bitpipe", "stp", "interlaced"}
     assert f"skipped {len(skipped)} that refuse" in out
     peaks = [float([cell for cell in cells if not cell.startswith("(")][-1]) for cells in rows.values()]
     assert peaks == sorted(peaks)  # --sort memory

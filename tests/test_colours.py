@@ -78,7 +78,7 @@ def test_run_colours_stay_apart(deficiency):
 
 #: a device's data-parallel tail (reduction, optimizer step, gather) beside the op kinds and one
 #: another, in every vision; their bars also differ by texture (stripes, plain, dots) and come after
-#: the ops, so their colours need less room than the op kinds' (the palettes meet 16.8 and 15.7)
+#: the ops, so their colours need less room than the op kinds' (the palettes meet 15.8 and 16.8)
 TAIL_MIN = 15.0
 TAIL = ("tailReduce", "tailOptimizer", "tailGather")
 

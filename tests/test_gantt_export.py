@@ -249,7 +249,7 @@ def test_legend_lists_the_kinds_present(schedule, entries):
     assert [names[v] for v in legend["values"]] == entries
     fills = dict(zip(color["scale"]["domain"], color["scale"]["range"]))
     # the widget's light palette, unshaded for the first microbatch shade
-    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0")] == list(THEMES["light"]["kinds"])
+    assert [fills[k] for k in ("F0", "B0", "W0", "F&B0", "S0", "T0")] == list(THEMES["light"]["kinds"])
     assert len({fills[f"F{s}"] for s in range(4)}) == 4  # four microbatch shades
 
 

@@ -54,7 +54,9 @@ def place_labels(xs, ys, names, rank, width, height, others=()) -> tuple[list[st
 
     def spots(i):
         lines = texts[i].split("\n")
-        w, h = GLYPH * _FONT * max(map(len, lines)), _LINE * len(lines)
+        # a font size above the first baseline, a line between baselines, a quarter of the font
+        # (the descenders) below the last
+        w, h = GLYPH * _FONT * max(map(len, lines)), _FONT * 1.25 + _LINE * (len(lines) - 1)
         for align, baseline, dx, dy in PLACES:
             x0 = xs[i] + dx - {"left": 0, "center": w / 2, "right": w}[align]
             y0 = ys[i] + dy - {"bottom": h, "middle": h / 2, "top": 0}[baseline]
