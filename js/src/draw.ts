@@ -429,7 +429,7 @@ function computeBars(ctx: CanvasRenderingContext2D, s: Scene, overview = false):
         rects++;
         if (visible >= vectorMin) {
           batches[slot * SHADE_LEVELS + shade].push(xl, y, drawn, h);
-          const tp = traffic && !(f & FLAG_PAIR_F) ? traffic[tl.stage[k - 1]]?.[f & KIND_MASK] ?? 0 : 0;
+          const tp = traffic && !(f & FLAG_PAIR_F) ? traffic[tl.stage[k - 1]]?.[kindOfFlags(f)] ?? 0 : 0;
           if (tp > 0) {
             // the share of the op's length its collectives take, from its start
             const tr = Math.min(xl + drawn, xa + Math.min(tp, dur[k - 1]) * k0);
