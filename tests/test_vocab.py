@@ -294,3 +294,13 @@ def test_plan_says_why_it_does_not_take_a_vocabulary_parallel_schedule():
     with pytest.raises(ConfigError, match="'vocab-2' runs vocabulary passes"):
         ppviz.plan(Transformer.preset("llama-3-8b"), Hardware.preset("h100-sxm"), gpus=8, global_batch=64,
                    schedules=["vocab-2", "1f1b"], n_jobs=1, progress=False)
+
+
+@pytest.mark.parametrize("name", ["vocab-1", "vocab-2", "interlaced"])
+def test_links_and_offload_are_refused_naming_what_to_leave_out(name):
+    cfg = Config(schedule=name, devices=4, microbatches=8)
+    with pytest.raises(ppviz.PpvizError, match="topology=.*does not yet time transfers over links.*leave it out") as refused:
+        ppviz.simulate(cfg.replace(topology=ppviz.Link(0.1, bandwidth=1.0), comm=0.0, comm_bytes=1.0))
+    assert isinstance(refused.value, ValueError)
+    with pytest.raises(ppviz.PpvizError, match="offload=.*does not yet time activation offload.*leave it out"):
+        ppviz.simulate(cfg.replace(offload=ppviz.Offload(0.5, link=ppviz.Link(0.0, bandwidth=1.0))))

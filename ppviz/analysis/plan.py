@@ -304,14 +304,17 @@ def _shapes(model: Transformer, gpus: int, global_batch: int, node: int, chosen:
 
 
 def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared: dict, cluster) -> tuple:
-    """Per shape: a lower bound of the busiest device's peak memory (bytes); the average device's
-    compute per microbatch, the latest any device d can end if it runs stage d after the first
-    microbatch's forwards reach it, and the heaviest stage's compute per microbatch (ms)."""
+    """Per shape: a lower bound of the busiest device's peak memory (bytes); and, as rows of
+    (shapes × 2 × 3) ms, the average device's compute per microbatch, the latest any device d can
+    end if it runs stage d after the first microbatch's forwards reach it, and the heaviest stage's
+    compute per microbatch. Row 0 leaves out the expert-parallel all-to-all, which an F&B pair may
+    hide under its partner (DualPipe's rule); row 1 every collective, which STP's braided units
+    may hide: each is what a schedule that hides them could take at the least (:func:`_time_bound`)."""
     per_item: dict[tuple, dict] = {}
     sized = {b: model.replace(micro_batch_size=b) for b in {s.b for s in shapes}}
     layouts = {c: Layout.from_counts(list(c), model.mtp_layers) for c in {s.counts for s in shapes}}
     memory = np.empty(len(shapes))
-    average, filled, heaviest = np.empty(len(shapes)), np.empty(len(shapes)), np.empty(len(shapes))
+    times = np.empty((len(shapes), 2, 3))
     for k, s in enumerate(shapes):
         training = _training(s, shared, cluster)
         key = (s.t, s.b, s.recompute)
@@ -319,7 +322,10 @@ def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared
             per_item[key] = item_costs(sized[s.b], hardware, training)
         costs = stage_costs(sized[s.b], hardware, layouts[s.counts], training, per_item=per_item[key])
         static = costs.static
-        time = costs.f + costs.i + costs.w + (costs.recompute if s.recompute else 0.0)
+        again = 1.0 if s.recompute else 0.0
+        time = costs.f + costs.i + costs.w + again * costs.recompute
+        a2a = costs.a2a[:, 0], costs.a2a[:, :3].sum(axis=1) + again * costs.a2a[:, 3]
+        comm = costs.f_comm, costs.f_comm + costs.i_comm + costs.w_comm + again * costs.recompute_comm
         # a device holds its stages' static memory and, at its peak, one microbatch's activations
         # of a stage at least; with one stage per device both are that stage's
         if s.v == 1:
@@ -328,19 +334,20 @@ def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared
             memory[k] = max(float(static.sum()) / s.p, float(static.max())) + float(costs.activation.min())
         # device d's first op is stage d's first F, which waits for the F's of the stages before it;
         # then it runs its stage's m passes (and with one stage per device, nothing else)
-        fill = np.concatenate(([0.0], np.cumsum(costs.f[: s.p - 1])))
-        average[k] = float(time.sum()) / s.p
-        filled[k] = float((fill + s.m * time[: s.p]).max())
-        heaviest[k] = float(time.max())
-    return memory, average, filled, heaviest
+        for row, (forward, each) in enumerate(((costs.f - a2a[0], time - a2a[1]), (costs.f - comm[0], time - comm[1]))):
+            fill = np.concatenate(([0.0], np.cumsum(forward[: s.p - 1])))
+            times[k, row] = (float(each.sum()) / s.p, float((fill + s.m * each[: s.p]).max()), float(each.max()))
+    return memory, times
 
 
-def _time_bound(spec, s: _Shape, average: float, filled: float, heaviest: float) -> float:
-    """A lower bound of the step, in ms. With one copy of each stage: its device runs all m
-    passes of it, and device d starts no earlier than the first microbatch's forwards through
-    the stages before its first (``filled``); the average device's compute bounds it too. With
-    two copies (DualPipe's, Chimera's replicas) the average, and half the heaviest stage's
-    passes on one of its two devices."""
+def _time_bound(spec, s: _Shape, times: np.ndarray) -> float:
+    """A lower bound of the step, in ms, from the shape's ``times`` (:func:`_bounds`: STP's row
+    without any collective, every other schedule's without the all-to-all). With one copy of
+    each stage: its device runs all m passes of it, and device d starts no earlier than the first
+    microbatch's forwards through the stages before its first (``filled``); the average device's
+    compute bounds it too. With two copies (DualPipe's, Chimera's replicas) the average, and half
+    the heaviest stage's passes on one of its two devices."""
+    average, filled, heaviest = (float(x) for x in times[1 if spec.braided_units is not None else 0])
     if spec.replicas > 1:
         return s.m * max(average, heaviest / spec.replicas)
     return max(s.m * max(average, heaviest), filled)
@@ -493,7 +500,7 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
         raise ConfigError("constraints" if constraints else "gpus", constraints or gpus, f"loosen them: {why}"
                           if constraints else f"give a GPU count and global batch that split: {why}",
                           reason=f"no layout of {gpus:,} GPUs and a global batch of {global_batch:,} is left")
-    memory, average, filled, heaviest = _bounds(model, hardware, shapes, shared, cluster)
+    memory, times = _bounds(model, hardware, shapes, shared, cluster)
     capacity = hardware.memory_bytes
     fits = memory <= capacity
     if not fits.any():
@@ -515,7 +522,7 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     for k in np.flatnonzero(keep).tolist():
         s = shapes[k]
         for spec in _for_shape(specs, s):
-            candidates.append((_time_bound(spec, s, float(average[k]), float(filled[k]), float(heaviest[k])), k,
+            candidates.append((_time_bound(spec, s, times[k]), k,
                                spec.name))
     candidates.sort(key=lambda c: (c[0], c[1], c[2]))
     topology_arg = topology if topology is not None else cluster

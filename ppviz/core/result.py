@@ -171,9 +171,12 @@ class Result:
     def __init__(self, config: Config, program: Program, start: np.ndarray, end: np.ndarray, dep: np.ndarray,
                  cost: np.ndarray, *, transfers: Transfers | None = None,
                  device_end: np.ndarray | None = None, host_copies: HostCopies | None = None,
-                 arrival: np.ndarray | None = None):
+                 arrival: np.ndarray | None = None, hidden: np.ndarray | None = None):
         self.config = config
         self.program = program
+        # per op, how much shorter it runs than alone, by overlap with another op (an F&B pair's,
+        # on its first op; STP's braided units): the collectives it hides (engine.hidden_costs)
+        self._hidden = hidden
         self.transfers = transfers if transfers is not None else Transfers.empty()
         self.host_copies = host_copies if host_copies is not None else HostCopies.empty()
         # with transfers: per op, when its cross-device input arrived; each device's last batch's end
@@ -335,13 +338,22 @@ class Result:
     @functools.cached_property
     def tp_comm(self) -> np.ndarray:
         """Per device, the time its ops spend in tensor- and expert-parallel collectives
-        (:attr:`traffic`, op by op). Part of its busy time, not of its idle time."""
+        (:attr:`traffic`, op by op), less what overlap hides (an F&B pair's, STP's braided units:
+        hidden under the other op's compute). Part of its busy time, not of its idle time."""
         o = self.ops
         column = np.select([o.kind == "F", o.kind == "B", o.kind == "I", o.kind == "W"], [0, 1, 2, 3], 0)
         # the vocabulary passes (S, T) carry no tensor-parallel traffic in the model
         vocab = (o.kind == "S") | (o.kind == "T")
+        per_op = np.where(vocab, 0.0, self.traffic[o.stage, column])
+        if self._hidden is not None:
+            # what an overlap hides is not spent in the device's time: an F&B pair's traffic is its
+            # two ops', on its first, less what the pair hides
+            first = np.flatnonzero(self.program.pair)
+            per_op[first] += per_op[first + 1]
+            per_op[first + 1] = 0.0
+            per_op = np.maximum(0.0, per_op - self._hidden)
         out = np.zeros(self.devices)
-        np.add.at(out, o.device, np.where(vocab, 0.0, self.traffic[o.stage, column]))
+        np.add.at(out, o.device, per_op)
         out.flags.writeable = False
         return out
 
