@@ -241,13 +241,13 @@ def _plan_my_run(out):
     assert len(rows) == p and all(abs(sum(map(float, r)) - step / 1000) <= 0.004 for r in rows)
     # no schedule simulated by hand at the best's layout fits and beats the plan's best
     by_hand = re.findall(r"^\S+ +v=\d  step +([\d,]+) ms   peak +([\d.]+) GiB   (fits|OUT OF MEMORY)$", out, re.M)
-    assert len(by_hand) == 7 and min(float(s.replace(",", "")) for s, _, fit in by_hand if fit == "fits") == step
+    assert len(by_hand) == 8 and min(float(s.replace(",", "")) for s, _, fit in by_hand if fit == "fits") == step
     assert all(float(peak) > 80 for _, peak, fit in by_hand if fit != "fits")
-    assert "no fitting schedule beats the plan: True; zb-v by hand equals the plan's best: True" in out
+    assert re.search(r"no fitting schedule beats the plan: True; \S+ by hand equals the plan's best: True", out)
     # every best compared: fits its GPU, its shares of the free best add up, MFU × step is one
     # constant for one model, batch and GPU count
     found = {m.group(1).strip(): m for m in re.finditer(
-        r"^(.+?) +t=(\d+) p=(\d+) d=(\d+) v=(\d+) b=(\d+) (\S+), recompute (\S+), ZeRO-(\d) step +([\d,]+) ms "
+        r"^(.+?) +t=(\d+) p=(\d+) d=(\d+) v=(\d+) b=(\d+) (\S+), recompute (\S+), ZeRO-(\d) +step +([\d,]+) ms "
         r"\( *([+-][\d.]+)%\) +MFU +([\d.]+)% +peak +([\d.]+) of (\d+) GiB$", out, re.M)}
     assert set(found) == {"80 GiB, 50 GB/s", "40 GiB", "12.5 GB/s between nodes", "free", "tensor_parallel=8",
                           "schedules=['1f1b']"}
@@ -275,7 +275,8 @@ def _plan_my_run(out):
     # 512 GPUs: the printed table is whole layouts of 512 GPUs and 1,024 sequences, fastest first, all fitting
     large = re.findall(r"^(\d+) +(\d+) +(\d+) +\d +(\d+) +(\d+) +\S+ +\S+ +\d +([\d,]+) ms +[\d.]+ % +[\d.]+ GiB +[\d.]+ [MG]iB$",
                        out.split("on 512 × h100-sxm")[1], re.M)
-    assert len(large) == 8 and all(int(a) * int(b) * int(c) == 512 and int(c) * int(mb) * int(m) == 1024
+    shown = int(re.search(r"(\d+) layouts fit within", out.split("on 512 × h100-sxm")[1]).group(1))
+    assert len(large) == min(8, shown) and all(int(a) * int(b) * int(c) == 512 and int(c) * int(mb) * int(m) == 1024
                                    for a, b, c, mb, m, _ in large)
     large_steps = [float(r[5].replace(",", "")) for r in large]
     assert large_steps == sorted(large_steps)

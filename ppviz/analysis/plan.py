@@ -49,7 +49,6 @@ from ..core.budget import estimate_ops, max_ops
 from ..core.config import Config
 from ..core.engine import simulate
 from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, checked_arguments, did_you_mean
-from ..core.program import B, F, I
 from ..core.registry import all_specs, lookup
 from ..core.result import Result
 from ..model import Hardware, Transformer
@@ -104,7 +103,7 @@ class Plan:
 
     ``table`` is a pandas DataFrame (:data:`COLUMNS`: step time in ms, peak memory and headroom
     in bytes on the busiest device, ``tp_comm`` the busiest device's tensor- and expert-parallel
-    collectives in the step, ``dp_tail`` the step after the pipeline, ``pareto`` the layouts no
+    collectives its ops expose (``Result.tp_comm``), ``dp_tail`` the step after the pipeline, ``pareto`` the layouts no
     other beats on both step and memory); ``best`` the fastest's Config; ``result(i)`` row
     ``i``'s full :class:`ppviz.Result`; ``chart()`` and ``view()`` draw it. ``enumerated``,
     ``pruned`` and ``simulated`` count the work in (layout, schedule) pairs: considered, ruled
@@ -435,16 +434,10 @@ def _evaluate(model: Transformer, hardware: Hardware, topology, items: list[tupl
     for index, b, options in items:
         config = _config(model, hardware, topology, b, options)
         res = simulate(config)
-        kinds, stages, devices = res.program.kind, res.program.stage, res.program.device
-        f_comm = np.array([config.stage_costs[s].get("f_comm", 0.0) for s in range(config.stages)])
-        b_comm = np.array([config.stage_costs[s].get("b_comm", 0.0) for s in range(config.stages)])
-        per_op = np.where(kinds == F, f_comm[stages], np.where((kinds == B) | (kinds == I), b_comm[stages], 0.0))
-        tp = np.zeros(res.devices)
-        np.add.at(tp, devices, per_op)
         peak = res.peak_memory_bytes
         capacity = hardware.memory_bytes
         rows.append((index, float(res.step_time), res.tokens_per_second, res.mfu, float(peak.max()),
-                     float(capacity - peak.max()), float(res.bubble_fraction), float(tp.max()),
+                     float(capacity - peak.max()), float(res.bubble_fraction), float(res.tp_comm.max()),
                      float(res.step_time - res.makespan), bool(res.fits.all())))
     return rows
 
