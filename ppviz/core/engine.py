@@ -34,8 +34,15 @@ def op_costs(program: Program, config: Config) -> np.ndarray:
     sequence segments costs 1/k of the microbatch's pass. Every op also pays its stage's host gap
     (:func:`gap_table`), and the first microbatch's ops (its first segment's) their stage's
     warm-up (:func:`warmup_table`), neither scaled."""
-    cost = braided(program, config, _own_costs(program, config))
+    return _joined(program, config, _own_costs(program, config))
+
+
+def _joined(program: Program, config: Config, own: np.ndarray) -> np.ndarray:
+    """:func:`op_costs` from each op's own duration (``own``, :func:`_own_costs`)."""
+    cost = braided(program, config, own)
     if program.pair.any():
+        if cost is own:
+            cost = own.copy()  # ``own`` stays each op's own duration (hidden_costs compares with it)
         first = np.flatnonzero(program.pair)
         if a2a_table(config, program.stages) is None:
             ratio = 1.0 if config.fb is None else config.fb / (config.f + config.b + config.w)
@@ -46,18 +53,18 @@ def op_costs(program: Program, config: Config) -> np.ndarray:
     return cost
 
 
-def hidden_costs(program: Program, config: Config, cost: np.ndarray) -> np.ndarray | None:
-    """Per op, how much shorter ``cost`` (:func:`op_costs`) runs it than alone: an F&B pair's two
-    ops against the pair (on its first op), an op of STP's braided units against its own time;
-    None where nothing overlaps."""
+def hidden_costs(program: Program, own: np.ndarray, cost: np.ndarray) -> np.ndarray | None:
+    """Per op, how much shorter ``cost`` (:func:`op_costs`) runs it than ``own`` (alone,
+    :func:`_own_costs`): an F&B pair's two ops against the pair (on its first op), an op of STP's
+    braided units against its own time; None where nothing overlaps."""
     spec = find(program.name) if program.name else None
     if not program.pair.any() and (spec is None or spec.braided_units is None):
         return None
-    own = _own_costs(program, config)
+    alone = own.copy()
     first = np.flatnonzero(program.pair)
-    own[first] += own[first + 1]
-    own[first + 1] = 0.0
-    return np.maximum(0.0, own - cost)
+    alone[first] += alone[first + 1]
+    alone[first + 1] = 0.0
+    return np.maximum(0.0, alone - cost)
 
 
 def _own_costs(program: Program, config: Config) -> np.ndarray:
@@ -591,8 +598,9 @@ def _simulated(x, config, options: dict, engine: str, name: str) -> Result:
     program, cfg = source
     kernel.checked_engine(engine)
     program.validate()
-    cost = op_costs(program, cfg)
-    hidden = hidden_costs(program, cfg, cost)
+    own = _own_costs(program, cfg)
+    cost = _joined(program, cfg, own)
+    hidden = hidden_costs(program, own, cost)
     if vocab.has_vocab(program):
         return _vocab_result(program, cfg, cost, engine)
     if cfg.transfers:
