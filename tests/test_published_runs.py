@@ -35,7 +35,7 @@ def test_the_rows_span_sources_and_accelerator_generations(outcomes):
 
 def test_absolute_step_times_are_within_ten_percent_on_average(outcomes):
     modelled = [o for o in outcomes if o.error is not None]
-    assert published_runs.mape(modelled) <= 0.10
+    assert published_runs.mape(modelled) <= 0.07
     hopper = [o for o in modelled if o.row["accelerator"].startswith("H100")]
     assert published_runs.mape(hopper) <= 0.05
     # the rows that miss most (GB200's, with no measured Blackwell GEMM curve) miss by under 30 %
@@ -46,5 +46,9 @@ def test_schedule_comparisons_keep_their_ratios_and_most_rankings(outcomes):
     grouped = published_runs.groups(outcomes)
     assert len(grouped) >= 20
     ratios = [abs(e) for members in grouped.values() for e in published_runs.ratio_errors(members)]
-    assert sum(ratios) / len(ratios) <= 0.07
-    assert sum(published_runs.same_ranking(m) for m in grouped.values()) >= 11
+    assert sum(ratios) / len(ratios) <= 0.06 and max(ratios) < 0.15
+    assert sum(published_runs.same_ranking(m) for m in grouped.values()) >= 7
+    # a ranking counts measured ties as misses; pairs of schedules measured more than 3 % apart are
+    # predicted in the measured order nearly always
+    agree, pairs = map(sum, zip(*(published_runs.pair_orders(m) for m in grouped.values())))
+    assert pairs >= 100 and agree >= 0.85 * pairs

@@ -403,7 +403,12 @@ def _delays(samples, prev_end, ready, kind_index, solo, S: int):
     start = samples.start
     gaps = start - prev_end
     cell = samples.stage * 4 + kind_index
-    comm, waited = 0.0, None
+    # from above: no op starts sooner after its input than the latency (plus its gap), so the least
+    # such delay bounds the latency; from below (none), ops that waited for a latency look like
+    # ops with a host gap, and the rounds settle on a latency split between the two
+    delay = start - ready
+    comm = max(0.0, float(np.nanmin(delay))) if (~np.isnan(delay)).any() else 0.0
+    waited = None
     for _ in range(_ROUNDS):
         now = _waited(prev_end, ready, comm)
         if waited is not None and np.array_equal(now, waited):
