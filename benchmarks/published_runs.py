@@ -105,6 +105,11 @@ def schedule_of(row: dict) -> tuple[str | None, str]:
 
 def model_of(row: dict) -> ppviz.Transformer:
     name = row["model"].lower()
+    if name.startswith("deepseek-v3"):
+        # the row's shapes are the preset's (MLA, 3 dense layers, 256 routed experts top-8, one shared,
+        # the MTP module: Megatron-Bridge's recipe trains mtp_num_layers = 1 by default)
+        return ppviz.Transformer.preset("deepseek-v3").replace(seq_len=row["seq_len"],
+                                                               micro_batch_size=row["micro_batch_size"])
     gated = "llama" in name
     # Megatron-LM trains with dropout 0.1 unless told otherwise (TransformerConfig's hidden_dropout and
     # attention_dropout); the scripts of these sources leave it (Megatron's examples/academic_paper_scripts/sc21,
@@ -127,6 +132,10 @@ def layout_of(row: dict, stages: int):
     ``account_for_loss_in_pipeline_split``: Llama 3.1 405B's 126 layers over 64 chunks); Vocabulary
     Parallelism's 'redis' baseline moves layers off the vocabulary stages (ppviz's balancer does
     that); else Megatron's even split."""
+    if row["model"].lower().startswith("deepseek-v3"):
+        # Megatron-Bridge's set_deepseek_v3_pipeline_model_parallel_layout (recipes/deepseek): the embedding
+        # with the first stage's layers, the MTP module and the loss with the last's
+        return DEEPSEEK_V3_LAYOUTS.get(stages)
     if row["id"].startswith("qi24") or (row["layers"] % stages and (row["layers"] + 2) % stages == 0):
         each, rest = divmod(row["layers"] + 2, stages)
         if rest or each < 1:
@@ -135,6 +144,10 @@ def layout_of(row: dict, stages: int):
     if "redistributed" in str(row["schedule"]):
         return "balanced"
     return None
+
+
+#: DeepSeek-V3's 61 layers per stage for VP = 1, as Megatron-Bridge's recipe lays them
+DEEPSEEK_V3_LAYOUTS = {4: [16, 16, 16, 13], 8: [8] * 7 + [5], 16: [4] * 15 + [1]}
 
 
 def virtual_stages(row: dict, schedule: str) -> int:
@@ -146,15 +159,13 @@ def virtual_stages(row: dict, schedule: str) -> int:
 
 #: ZeRO as the sources name it
 ZERO = {"distributed_fused_adam with overlap_grad_sync/overlap_param_sync (ZeRO-1-like)": 1,
-        "distributed optimizer (ZeRO-1-like)": 1}
+        "distributed optimizer (ZeRO-1-like)": 1, "distributed optimizer (NeMo default; not restated)": 1}
 
 
 def config_of(row: dict):
     """(the Config the row ran, how its schedule was chosen) or (None, why not)."""
     if row["accelerator"] not in MACHINES:
         return None, f"no preset for {row['accelerator']}"
-    if row["experts"]:
-        return None, "mixture-of-experts runs need the expert-parallel model"
     if row["micro_batch_size"] is None:
         return None, "the source does not give the micro-batch size"
     schedule, how = schedule_of(row)
@@ -169,7 +180,10 @@ def config_of(row: dict):
         return None, f"{row['zero_stage']} (ZeRO-3: weights gathered per layer) is not modelled"
     preset, changes, topology = MACHINES[row["accelerator"]]
     hardware = ppviz.Hardware.preset(preset, **changes)
-    recompute = {"none": None, "full": "full", "selective": "selective"}.get(row["recompute"], None)
+    # NVIDIA's DeepSeek-V3 recipes recompute selected modules (core attention, or MLA's up-projections):
+    # ppviz's selective recompute is the attention core's
+    recompute = "selective" if str(row["recompute"]).startswith("selective") else \
+        {"none": None, "full": "full"}.get(row["recompute"], None)
     fp8 = "fp8" in row["precision"].lower() or "float8" in row["precision"].lower()
     # Megatron-LM of 2021-2023 ran its own fused softmax, not FlashAttention, as these rows and the profile the
     # calibration is fitted to (scripts/calibrate_hardware.py) did
@@ -178,6 +192,9 @@ def config_of(row: dict):
                    recompute=recompute, sequence_parallel=bool(row["sequence_parallel"]) if t > 1 else None,
                    zero_stage=ZERO.get(row["zero_stage"], row["zero_stage"]) or 0,
                    context_parallel=row["context_parallel"] or 1, fp8=fp8, flash_attention=flash)
+    if row["experts"]:
+        # the rows with experts are NVIDIA's DeepSeek-V3 recipes, whose table gives ETP = 1 (each expert whole)
+        options.update(expert_parallel=row["expert_parallel"], expert_tensor_parallel=1)
     layout = layout_of(row, p * v)
     if layout is not None:
         options["layout"] = layout
@@ -271,6 +288,10 @@ def report(outcomes: list[Outcome]) -> str:
     modelled = [o for o in outcomes if o.error is not None]
     lines.append("")
     lines.append(f"{len(modelled)} rows modelled of {len(outcomes)}; mean absolute error {mape(modelled):.1%}")
+    dense = [o for o in modelled if not o.row["experts"]]
+    lines.append(f"  dense models: {len(dense)} rows, mean absolute error {mape(dense):.1%}; mixtures of experts: "
+                 f"{len(modelled) - len(dense)} rows, mean absolute error "
+                 f"{mape([o for o in modelled if o.row['experts']]):.1%}")
     for key in ("accelerator", "source"):
         seen = {}
         for o in modelled:

@@ -390,6 +390,27 @@ def test_expert_parallelism_splits_the_experts_static_memory_and_their_gradient_
         Config.from_model(DSV3, H800, expert_parallel=64, **{**options, "data_parallel": 96})
 
 
+def test_whole_experts_take_their_expert_parallel_group_from_the_tensor_and_data_parallel_ranks():
+    """NVIDIA's DeepSeek-V3 recipe on H100s: t = 2, EP = 64 over d = 32, expert TP 1 (each expert
+    whole): the experts' memory is split over 64, not 2 · 64, their state sharded over the
+    2 · 32 / 64 = 1 rank holding the same experts, and the group spans 64 consecutive ranks, 8 nodes."""
+    from ppviz.model.collectives import Groups
+    options = dict(schedule="1f1b", devices=8, microbatches=128, data_parallel=32, zero_stage=1,
+                   tensor_parallel=2, expert_parallel=64, layout=[8] * 7 + [5])
+    with pytest.raises(ConfigError, match="expert_parallel=64: .*give a divisor of data_parallel × context_parallel "
+                                          "= 32"):
+        Config.from_model(DSV3, H800, **options)
+    config = Config.from_model(DSV3, H800, expert_tensor_parallel=1, **options)
+    experts = 8 * 256 * 3 * 7168 * 2048  # stage 1's eight MoE layers' routed experts
+    dense = 8 * DSV3.layer_params() - experts
+    static = Fraction(dense, 2) * (4 + Fraction(12, 32)) + Fraction(experts, 64) * (4 + 12)
+    assert config.stage_costs[1]["params"] * config.activation_bytes == pytest.approx(float(static), rel=1e-12)
+    groups = Groups(tp=2, dp=32, ep=64, pp=8, etp=1)
+    assert (groups.edp, groups.stride("ep"), groups.inside_node("ep", 8)) == (1, 1, False)
+    assert Groups(tp=2, dp=32, ep=4, pp=8, etp=1).inside_node("ep", 8)  # 4 consecutive ranks
+    assert Groups(tp=2, dp=32, ep=8, pp=8).stride("ep") == 2  # with the experts split over t, t apart
+
+
 def test_mla_under_tensor_and_sequence_parallelism_duplicates_its_down_projections():
     from ppviz.model.kernels import item_kernels
 

@@ -49,6 +49,7 @@ def models_and_trainings(draw):
     sp = True if experts and t > 1 else draw(st.sampled_from([None, False] + ([True] if t > 1 else [])))
     e = draw(st.sampled_from([d for d in (1, 2, 4, 8) if experts and experts % d == 0] or [1]))
     training = Training(tensor_parallel=t, sequence_parallel=sp, expert_parallel=e,
+                        expert_tensor_parallel=draw(st.sampled_from([None, 1])),
                         recompute=draw(st.sampled_from([None, "selective", "full"])),
                         flash_attention=draw(st.booleans()), fp8=draw(st.booleans()))
     return model, training
@@ -182,6 +183,27 @@ def test_experts_are_grouped_gemms_of_tokens_times_top_k_over_experts_per_expert
     assert sum(1 for c in f if c[0] == "all-to-all") == 2 == sum(1 for c in layer["I"].collectives
                                                                  if c.kind == "all-to-all")
     assert all(c.group == "tp" for c in item_kernels(MOE, Training(tensor_parallel=t))["t"]["F"].collectives)
+
+
+def test_with_expert_tensor_parallelism_1_each_rank_sends_its_own_tokens_to_whole_experts():
+    t, e = 2, 8
+    split = item_kernels(MOE, Training(tensor_parallel=t, expert_parallel=e))["t"]
+    whole = item_kernels(MOE, Training(tensor_parallel=t, expert_parallel=e, expert_tensor_parallel=1))["t"]
+    T = 2 * 4096
+    fc1 = kernel(whole, "F", "expert FC1")
+    # the rank's T / t tokens' copies, to 64 / e experts of full width
+    assert (fc1.batch, fc1.m, fc1.n, fc1.k) == (64 // e, T // t * 6 * e // 64, 2 * 512, 1024)
+    assert fc1.model_flops == kernel(split, "F", "expert FC1").model_flops  # the same share of the work
+    copies = T // t * 6 * 1024 * HALF
+    for phase in "FI":
+        got = [(c.kind, c.group, c.bytes) for c in whole[phase].collectives if c.group == "ep"]
+        assert got == [("all-to-all", "ep", copies)] * 2
+        # no tensor-parallel collective of the experts' tokens: only attention's and the shared expert's
+        tp = [c for c in whole[phase].collectives if c.group == "tp"]
+        assert len(tp) == len([c for c in split[phase].collectives if c.group == "tp"]) - 2
+    assert whole["F"].model_flops == split["F"].model_flops
+    with pytest.raises(ConfigError, match="expert_tensor_parallel=4: ppviz splits each expert .*; give 1 .* or tensor_parallel = 2"):
+        Training(tensor_parallel=2, expert_tensor_parallel=4)
 
 
 def test_fp8_puts_transformer_engine_gemms_at_the_fp8_rate_and_keeps_the_rest_16_bit():

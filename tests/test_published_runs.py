@@ -26,7 +26,7 @@ def outcomes():
 
 def test_the_rows_span_sources_and_accelerator_generations(outcomes):
     modelled = [o for o in outcomes if o.error is not None]
-    assert len(modelled) >= 130
+    assert len(modelled) >= 145
     assert len({o.row["source"] for o in modelled}) >= 6
     assert {o.row["accelerator"].split(" ")[0].split("-")[0] for o in modelled} >= {"A100", "H100", "GB200"}
     for o in outcomes:
@@ -35,11 +35,17 @@ def test_the_rows_span_sources_and_accelerator_generations(outcomes):
 
 def test_absolute_step_times_are_within_ten_percent_on_average(outcomes):
     modelled = [o for o in outcomes if o.error is not None]
-    assert published_runs.mape(modelled) <= 0.07
-    hopper = [o for o in modelled if o.row["accelerator"].startswith("H100")]
+    assert published_runs.mape(modelled) <= 0.09
+    dense = [o for o in modelled if not o.row["experts"]]
+    assert published_runs.mape(dense) <= 0.07
+    hopper = [o for o in dense if o.row["accelerator"].startswith("H100")]
     assert published_runs.mape(hopper) <= 0.05
-    # the rows that miss most (GB200's, with no measured Blackwell GEMM curve) miss by under 30 %
-    assert max(abs(o.error) for o in modelled) < 0.30
+    # the dense rows that miss most (GB200's, with no measured Blackwell GEMM curve) miss by under 30 %
+    assert max(abs(o.error) for o in dense) < 0.30
+    # NVIDIA's DeepSeek-V3 recipes run 2 to 4 times slower than the step model predicts (the rows
+    # that miss: see docs/concepts/model.md), and no slower than that
+    moe = [o for o in modelled if o.row["experts"]]
+    assert len(moe) == 5 and all(0.2 < o.predicted / o.measured < 0.6 for o in moe)
 
 
 def test_schedule_comparisons_keep_their_ratios_and_most_rankings(outcomes):

@@ -65,8 +65,8 @@ DIMENSIONS = ("tensor_parallel", "pipeline_parallel", "data_parallel", "stages_p
 #: the limits a constraint may set instead of a list
 LIMITS = ("max_pipeline", "max_tensor", "max_stages_per_device")
 #: options every layout shares, passed to ``Config.from_model`` as given
-SHARED = ("sequence_parallel", "context_parallel", "expert_parallel", "fp8", "flash_attention", "tp_comm_overlap",
-          "overlap_grad_reduce", "overlap_param_gather", "comm_sms")
+SHARED = ("sequence_parallel", "context_parallel", "expert_parallel", "expert_tensor_parallel", "fp8",
+          "flash_attention", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "comm_sms")
 MICRO_BATCH_SIZES = (1, 2, 4, 8)
 RECOMPUTE = (None, "selective", "full")
 STAGES_PER_DEVICE = (1, 2, 4)
@@ -457,7 +457,7 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     ``pipeline_parallel``, ``data_parallel``, ``stages_per_device``, ``micro_batch_size``,
     ``schedules``, ``recompute``, ``zero_stage`` — or limit one (``max_pipeline``,
     ``max_tensor``, ``max_stages_per_device``), or set what every layout shares
-    (``sequence_parallel``, ``context_parallel``, ``expert_parallel``, ``fp8``,
+    (``sequence_parallel``, ``context_parallel``, ``expert_parallel``, ``expert_tensor_parallel``, ``fp8``,
     ``flash_attention``, ``tp_comm_overlap``, ``overlap_grad_reduce``, ``overlap_param_gather``,
     ``comm_sms``).
     """

@@ -440,7 +440,9 @@ class Config:
         ``layout`` (None or ``"even"``: Megatron's even split; ``"balanced"``: the automatic
         balancer; a Megatron layout string such as ``"Et*9|(t*10|)*6t*9L"``; a list of
         transformer layers per stage; a :class:`ppviz.model.Layout`), ``first_stage_layers`` /
-        ``last_stage_layers``, ``expert_parallel`` and ``comm_sms`` (the SMs an F&B pair gives its
+        ``last_stage_layers``, ``expert_parallel``, ``expert_tensor_parallel`` (None: each expert
+        split over the tensor-parallel group, Megatron's default; 1: whole experts, the expert-
+        parallel group drawn from the tensor- and data-parallel ranks) and ``comm_sms`` (the SMs an F&B pair gives its
         expert-parallel all-to-all, DeepSeek-V3's 20: a pair then costs the overlap rule of
         ``ppviz.core.engine.overlapped_pairs``), and any other Config field (``comm``, ``label``, ...). With a
         ``topology``, ``comm_bytes`` defaults to what one stage sends the next: the hidden

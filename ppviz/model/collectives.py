@@ -73,16 +73,25 @@ class Groups:
     ep: int = 1
     dp: int = 1
     pp: int = 1
+    etp: int | None = None  # expert tensor parallelism: the experts' own TP size (None: tp)
+
+    @property
+    def expert_tp(self) -> int:
+        return self.tp if self.etp is None else self.etp
 
     @property
     def edp(self) -> int:
-        """The expert-data-parallel group's size: the data- (and context-) parallel ranks that hold
-        the same experts, cp · dp / ep (Megatron-LM: world / (pp · ep · expert tp), expert tp = tp)."""
-        return self.cp * self.dp // self.ep
+        """The expert-data-parallel group's size: the ranks of a pipeline stage that hold the same
+        experts, tp · cp · dp / (ep · expert tp) (Megatron-LM: world / (pp · ep · expert tp))."""
+        return self.tp * self.cp * self.dp // (self.ep * self.expert_tp)
 
     def stride(self, group: str) -> int:
         """Ranks between consecutive members of ``group`` (1 for tensor parallelism); the expert-
-        data-parallel group's members are a whole expert-parallel group apart."""
+        data-parallel group's members are a whole expert-parallel group apart. The experts' ranks
+        are laid out as Megatron-LM's expert rank generator lays them (``etp-ep-dp-pp``): with an
+        expert tensor parallelism other than t, the expert-parallel ranks are expert-tp apart."""
+        if self.etp is not None and self.etp != self.tp and group in ("ep", "edp"):
+            return self.etp if group == "ep" else self.etp * self.ep
         if group == "edp":
             return self.tp * self.cp * self.ep
         stride = 1

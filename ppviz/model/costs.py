@@ -118,6 +118,7 @@ class Training:
     recompute: str | None = None
     flash_attention: bool = True
     expert_parallel: int = 1  # the experts of each MoE layer split over this many devices
+    expert_tensor_parallel: int | None = None  # each expert split over this many (None: tensor_parallel)
     fp8: bool = False  # Transformer Engine's FP8: GEMMs at the FP8 rate, everything else 16-bit
     context_parallel: int = 1  # the sequence split over this many devices, attention's keys and values passed round a ring
     pipeline_parallel: int = 1
@@ -132,6 +133,11 @@ class Training:
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(name, getattr(self, name), "give True or False")
         checked_count("expert_parallel", self.expert_parallel, minimum=1)
+        if self.expert_tensor_parallel not in (None, 1, self.tensor_parallel):
+            raise ConfigError("expert_tensor_parallel", self.expert_tensor_parallel,
+                              f"give 1 (each expert whole on its rank) or tensor_parallel = {self.tensor_parallel} "
+                              "(None: the same)", reason="ppviz splits each expert over the tensor-parallel "
+                              "group or not at all")
         checked_count("context_parallel", self.context_parallel, minimum=1)
         checked_count("pipeline_parallel", self.pipeline_parallel, minimum=1)
         checked_count("comm_sms", self.comm_sms, minimum=0)
@@ -156,8 +162,15 @@ class Training:
 
     @property
     def groups(self) -> Groups:
+        etp = self.expert_tensor_parallel
         return Groups(tp=self.tensor_parallel, cp=self.context_parallel, ep=self.expert_parallel,
-                      dp=self.data_parallel, pp=self.pipeline_parallel)
+                      dp=self.data_parallel, pp=self.pipeline_parallel,
+                      etp=None if etp in (None, self.tensor_parallel) else etp)
+
+    @property
+    def expert_tp(self) -> int:
+        """Over how many ranks each expert is split (Megatron-LM's expert tensor parallelism)."""
+        return self.tensor_parallel if self.expert_tensor_parallel is None else self.expert_tensor_parallel
 
 
 #: The systems the accelerators' presets are built into, whose links the parallel groups' collectives
@@ -314,7 +327,7 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
     per = item_costs(model, hardware, training) if per_item is None else per_item
     groups = training.groups
     per_param = bytes_per_param(training.zero_stage, training.data_parallel)
-    split = model.moe and groups.ep > 1
+    split = model.moe and (groups.ep > 1 or groups.expert_tp != groups.tp)
     if split:
         _check_expert_split(groups)
     # the experts' optimizer state is sharded over the ranks that hold the same experts
@@ -335,7 +348,7 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
         params = sum(count[c] * per[c][2] for c in per) + (model.vocab * model.hidden if tied_copy and "L" in items else 0)
         expert = sum(count[c] * experts[c] for c in per) if split else 0
         rank_dense = Fraction(params - expert, training.parallel.tensor)
-        rank_expert = Fraction(expert, training.parallel.tensor * groups.ep)
+        rank_expert = Fraction(expert, training.expert_tp * groups.ep)
         rows.append((*times, float(act), float(rank_dense * per_param + rank_expert * per_expert_param), *comm,
                      float(rank_dense + rank_expert), *a2a, float(rank_expert)))
     columns = [np.array(col, dtype=float) for col in zip(*rows)]
@@ -345,11 +358,15 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
 
 
 def _check_expert_split(groups: Groups) -> None:
-    """Megatron-LM carves the expert-parallel group out of the data- and context-parallel ranks."""
-    if (groups.cp * groups.dp) % groups.ep:
-        raise ConfigError("expert_parallel", groups.ep, f"give a divisor of data_parallel × context_parallel = "
-                          f"{groups.cp * groups.dp}", reason="Megatron-LM splits each expert-parallel group's "
-                          "experts over data-parallel ranks, and these do not divide into such groups")
+    """Megatron-LM carves the expert-parallel group out of a stage's data- and context-parallel
+    ranks, and, with an expert tensor parallelism below t, out of its tensor-parallel ones too."""
+    ranks = groups.tp * groups.cp * groups.dp // groups.expert_tp
+    if ranks % groups.ep:
+        across = "tensor_parallel × " if groups.expert_tp != groups.tp else ""
+        raise ConfigError("expert_parallel", groups.ep, f"give a divisor of {across}data_parallel × context_parallel"
+                          f"{' / expert_tensor_parallel' if across else ''} = {ranks}",
+                          reason="Megatron-LM splits each expert-parallel group's experts over a stage's ranks, "
+                          "and these do not divide into such groups")
 
 
 def step_of(costs: StageCosts, hardware: Hardware, training: Training, microbatches: int,
@@ -542,7 +559,7 @@ def _check_heads_split(model: Transformer, t: int) -> None:
 def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devices: int = 4,
          microbatches: int = 8, stages_per_device: int | None = None, data_parallel: int = 1,
          tensor_parallel: int = 1, sequence_parallel: bool | None = None, context_parallel: int = 1,
-         expert_parallel: int = 1, zero_stage: int = 0, recompute: str | None = None, flash_attention: bool = True,
+         expert_parallel: int = 1, expert_tensor_parallel: int | None = None, zero_stage: int = 0, recompute: str | None = None, flash_attention: bool = True,
          fp8: bool = False, tp_comm_overlap: float = 0.0, overlap_grad_reduce: bool = True,
          overlap_param_gather: bool = True, comm_sms: int = COMM_SMS, layout=None, first_stage_layers: int | None = None,
          last_stage_layers: int | None = None, **options) -> tuple[Config, Layout]:
@@ -572,7 +589,8 @@ def plan(model: Transformer, hardware: Hardware, *, schedule: str = "1f1b", devi
         raise ConfigError("devices", devices, "give a whole number of pipeline stages >= 1")
     training = Training(tensor_parallel=tensor_parallel, sequence_parallel=sequence_parallel,
                         data_parallel=data_parallel, zero_stage=zero_stage, recompute=recompute,
-                        flash_attention=flash_attention, expert_parallel=expert_parallel, fp8=fp8,
+                        flash_attention=flash_attention, expert_parallel=expert_parallel,
+                        expert_tensor_parallel=expert_tensor_parallel, fp8=fp8,
                         context_parallel=context_parallel, pipeline_parallel=devices,
                         cluster=cluster_of(hardware, transfers.get("topology")), tp_comm_overlap=tp_comm_overlap,
                         overlap_grad_reduce=overlap_grad_reduce, overlap_param_gather=overlap_param_gather,

@@ -37,11 +37,15 @@ What runs follows Megatron-LM's GPT model on Transformer Engine (megatron/core):
   computes every score of the causal mask.
 - *Mixture of experts* (megatron/core/transformer/moe, the all-to-all token dispatcher): the
   router GEMM on the rank's tokens and its softmax/top-k, the permutation of each token's top-k
-  copies, the all-to-all over the expert-parallel group (size e) and, with t > 1, the all-gather
-  over the tensor-parallel group (expert tensor parallelism equal to t), the sort by local expert,
-  the experts as grouped GEMMs of M = T · top_k · e / experts tokens each on average (experts / e
-  of them per device, their weights split over t), then the reduce-scatter, the all-to-all back
-  and the weighted un-permutation; shared experts are one dense MLP of shared · expert width.
+  copies, the all-to-all over the expert-parallel group (size e) and, with t > 1 and expert tensor
+  parallelism equal to t (Megatron's default), the all-gather over the tensor-parallel group, the
+  sort by local expert, the experts as grouped GEMMs of M = T · top_k · e / experts tokens each on
+  average (experts / e of them per device, their weights split over t), then the reduce-scatter,
+  the all-to-all back and the weighted un-permutation. With expert tensor parallelism 1
+  (``--expert-tensor-parallel-size 1``) each rank sends its own T / t tokens' copies to whole
+  experts: no tensor-parallel collective, M = (T / t) · top_k · e / experts, and the expert-
+  parallel group is drawn from the tensor- and data-parallel ranks together. Shared experts are
+  one dense MLP of shared · expert width.
   Megatron requires sequence parallelism for MoE with t > 1 (its arguments check), and so does
   this module.
 - *Embedding* (VocabParallelEmbedding): the lookup into the rank's vocabulary shard, the masking
@@ -213,6 +217,7 @@ class _Shapes:
         self.model = model
         self.t, self.sp = par.tensor, par.sequence
         self.e = training.expert_parallel
+        self.et = training.expert_tp
         self.fp8 = training.fp8
         self.flash = training.flash_attention
         self.recompute = training.recompute
@@ -425,11 +430,13 @@ class _Shapes:
     def moe(self) -> list:
         m = self.model
         t, e, T, n, h = self.t, self.e, self.T, self.tokens, self.h
+        et = self.et  # expert tensor parallelism: t, or 1 (each rank's own tokens to whole experts)
         E, k, width = m.experts, m.top_k, m.expert_ffn
         local = E // e
-        per_expert = _ceil(T * k * e, E)  # tokens each local expert receives on average
+        entering = T if et > 1 else n  # tokens whose copies reach a rank's experts: gathered over TP, or its own
+        per_expert = _ceil(entering * k * e, E)  # tokens each local expert receives on average
         copies = n * k * h  # elements of the rank's permuted token copies
-        gathered = T * k * h  # the same over the tensor-parallel group
+        gathered = entering * k * h  # the same over the tensor-parallel group (when the experts are split over it)
         fp8 = self.fp8
         blocks = []
         router = Fraction(2 * T * h * E, t)
@@ -440,21 +447,24 @@ class _Shapes:
              self.gemm("router dgrad", n, h, E, router),
              _memory("router input gradient add", 2 * n * h * HALF, n * h * HALF)],
             [self.gemm("router wgrad", h, E, n, router, accumulate=True)]))
-        sort = local > 1 and e * t > 1
+        sort = local > 1 and e * et > 1
+        over_tp = et > 1  # the experts split over the tensor-parallel group: its tokens gathered to every rank
         dispatch_f = [_memory("permute", n * h * HALF + n * k * INDEX, copies * HALF)]
         dispatch_f += self.comm("all-to-all", copies * HALF, "dispatch", "ep")
-        dispatch_f += self.comm("all-gather", gathered * HALF, "dispatched tokens")
+        if over_tp:
+            dispatch_f += self.comm("all-gather", gathered * HALF, "dispatched tokens")
         if sort:
             dispatch_f.append(_memory("sort by local expert", gathered * HALF, gathered * HALF))
         dispatch_i = [_memory("sort backward", gathered * HALF, gathered * HALF)] if sort else []
-        dispatch_i += self.comm("reduce-scatter", gathered * HALF, "dispatched tokens' gradient")
+        if over_tp:
+            dispatch_i += self.comm("reduce-scatter", gathered * HALF, "dispatched tokens' gradient")
         dispatch_i += self.comm("all-to-all", copies * HALF, "dispatch gradient", "ep")
         dispatch_i.append(_memory("permute backward", copies * HALF, n * h * HALF))
         blocks.append(_Block(dispatch_f, dispatch_i, []))
         up = (2 if m.gated_mlp else 1) * width
         for name, n_in, n_out, split in (("expert FC1", h, up, "column"), ("expert FC2", width, h, "row")):
-            model = Fraction(2 * T * k * n_in * n_out, t)
-            k_in, n_rank = (n_in, _ceil(n_out, t)) if split == "column" else (_ceil(n_in, t), n_out)
+            model = Fraction(2 * T * k * n_in * n_out, t)  # a rank's share, whichever way the experts split
+            k_in, n_rank = (n_in, _ceil(n_out, et)) if split == "column" else (_ceil(n_in, et), n_out)
             rows = local * per_expert
             cast = [_memory(f"{name} gradient FP8 cast-transpose", rows * n_rank * HALF,
                             2 * rows * n_rank * FP8)] if fp8 else []
@@ -467,14 +477,16 @@ class _Shapes:
                 [self.gemm(f"{name} wgrad", k_in, n_rank, per_expert, model, batch=local, fp8=fp8,
                            accumulate=True)]))
             if split == "column":
-                blocks.append(self.activation("expert", local * per_expert, _ceil(width, t)))
+                blocks.append(self.activation("expert", local * per_expert, _ceil(width, et)))
         combine_f = [_memory("sort back", gathered * HALF, gathered * HALF)] if sort else []
-        combine_f += self.comm("reduce-scatter", gathered * HALF, "expert outputs")
+        if over_tp:
+            combine_f += self.comm("reduce-scatter", gathered * HALF, "expert outputs")
         combine_f += self.comm("all-to-all", copies * HALF, "combine", "ep")
         combine_f.append(_memory("unpermute (weighted sum)", copies * HALF + n * k * FULL, n * h * HALF))
         combine_i = [_memory("unpermute backward", n * h * HALF + copies * HALF, copies * HALF + n * k * FULL)]
         combine_i += self.comm("all-to-all", copies * HALF, "combine gradient", "ep")
-        combine_i += self.comm("all-gather", gathered * HALF, "expert outputs' gradient")
+        if over_tp:
+            combine_i += self.comm("all-gather", gathered * HALF, "expert outputs' gradient")
         if sort:
             combine_i.append(_memory("sort back backward", gathered * HALF, gathered * HALF))
         blocks.append(_Block(combine_f, combine_i, []))
