@@ -6,7 +6,8 @@ simulated by the step model.
 
 For each run: the plan's best (t, p, d, v, micro-batch, schedule, recompute, ZeRO) and its step,
 the authors' layout's predicted step and its ratio to the best, and whether the authors' layout
-is in the plan's table (every fitting layout within 1.1x of the best). Where the two differ, the
+(t, p, d, v and micro-batch) is a row of the plan's table (every fitting layout within 1.1x of
+the best); then the same with only what the authors' framework ran. Where the two differ, the
 ratio says what ppviz predicts the authors' layout loses to its best.
 """
 
@@ -63,13 +64,17 @@ def main() -> None:
         took = time.perf_counter() - started
         mine = ppviz.simulate(authors)
         best = found.table.iloc[0]
-        t, p = row["tensor_parallel"], row["pipeline_parallel"]
-        listed = ((found.table.t == t) & (found.table.p == p) & (found.table.d == row["data_parallel"])).any()
+        def listed(table) -> bool:
+            """Whether the authors' layout (t, p, d, v, micro-batch) is a row of the plan's table."""
+            return bool(((table.t == row["tensor_parallel"]) & (table.p == row["pipeline_parallel"])
+                         & (table.d == row["data_parallel"]) & (table.v == authors.stages_per_device)
+                         & (table.micro_batch_size == row["micro_batch_size"])).any())
+
         label = (f"t={best.t} p={best.p} d={best.d} v={best.v} b={best.micro_batch_size} {best.schedule} "
                  f"{best.recompute} Z{best.zero_stage}")
         fits = "" if mine.fits is None or mine.fits.all() else " (authors' layout over memory in ppviz)"
         print(f"{run:36} {row['gpus']:5} {label:44} {best.step_time / 1e3:8.3f} {mine.step_time / 1e3:9.3f} "
-              f"{mine.step_time / best.step_time:6.3f} {'yes' if listed else 'no'}{fits}  ({took:.0f} s)")
+              f"{mine.step_time / best.step_time:6.3f} {'yes' if listed(found.table) else 'no'}{fits}  ({took:.0f} s)")
         theirs = FRAMEWORK[run.split("-")[0]]
         found = ppviz.plan(model, hardware, gpus=row["gpus"], global_batch=row["global_batch"], topology=topology,
                            progress=False, **shared, **theirs)
@@ -77,7 +82,7 @@ def main() -> None:
         label = (f"t={best.t} p={best.p} d={best.d} v={best.v} b={best.micro_batch_size} {best.schedule} "
                  f"{best.recompute} Z{best.zero_stage}")
         print(f"{'  their framework':36} {'':5} {label:44} {best.step_time / 1e3:8.3f} {mine.step_time / 1e3:9.3f} "
-              f"{mine.step_time / best.step_time:6.3f}")
+              f"{mine.step_time / best.step_time:6.3f} {'yes' if listed(found.table) else 'no'}")
 
 
 if __name__ == "__main__":

@@ -34,7 +34,8 @@ def _brute_force(model, hardware, gpus, global_batch, schedules):
             continue
         for p in (k for k in range(1, gpus // t + 1) if (gpus // t) % k == 0 and k <= model.layers):
             d = gpus // (t * p)
-            for v, b, zero, recompute in itertools.product((1, 2, 4), (1, 2, 4, 8), (0, 1, 2), (None, "selective", "full")):
+            for v, b, zero, recompute in itertools.product(range(1, 9), (1, 2, 4, 8), (0, 1, 2),
+                                                           (None, "selective", "full")):
                 if (v > 1 and p == 1) or global_batch % (d * b) or (zero and d == 1) or (zero == 2 and p > 1):
                     continue
                 stages = p * v
@@ -98,7 +99,7 @@ def test_the_bounds_are_below_what_the_simulation_gives(t, p, v, b, recompute, s
         return
     shape = planning._Shape(t, p, d, v, b, 32 // (d * b), recompute, 1 if d > 1 else 0, counts)
     cluster = ppviz.Topology.preset("dgx-h100")
-    memory, times = planning._bounds(TINY, _h100(80), [shape], {}, cluster)
+    memory, _, times = planning._bounds(TINY, _h100(80), [shape], {}, cluster)
     res = simulate(planning._config(TINY, _h100(80), cluster, b, shape.options(schedule, {})))
     assert memory[0] <= res.peak_memory_bytes.max() * (1 + 1e-12)
     bound = planning._time_bound(spec, shape, times[0])
@@ -194,7 +195,7 @@ def test_stps_bound_leaves_out_the_collectives_its_braided_units_hide():
     cluster = ppviz.Topology.preset("dgx-h100")
     counts = planning._layer_counts(TINY.layers, 4)
     shape = planning._Shape(4, 2, 1, 2, 1, 64, None, 0, counts)
-    _, times = planning._bounds(TINY, _h100(80), [shape], {}, cluster)
+    _, _, times = planning._bounds(TINY, _h100(80), [shape], {}, cluster)
     res = simulate(planning._config(TINY, _h100(80), cluster, 1, shape.options("stp", {})))
     assert planning._time_bound(lookup("stp"), shape, times[0]) <= res.makespan
     average, filled, heaviest = times[0, 0]  # what a schedule that hides nothing takes at the least

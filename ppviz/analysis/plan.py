@@ -69,7 +69,9 @@ SHARED = ("sequence_parallel", "context_parallel", "expert_parallel", "expert_te
           "flash_attention", "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "comm_sms")
 MICRO_BATCH_SIZES = (1, 2, 4, 8)
 RECOMPUTE = (None, "selective", "full")
-STAGES_PER_DEVICE = (1, 2, 4)
+#: virtual stages tried: Megatron's interleaving takes any v whose p · v chunks split the layers
+#: (NVIDIA's recipes run 5 for Llama 3.1 70B and 8 for 405B)
+STAGES_PER_DEVICE = (1, 2, 3, 4, 5, 6, 7, 8)
 #: the largest grid plan enumerates (layouts × schedules), refused before any work beyond it
 MAX_CANDIDATES = 500_000
 COLUMNS = ("t", "p", "d", "v", "micro_batch_size", "m", "schedule", "recompute", "zero_stage", "layout", "step_time",
@@ -286,7 +288,7 @@ def _shapes(model: Transformer, gpus: int, global_batch: int, node: int, chosen:
             d = gpus // (t * p)
             if keep("data_parallel", [d], chosen.get("data_parallel")) == []:
                 continue
-            vs = [v for v in STAGES_PER_DEVICE if v <= chosen.get("max_stages_per_device", 4) and (v == 1 or p > 1)]
+            vs = [v for v in STAGES_PER_DEVICE if v <= chosen.get("max_stages_per_device", STAGES_PER_DEVICE[-1]) and (v == 1 or p > 1)]
             vs = keep("stages_per_device", vs, chosen.get("stages_per_device"))
             bs = [b for b in MICRO_BATCH_SIZES if global_batch % (d * b) == 0]
             bs = keep("micro_batch_size", bs, chosen.get("micro_batch_size"))
@@ -303,7 +305,8 @@ def _shapes(model: Transformer, gpus: int, global_batch: int, node: int, chosen:
 
 
 def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared: dict, cluster) -> tuple:
-    """Per shape: a lower bound of the busiest device's peak memory (bytes); and, as rows of
+    """Per shape: a lower bound of the busiest device's peak memory (bytes); each stage's
+    activation bytes per microbatch (what a recompute saves shows there); and, as rows of
     (shapes × 2 × 3) ms, the average device's compute per microbatch, the latest any device d can
     end if it runs stage d after the first microbatch's forwards reach it, and the heaviest stage's
     compute per microbatch. Row 0 leaves out the expert-parallel all-to-all, which an F&B pair may
@@ -313,6 +316,7 @@ def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared
     sized = {b: model.replace(micro_batch_size=b) for b in {s.b for s in shapes}}
     layouts = {c: Layout.from_counts(list(c), model.mtp_layers) for c in {s.counts for s in shapes}}
     memory = np.empty(len(shapes))
+    activation: list[np.ndarray] = []
     times = np.empty((len(shapes), 2, 3))
     for k, s in enumerate(shapes):
         training = _training(s, shared, cluster)
@@ -321,6 +325,7 @@ def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared
             per_item[key] = item_costs(sized[s.b], hardware, training)
         costs = stage_costs(sized[s.b], hardware, layouts[s.counts], training, per_item=per_item[key])
         static = costs.static
+        activation.append(costs.activation)
         again = 1.0 if s.recompute else 0.0
         time = costs.f + costs.i + costs.w + again * costs.recompute
         a2a = costs.a2a[:, 0], costs.a2a[:, :3].sum(axis=1) + again * costs.a2a[:, 3]
@@ -336,7 +341,7 @@ def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared
         for row, (forward, each) in enumerate(((costs.f - a2a[0], time - a2a[1]), (costs.f - comm[0], time - comm[1]))):
             fill = np.concatenate(([0.0], np.cumsum(forward[: s.p - 1])))
             times[k, row] = (float(each.sum()) / s.p, float((fill + s.m * each[: s.p]).max()), float(each.max()))
-    return memory, times
+    return memory, activation, times
 
 
 def _time_bound(spec, s: _Shape, times: np.ndarray) -> float:
@@ -403,15 +408,17 @@ def _for_shape(specs: list, s: _Shape) -> list:
     return accepted
 
 
-def _dominated_recompute(shapes: list[_Shape], memory: np.ndarray) -> np.ndarray:
+def _dominated_recompute(shapes: list[_Shape], activation: list[np.ndarray]) -> np.ndarray:
     """Shapes whose recompute saves no memory over the same shape without it (selective
-    recompute under flash attention, which stores no attention scores to drop): the recompute
-    only adds time, so they cannot be the best."""
-    plain = {dataclasses.replace(s, recompute=None): memory[k] for k, s in enumerate(shapes) if s.recompute is None}
+    recompute under flash attention, which stores no attention scores to drop): no stage's
+    activations shrink, the recompute only adds time, so they cannot be the best. (Compared by
+    the stages' activations, not by the memory bound: a bound held by a stage without layers is
+    the same with and without recompute, whatever the others save.)"""
+    plain = {dataclasses.replace(s, recompute=None): activation[k] for k, s in enumerate(shapes) if s.recompute is None}
     out = np.zeros(len(shapes), bool)
     for k, s in enumerate(shapes):
         bare = plain.get(dataclasses.replace(s, recompute=None))
-        out[k] = s.recompute is not None and bare is not None and memory[k] >= bare
+        out[k] = s.recompute is not None and bare is not None and bool(np.all(activation[k] >= bare))
     return out
 
 
@@ -493,7 +500,7 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
         raise ConfigError("constraints" if constraints else "gpus", constraints or gpus, f"loosen them: {why}"
                           if constraints else f"give a GPU count and global batch that split: {why}",
                           reason=f"no layout of {gpus:,} GPUs and a global batch of {global_batch:,} is left")
-    memory, times = _bounds(model, hardware, shapes, shared, cluster)
+    memory, activation, times = _bounds(model, hardware, shapes, shared, cluster)
     capacity = hardware.memory_bytes
     fits = memory <= capacity
     if not fits.any():
@@ -510,7 +517,7 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
         raise ConfigError("constraints", constraints or None, f"pin or limit a dimension (tensor_parallel=, "
                           f"max_pipeline=, schedules=) to at most {MAX_CANDIDATES:,}",
                           reason=f"{enumerated:,} layouts to consider")
-    keep = fits & ~_dominated_recompute(shapes, memory)
+    keep = fits & ~_dominated_recompute(shapes, activation)
     candidates = []  # (time bound, shape index, schedule)
     for k in np.flatnonzero(keep).tolist():
         s = shapes[k]
