@@ -202,3 +202,27 @@ def test_stps_bound_leaves_out_the_collectives_its_braided_units_hide():
     assert max(64 * max(average, heaviest), filled) > res.makespan
     assert planning._time_bound(lookup("zb-v"), shape, times[0]) <= simulate(
         planning._config(TINY, _h100(80), cluster, 1, shape.options("zb-v", {}))).makespan
+
+
+MOE = ppviz.Transformer(8, hidden=1024, heads=16, kv_heads=4, ffn_hidden=512, vocab=32000, seq_len=2048,
+                        gated_mlp=True, experts=16, top_k=2, shared_experts=1, name="tiny-moe")
+
+
+@pytest.mark.parametrize("etp", [None, 1])
+def test_layouts_whose_ranks_cannot_hold_the_expert_parallel_groups_are_left_out(etp):
+    """Megatron-LM carves each expert-parallel group out of a stage's data-parallel ranks (and its
+    tensor-parallel ones, with whole experts): layouts where they do not divide are not planned."""
+    found = ppviz.plan(MOE, _h100(4), gpus=16, global_batch=64, progress=False, n_jobs=1, expert_parallel=4,
+                       expert_tensor_parallel=etp, tensor_parallel=2)
+    ranks = found.table.d * (2 if etp is None else 1)  # data-parallel ranks, times t with whole experts
+    assert len(found.table) and (ranks % 4 == 0).all()
+    assert found.result(0).step_time == pytest.approx(found.table.step_time[0])
+    shapes, _ = planning._shapes(MOE, 16, 64, 8, {"tensor_parallel": [2]})
+    removed: dict = {}
+    kept = planning._expert_splits(MOE, shapes, {"expert_parallel": 4, "expert_tensor_parallel": etp}, removed)
+    # with the experts split over t the group comes from d alone (d = 4 or 8); whole experts add t (d = 2 too)
+    assert {s.d for s in kept} == ({4, 8} if etp is None else {2, 4, 8})
+    assert removed["expert_parallel"] == len(shapes) - len(kept) > 0
+    with pytest.raises(ConfigError, match="the constraint that removed the most is expert_parallel"):
+        ppviz.plan(MOE, _h100(4), gpus=16, global_batch=64, progress=False, n_jobs=1, expert_parallel=16,
+                   tensor_parallel=2)

@@ -304,6 +304,21 @@ def _shapes(model: Transformer, gpus: int, global_batch: int, node: int, chosen:
     return out, removed
 
 
+def _expert_splits(model: Transformer, shapes: list[_Shape], shared: dict, removed: dict) -> list[_Shape]:
+    """The shapes whose ranks host the expert-parallel groups: Megatron-LM carves them out of a
+    stage's data- and context-parallel ranks (and its tensor-parallel ones too, with whole experts),
+    which must divide into them (``costs._check_expert_split``); the rest are counted as removed
+    by ``expert_parallel``."""
+    ep = shared.get("expert_parallel", 1)
+    if not model.moe or not isinstance(ep, int) or ep <= 1:
+        return shapes
+    cp, etp = shared.get("context_parallel", 1), shared.get("expert_tensor_parallel")
+    kept = [s for s in shapes if (s.t * cp * s.d // (s.t if etp in (None, s.t) else etp)) % ep == 0]
+    if len(kept) < len(shapes):
+        removed["expert_parallel"] = removed.get("expert_parallel", 0) + len(shapes) - len(kept)
+    return kept
+
+
 def _bounds(model: Transformer, hardware: Hardware, shapes: list[_Shape], shared: dict, cluster) -> tuple:
     """Per shape: a lower bound of the busiest device's peak memory (bytes); each stage's
     activation bytes per microbatch (what a recompute saves shows there); and, as rows of
@@ -491,6 +506,7 @@ def plan(model: Transformer, hardware: Hardware, *, gpus: int, global_batch: int
     if isinstance(cp, bool) or not isinstance(cp, int) or cp < 1 or gpus % cp:
         raise ConfigError("context_parallel", cp, f"give a whole number that divides the {gpus:,} GPUs")
     shapes, removed = _shapes(model, gpus // cp, global_batch, cluster.devices_per_node, chosen)
+    shapes = _expert_splits(model, shapes, shared, removed)
     specs = _schedules(chosen)
     if not shapes or not specs:
         worst = max(removed, key=lambda k: removed[k]) if removed else None
