@@ -2,6 +2,8 @@
 closed forms and the tensor-parallel communication its braided units hide."""
 
 import numpy as np
+
+import ppviz
 import pytest
 
 from ppviz import Config, PpvizError, Program, simulate
@@ -201,6 +203,32 @@ def test_a_partner_with_too_little_compute_hides_only_its_compute():
     pair = int(np.flatnonzero(program.pair & (program.kind[np.minimum(np.arange(len(program)) + 1,
                                                                        len(program) - 1)] == KINDS.index("I")))[0])
     assert (cost[pair], cost[pair + 1]) == (0.125 + 0.5, 0.0)
+
+
+def test_what_a_unit_hides_still_costs_the_sms_its_collectives_hold():
+    # the same F0&W unit with the collectives holding σ = 1/4 of the SMs: the F hides 0.25 of its
+    # 0.375 under the W and pays 1/4 of it; the F&F unit's F's each pay 0.25 + σ · 0.125
+    sigma = 0.25
+    cfg = Config(schedule="stp", devices=2, microbatches=5,
+                 stage_costs={s: {"f": 0.5, "b": 0.5, "w": 0.25, "f_comm": 0.375, "comm_sm_share": sigma}
+                              for s in range(4)})
+    program = cfg.build()
+    cost = op_costs(program, cfg)
+    units = [k for k in braided_units(program) if not program.pair[k]]
+    (k,) = [k for k in units if KINDS[program.kind[k + 1]] == "W"]
+    assert (cost[k], cost[k + 1]) == (0.5 - (1 - sigma) * 0.25, 0.25)
+    assert [(cost[k], cost[k + 1]) for k in units if KINDS[program.kind[k + 1]] == "F"] == \
+        [(0.375 + sigma * 0.125, 0.375 + sigma * 0.125)]
+    # from a model: the share is comm_sms of the hardware's SMs, on the stages with traffic
+    model = ppviz.Transformer.preset("llama-3-8b")
+    h100 = ppviz.Hardware.preset("h100-sxm")
+    stp = Config.from_model(model, h100, schedule="stp", devices=2, microbatches=5, tensor_parallel=4)
+    assert {c["comm_sm_share"] for c in stp.stage_costs.values()} == {20 / 132}
+    assert "comm_sm_share" not in Config.from_model(model, h100, schedule="stp", devices=2,
+                                                    microbatches=5).stage_costs[0]
+    free = stp.replace(stage_costs={s: {k: v for k, v in c.items() if k != "comm_sm_share"}
+                                    for s, c in stp.stage_costs.items()})
+    assert simulate(free).makespan < simulate(stp).makespan < simulate(stp.replace(schedule="zb-v")).makespan
 
 
 def test_braiding_shortens_the_step_by_the_hidden_communication():

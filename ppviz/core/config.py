@@ -31,7 +31,11 @@ COMM_KEYS = ("f_comm", "b_comm", "w_comm", "recompute_comm")
 #: the expert-parallel all-to-all inside a stage's F, I (with its recompute) and W, and the share of
 #: the SMs communication takes while an F&B pair overlaps it (``engine.op_costs``' pair rule)
 A2A_KEYS = ("f_a2a", "b_a2a", "w_a2a", "a2a_sm_share")
-_STAGE_COST_KEYS = ("f", "b", "w", "s", "t", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS, *A2A_KEYS)
+#: the share of the SMs a stage's tensor/expert-parallel collectives take while they run under
+#: another op's computation (STP's braided units: ``engine.braided``)
+OVERLAP_KEYS = ("comm_sm_share",)
+_STAGE_COST_KEYS = ("f", "b", "w", "s", "t", "activation", "params", "recompute", *PER_OP_KEYS, *COMM_KEYS, *A2A_KEYS,
+                    *OVERLAP_KEYS)
 #: Largest count (devices, microbatches, stages per device, group size) accepted; the size
 #: budget (ppviz.set_budget) usually refuses far smaller runs first.
 MAX_COUNT = 10**9
@@ -368,10 +372,12 @@ class Config:
                     raise ConfigError(f"stage_costs[{stage}]", dict(costs),
                                       f"keys must be among {', '.join(_STAGE_COST_KEYS)}; got {key!r}")
                 entry[key] = _number(f"stage_costs[{stage}][{key!r}]", value)
-            if not entry.get("a2a_sm_share", 0.0) < 1:
-                raise ConfigError(f"stage_costs[{stage}]['a2a_sm_share']", entry["a2a_sm_share"],
-                                  "give the share of the SMs communication takes in an F&B pair, from 0 to below 1 "
-                                  "(DeepSeek-V3: 20 of an H800's 132)", reason="no SM would be left for computation")
+            for share in ("a2a_sm_share", "comm_sm_share"):
+                if not entry.get(share, 0.0) < 1:
+                    raise ConfigError(f"stage_costs[{stage}][{share!r}]", entry[share],
+                                      "give the share of the SMs communication takes while computation runs beside "
+                                      "it, from 0 to below 1 (DeepSeek-V3: 20 of an H800's 132)",
+                                      reason="no SM would be left for computation")
             out[int(stage)] = FrozenMapping(entry)
         if self.fb is not None and any(key in A2A_KEYS for costs in out.values() for key in costs):
             raise ConfigError("fb", self.fb, "leave fb out, or the stages' all-to-all parts (f_a2a, b_a2a, w_a2a, "
@@ -442,9 +448,11 @@ class Config:
         transformer layers per stage; a :class:`ppviz.model.Layout`), ``first_stage_layers`` /
         ``last_stage_layers``, ``expert_parallel``, ``expert_tensor_parallel`` (None: each expert
         split over the tensor-parallel group, Megatron's default; 1: whole experts, the expert-
-        parallel group drawn from the tensor- and data-parallel ranks) and ``comm_sms`` (the SMs an F&B pair gives its
-        expert-parallel all-to-all, DeepSeek-V3's 20: a pair then costs the overlap rule of
-        ``ppviz.core.engine.overlapped_pairs``), and any other Config field (``comm``, ``label``, ...). With a
+        parallel group drawn from the tensor- and data-parallel ranks) and ``comm_sms`` (the SMs
+        communication holds while it runs under computation, DeepSeek-V3's 20: an F&B pair's
+        all-to-all then costs the overlap rule of ``ppviz.core.engine.overlapped_pairs``, and what
+        STP's braided units hide costs that share of itself, ``engine.braided``), and any other
+        Config field (``comm``, ``label``, ...). With a
         ``topology``, ``comm_bytes`` defaults to what one stage sends the next: the hidden
         states of a microbatch, s·b·h 16-bit values, split over the tensor-parallel group under
         sequence parallelism (as Megatron-LM sends them).

@@ -154,9 +154,12 @@ def braided(program: Program, config: Config, cost: np.ndarray) -> np.ndarray:
     """``cost`` with each braided unit's communication hidden (``ScheduleSpec.braided_units``:
     STP's): each of its two ops pays its compute and only the part of its tensor- and expert-
     parallel communication (:func:`ppviz.core.result.traffic`) that its partner's compute cannot
-    cover, the partner's compute being its cost less its own communication. Where the stages
-    give their all-to-all parts, F&B pairs are left to :func:`overlapped_pairs` (one rule owns a
-    pair: there its tensor-parallel collectives count as computation)."""
+    cover, the partner's compute being its cost less its own communication; what it hides still
+    costs σ of itself, σ its stage's ``comm_sm_share``: the SMs the collectives hold while the
+    partner computes, which the computation lacks (the charge :func:`overlapped_pairs` makes,
+    DeepSeek-V3's §3.2.2). Where the stages give their all-to-all parts, F&B pairs are left to
+    :func:`overlapped_pairs` (one rule owns a pair: there its tensor-parallel collectives count
+    as computation)."""
     spec = find(program.name) if program.name else None
     if spec is None or spec.braided_units is None:
         return cost
@@ -171,9 +174,11 @@ def braided(program: Program, config: Config, cost: np.ndarray) -> np.ndarray:
     for k in (first, second):
         comm[k] = np.minimum(table[program.stage[k], program.kind[k]], cost[k])
     compute = cost - comm
+    rows = _stage_rows(config, program.stages, ("comm_sm_share",))
+    kept = 1.0 - (rows[0][program.stage] if rows is not None else np.zeros(len(cost)))  # what hiding saves
     cost = cost.copy()
-    cost[first] -= np.minimum(comm[first], compute[second])
-    cost[second] -= np.minimum(comm[second], compute[first])
+    cost[first] -= kept[first] * np.minimum(comm[first], compute[second])
+    cost[second] -= kept[second] * np.minimum(comm[second], compute[first])
     return cost
 
 

@@ -108,8 +108,8 @@ class Training:
     Transformer Engine's userbuffers overlap with their GEMMs: 0 by default, as in Megatron-LM;
     NVIDIA's performance recipes turn it on), ``overlap_grad_reduce`` and ``overlap_param_gather``
     (Megatron-LM's, for the data-parallel tail: :class:`ppviz.Step`), and ``comm_sms``, the SMs
-    an overlapped F&B pair gives its expert-parallel all-to-all (DeepSeek-V3's 20:
-    :data:`COMM_SMS`)."""
+    communication holds while it runs under computation: an overlapped F&B pair's expert-parallel
+    all-to-all, STP's braided collectives (DeepSeek-V3's 20: :data:`COMM_SMS`)."""
 
     tensor_parallel: int = 1
     sequence_parallel: bool | None = None  # None: on when tensor_parallel > 1
@@ -634,6 +634,24 @@ def _offload(offload, hardware: Hardware) -> Offload | None:
     return Offload(offload, link=hardware.host_link)
 
 
+def _sm_share(hardware: Hardware, training: Training) -> float:
+    """The share of the SMs ``training.comm_sms`` takes of the hardware's (of an H800's 132 when
+    it does not say)."""
+    sms = hardware.sms or DEEPSEEK_SMS
+    if training.comm_sms >= sms:
+        raise ConfigError("comm_sms", training.comm_sms, f"give fewer than the hardware's {sms} SMs (DeepSeek-V3 "
+                          "gives communication 20 of an H800's 132)", reason="no SM would be left for computation")
+    return training.comm_sms / sms
+
+
+def _overlap_share(costs: StageCosts, stage: int, hardware: Hardware, training: Training) -> dict[str, float]:
+    """Stage ``stage``'s ``comm_sm_share`` for :func:`ppviz.core.engine.braided`: the SMs its
+    tensor/expert-parallel collectives hold while they run under another op's computation (the
+    same ``comm_sms`` an F&B pair gives its all-to-all); none without such collectives."""
+    traffic = costs.f_comm[stage] + costs.i_comm[stage] + costs.w_comm[stage] + costs.recompute_comm[stage]
+    return {"comm_sm_share": _sm_share(hardware, training)} if traffic > 0 else {}
+
+
 def _a2a_parts(costs: StageCosts, stage: int, hardware: Hardware, training: Training) -> dict[str, float]:
     """Stage ``stage``'s all-to-all parts for :func:`ppviz.core.engine.overlapped_pairs`: the
     expert-parallel all-to-all inside its F, I (with its recompute's) and W, and the share of the
@@ -642,13 +660,8 @@ def _a2a_parts(costs: StageCosts, stage: int, hardware: Hardware, training: Trai
     if not costs.a2a.any():
         return {}
     f, i, w, r = (float(x) for x in costs.a2a[stage])
-    sms = hardware.sms or DEEPSEEK_SMS
-    if training.comm_sms >= sms:
-        raise ConfigError("comm_sms", training.comm_sms, f"give fewer than the hardware's {sms} SMs (DeepSeek-V3 "
-                          "gives communication 20 of an H800's 132)", reason="no SM would be left for computation")
-    share = training.comm_sms / sms
     return {"f_a2a": f, "b_a2a": i + (r if training.recompute is not None else 0.0), "w_a2a": w,
-            "a2a_sm_share": share}
+            "a2a_sm_share": _sm_share(hardware, training)}
 
 
 def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: Layout, training: Training,
@@ -670,7 +683,8 @@ def _config_for(model: Transformer, hardware: Hardware, base: Config, layout: La
                      "recompute": float(costs.recompute[s]), "activation": float(costs.activation[s]) / unit,
                      "params": float(costs.static[s]) / unit, "f_comm": float(costs.f_comm[s]),
                      "b_comm": float(costs.i_comm[s]), "w_comm": float(costs.w_comm[s]),
-                     "recompute_comm": float(costs.recompute_comm[s]), **_a2a_parts(costs, s, hardware, training)}
+                     "recompute_comm": float(costs.recompute_comm[s]), **_a2a_parts(costs, s, hardware, training),
+                     **_overlap_share(costs, s, hardware, training)}
                  for s in range(base.stages)}
     config = base.replace(
         f=float(costs.f.sum()) / p, b=float(costs.i.sum()) / p, w=float(costs.w.sum()) / p,

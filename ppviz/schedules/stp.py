@@ -31,7 +31,9 @@ their two ops one after the other, the forward first (the authors wait for both 
 F&F unit before it starts; here its second F may start on its own input alone). The braiding is
 in their costs: each op of a unit pays its compute and only the part of its tensor-parallel
 communication (``stage_costs``' ``f_comm``, ``b_comm``, ``w_comm``) that its partner's compute
-cannot cover (``ppviz.core.engine.braided`` over :func:`braided_units`). The authors: "The forward
+cannot cover, and ``comm_sm_share`` of what it hides: the SMs the collectives hold meanwhile
+(``ppviz.core.engine.braided`` over :func:`braided_units`; ``Config.from_model`` sets the share
+from ``comm_sms``, as for DualPipe's pairs). The authors: "The forward
 and backward computations (e.g., Attention and MLP) are interleaved for overlapping computation
 and All-Reduce communication in tensor parallelism" (README), and "This compositional structure
 enables near-complete elimination of TP-related bubbles" (abstract).
