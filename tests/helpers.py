@@ -20,3 +20,21 @@ def config_at_least(spec, *, microbatches: int, **fields) -> ppviz.Config:
         except ppviz.ScheduleConstraintError:
             continue
     raise AssertionError(f"{spec.name} accepts none of m = {microbatches}..{8 * microbatches - 1}")
+
+
+def accepted_sizes(draw, spec, *, max_devices: int, microbatches_per_device: int) -> tuple[int, int, int]:
+    """(p, m, v) drawn for a hypothesis strategy, drawn again (up to 8 times) where ``spec``
+    refuses them, so that lists of configs are not mostly filtered out (several schedules take
+    only some p and m); the last draw stands, for the caller's own refusal to filter."""
+    from hypothesis import strategies as st
+
+    for _ in range(8):
+        p = draw(st.integers(1, max_devices))
+        m = draw(st.integers(1, microbatches_per_device * p))
+        v = draw(st.integers(spec.v_min, min(spec.v_max or 4, 4)))
+        try:
+            ppviz.Config(schedule=spec.name, devices=p, microbatches=m, stages_per_device=v)
+            break
+        except ppviz.ScheduleConstraintError:
+            continue
+    return p, m, v

@@ -17,6 +17,7 @@ from ppviz import Config, Program, ScheduleConstraintError, simulate
 from ppviz.core.registry import all_specs
 
 from . import oracle
+from .helpers import accepted_sizes
 
 SCHEDULES = [s.name for s in all_specs() if s.builder is not None]
 costs = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]) | st.floats(0.01, 4.0, allow_nan=False)
@@ -26,17 +27,7 @@ costs = st.sampled_from([0.0, 0.5, 1.0, 1.5, 2.0, 3.0]) | st.floats(0.01, 4.0, a
 def configs(draw):
     name = draw(st.sampled_from(SCHEDULES))
     spec = next(s for s in all_specs() if s.name == name)
-    # sizes the schedule accepts: drawn again where it refuses them (several schedules take only
-    # some p and m), so that lists of configs are not mostly filtered out
-    for _ in range(8):
-        p = draw(st.integers(1, 6))
-        m = draw(st.integers(1, 3 * p))
-        v = draw(st.integers(spec.v_min, min(spec.v_max or 4, 4)))
-        try:
-            Config(schedule=name, devices=p, microbatches=m, stages_per_device=v)
-            break
-        except ScheduleConstraintError:
-            continue
+    p, m, v = accepted_sizes(draw, spec, max_devices=6, microbatches_per_device=3)
     f, b, w = draw(costs), draw(costs), draw(costs)
     assume(f + b + w > 0)
     options = {"comm": draw(st.sampled_from([0.0, 0.0, 0.25, 1.0])),

@@ -8,6 +8,8 @@ from hypothesis import strategies as st
 from ppviz import Config, ScheduleConstraintError, simulate
 from ppviz.core.registry import all_specs
 
+from .helpers import accepted_sizes
+
 SCHEDULES = [s.name for s in all_specs() if s.builder is not None]
 costs = st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0]) | st.floats(0.01, 4.0, allow_nan=False)
 
@@ -16,16 +18,7 @@ costs = st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0]) | st.floats(0.01, 
 def configs(draw, schedules=tuple(SCHEDULES), uniform=False):
     name = draw(st.sampled_from(schedules))
     spec = next(s for s in all_specs() if s.name == name)
-    # sizes the schedule accepts: drawn again where it refuses them, so that few draws are filtered out
-    for _ in range(8):
-        p = draw(st.integers(1, 8))
-        m = draw(st.integers(1, 4 * p))
-        v = draw(st.integers(spec.v_min, min(spec.v_max or 4, 4)))
-        try:
-            Config(schedule=name, devices=p, microbatches=m, stages_per_device=v)
-            break
-        except ScheduleConstraintError:
-            continue
+    p, m, v = accepted_sizes(draw, spec, max_devices=8, microbatches_per_device=4)
     f, b, w = draw(costs), draw(costs), draw(costs)
     assume(f + b + w > 0)
     comm = 0.0 if uniform else draw(st.sampled_from([0.0, 0.0, 0.1, 0.5]))

@@ -52,6 +52,7 @@ from ..core.errors import ConfigError, PpvizError, ScheduleConstraintError, chec
 from ..core.registry import all_specs, lookup
 from ..core.result import Result
 from ..model import Hardware, Transformer
+from ..model.collectives import Groups
 from ..model.costs import Training, cluster_of, item_costs, stage_costs
 from ..model.layout import Layout
 from .frontier import pareto_front
@@ -288,7 +289,8 @@ def _shapes(model: Transformer, gpus: int, global_batch: int, node: int, chosen:
             d = gpus // (t * p)
             if keep("data_parallel", [d], chosen.get("data_parallel")) == []:
                 continue
-            vs = [v for v in STAGES_PER_DEVICE if v <= chosen.get("max_stages_per_device", STAGES_PER_DEVICE[-1]) and (v == 1 or p > 1)]
+            most = chosen.get("max_stages_per_device", STAGES_PER_DEVICE[-1])
+            vs = [v for v in STAGES_PER_DEVICE if v <= most and (v == 1 or p > 1)]
             vs = keep("stages_per_device", vs, chosen.get("stages_per_device"))
             bs = [b for b in MICRO_BATCH_SIZES if global_batch % (d * b) == 0]
             bs = keep("micro_batch_size", bs, chosen.get("micro_batch_size"))
@@ -305,15 +307,14 @@ def _shapes(model: Transformer, gpus: int, global_batch: int, node: int, chosen:
 
 
 def _expert_splits(model: Transformer, shapes: list[_Shape], shared: dict, removed: dict) -> list[_Shape]:
-    """The shapes whose ranks host the expert-parallel groups: Megatron-LM carves them out of a
-    stage's data- and context-parallel ranks (and its tensor-parallel ones too, with whole experts),
-    which must divide into them (``costs._check_expert_split``); the rest are counted as removed
-    by ``expert_parallel``."""
+    """The shapes whose stage ranks split into the expert-parallel groups
+    (``Groups.holds_expert_groups``, which ``Config.from_model`` requires); the rest are counted as
+    removed by ``expert_parallel``."""
     ep = shared.get("expert_parallel", 1)
     if not model.moe or not isinstance(ep, int) or ep <= 1:
         return shapes
     cp, etp = shared.get("context_parallel", 1), shared.get("expert_tensor_parallel")
-    kept = [s for s in shapes if (s.t * cp * s.d // (s.t if etp in (None, s.t) else etp)) % ep == 0]
+    kept = [s for s in shapes if Groups(tp=s.t, cp=cp, dp=s.d, ep=ep, pp=s.p, etp=etp).holds_expert_groups]
     if len(kept) < len(shapes):
         removed["expert_parallel"] = removed.get("expert_parallel", 0) + len(shapes) - len(kept)
     return kept

@@ -162,15 +162,13 @@ class Training:
 
     @property
     def groups(self) -> Groups:
-        etp = self.expert_tensor_parallel
         return Groups(tp=self.tensor_parallel, cp=self.context_parallel, ep=self.expert_parallel,
-                      dp=self.data_parallel, pp=self.pipeline_parallel,
-                      etp=None if etp in (None, self.tensor_parallel) else etp)
+                      dp=self.data_parallel, pp=self.pipeline_parallel, etp=self.expert_tensor_parallel)
 
     @property
     def expert_tp(self) -> int:
         """Over how many ranks each expert is split (Megatron-LM's expert tensor parallelism)."""
-        return self.tensor_parallel if self.expert_tensor_parallel is None else self.expert_tensor_parallel
+        return self.groups.expert_tp
 
 
 #: The systems the accelerators' presets are built into, whose links the parallel groups' collectives
@@ -360,8 +358,8 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
 def _check_expert_split(groups: Groups) -> None:
     """Megatron-LM carves the expert-parallel group out of a stage's data- and context-parallel
     ranks, and, with an expert tensor parallelism below t, out of its tensor-parallel ones too."""
-    ranks = groups.tp * groups.cp * groups.dp // groups.expert_tp
-    if ranks % groups.ep:
+    if not groups.holds_expert_groups:
+        ranks = groups.tp * groups.cp * groups.dp // groups.expert_tp
         across = "tensor_parallel × " if groups.expert_tp != groups.tp else ""
         raise ConfigError("expert_parallel", groups.ep, f"give a divisor of {across}data_parallel × context_parallel"
                           f"{' / expert_tensor_parallel' if across else ''} = {ranks}",

@@ -239,9 +239,10 @@ class _Shapes:
         self.vocab_rank = _ceil(model.vocab, VOCAB_DIVISOR * t) * VOCAB_DIVISOR
 
     def comm(self, kind: str, nbytes: int, name: str, group: str = "tp") -> list:
-        """The collective, if its group has more than one device."""
-        size = self.t if group == "tp" else self.e
-        return [_Comm(kind, int(nbytes), group, name)] if size > 1 else []
+        """The collective, if its group has more than one device; ``"etp"`` is the experts' tensor-
+        parallel group: the tensor-parallel one, or no group with whole experts."""
+        size = {"tp": self.t, "etp": self.et, "ep": self.e}[group]
+        return [_Comm(kind, int(nbytes), "tp" if group == "etp" else group, name)] if size > 1 else []
 
     # -- linear layers ------------------------------------------------------------------
 
@@ -448,16 +449,13 @@ class _Shapes:
              _memory("router input gradient add", 2 * n * h * HALF, n * h * HALF)],
             [self.gemm("router wgrad", h, E, n, router, accumulate=True)]))
         sort = local > 1 and e * et > 1
-        over_tp = et > 1  # the experts split over the tensor-parallel group: its tokens gathered to every rank
         dispatch_f = [_memory("permute", n * h * HALF + n * k * INDEX, copies * HALF)]
         dispatch_f += self.comm("all-to-all", copies * HALF, "dispatch", "ep")
-        if over_tp:
-            dispatch_f += self.comm("all-gather", gathered * HALF, "dispatched tokens")
+        dispatch_f += self.comm("all-gather", gathered * HALF, "dispatched tokens", "etp")
         if sort:
             dispatch_f.append(_memory("sort by local expert", gathered * HALF, gathered * HALF))
         dispatch_i = [_memory("sort backward", gathered * HALF, gathered * HALF)] if sort else []
-        if over_tp:
-            dispatch_i += self.comm("reduce-scatter", gathered * HALF, "dispatched tokens' gradient")
+        dispatch_i += self.comm("reduce-scatter", gathered * HALF, "dispatched tokens' gradient", "etp")
         dispatch_i += self.comm("all-to-all", copies * HALF, "dispatch gradient", "ep")
         dispatch_i.append(_memory("permute backward", copies * HALF, n * h * HALF))
         blocks.append(_Block(dispatch_f, dispatch_i, []))
@@ -479,14 +477,12 @@ class _Shapes:
             if split == "column":
                 blocks.append(self.activation("expert", local * per_expert, _ceil(width, et)))
         combine_f = [_memory("sort back", gathered * HALF, gathered * HALF)] if sort else []
-        if over_tp:
-            combine_f += self.comm("reduce-scatter", gathered * HALF, "expert outputs")
+        combine_f += self.comm("reduce-scatter", gathered * HALF, "expert outputs", "etp")
         combine_f += self.comm("all-to-all", copies * HALF, "combine", "ep")
         combine_f.append(_memory("unpermute (weighted sum)", copies * HALF + n * k * FULL, n * h * HALF))
         combine_i = [_memory("unpermute backward", n * h * HALF + copies * HALF, copies * HALF + n * k * FULL)]
         combine_i += self.comm("all-to-all", copies * HALF, "combine gradient", "ep")
-        if over_tp:
-            combine_i += self.comm("all-gather", gathered * HALF, "expert outputs' gradient")
+        combine_i += self.comm("all-gather", gathered * HALF, "expert outputs' gradient", "etp")
         if sort:
             combine_i.append(_memory("sort back backward", gathered * HALF, gathered * HALF))
         blocks.append(_Block(combine_f, combine_i, []))

@@ -10,7 +10,7 @@ import ppviz
 from ppviz.core.numbers import number
 from ppviz.core.numbers import share as percent
 
-from .conftest import ARTIFACTS
+from .conftest import ARTIFACTS, open_chart
 
 SHOTS = ARTIFACTS / "tail"
 
@@ -21,15 +21,6 @@ def llama(p, m, **options):
     return ppviz.simulate(ppviz.Config.from_model(
         ppviz.Transformer.preset("llama-3-70b"), ppviz.Hardware.preset("h100-sxm"), devices=p, microbatches=m,
         tensor_parallel=8, data_parallel=4, topology="dgx-h100", **layout, **options))
-
-
-def load(page, res, tmp_path, name):
-    path = tmp_path / f"{name}.html"
-    res.to_html(path)
-    page.goto(path.as_uri())
-    page.wait_for_function("window.ppvizReady === true")
-    page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1")
-    return page.locator(".ppviz-gantt")
 
 
 def hooks(page, call: str):
@@ -60,7 +51,7 @@ def test_each_devices_tail_is_drawn_and_told(page, tmp_path):
     res = llama(8, 16, zero_stage=1, overlap_param_gather=False)
     t = res.tails
     assert len(t) == 3 * 8 and set(t.kind.tolist()) == {"reduce", "optimizer", "gather"}
-    root = load(page, res, tmp_path, "tail")
+    root = open_chart(page, res, tmp_path, name="tail")
     assert root.get_attribute("data-tail-parts") == str(len(t))
     legend = " ".join(root.locator(".ppviz-legend").inner_text().split())
     for text in ("gradient reduce-scatter (DP tail; band: overlapped with the last backwards)",
@@ -101,7 +92,7 @@ def test_each_devices_tail_is_drawn_and_told(page, tmp_path):
 
 def test_a_step_without_its_tail_in_view_draws_none(page, tmp_path):
     res = ppviz.simulate(ppviz.Config("1f1b", devices=4, microbatches=8, time_unit="ms"))
-    root = load(page, res, tmp_path, "plain")
+    root = open_chart(page, res, tmp_path, name="plain")
     assert root.get_attribute("data-tail-parts") == "0" and root.get_attribute("data-tail") == "0"
     assert "DP tail" not in root.locator(".ppviz-legend").inner_text()
 
@@ -109,7 +100,7 @@ def test_a_step_without_its_tail_in_view_draws_none(page, tmp_path):
 @pytest.mark.parametrize("p, m", [(8, 16), (64, 128)])
 def test_screenshots_of_the_tail(page, tmp_path, p, m):
     res = llama(p, m)
-    root = load(page, res, tmp_path, f"p{p}")
+    root = open_chart(page, res, tmp_path, name=f"p{p}")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"p{p}_open.png"), full_page=True)
     show_end(page, res, 300 if p == 64 else 700)

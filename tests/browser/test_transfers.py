@@ -8,7 +8,7 @@ import ppviz
 from ppviz.core.numbers import number
 from ppviz.core.numbers import share as percent
 
-from .conftest import ARTIFACTS, op_centre
+from .conftest import ARTIFACTS, op_centre, open_chart
 
 SHOTS = ARTIFACTS / "transfers"
 #: an activation of micro-batch 1 × sequence 4096 × hidden 8192 in bf16: 64 MiB
@@ -21,15 +21,6 @@ def across_nodes(p=8, m=16, per_node=2):
     topology = ppviz.Topology(devices_per_node=per_node, intra=dgx.intra, inter=dgx.inter, name="dgx-h100")
     return ppviz.simulate(ppviz.Config(schedule="interleaved-1f1b", devices=p, microbatches=m, stages_per_device=2,
                                        f=4.0, b=8.0, time_unit="ms", topology=topology, comm_bytes=ACTIVATION))
-
-
-def load(page, res, tmp_path, name="transfers"):
-    path = tmp_path / f"{name}.html"
-    res.to_html(path)
-    page.goto(path.as_uri())
-    page.wait_for_function("window.ppvizReady === true")
-    page.wait_for_function("Number(document.querySelector('.ppviz-gantt')?.dataset.draws) >= 1")
-    return page.locator(".ppviz-gantt")
 
 
 def text_of(page) -> str:
@@ -50,7 +41,7 @@ def ms(x) -> str:
 def test_hovering_a_transfer_and_the_op_that_waited_for_it(page, tmp_path):
     res = across_nodes()
     t = res.transfers
-    root = load(page, res, tmp_path)
+    root = open_chart(page, res, tmp_path, name="transfers")
     assert root.get_attribute("data-transfers") == "shown"
     # an inter-node activation that its consumer waited for (devices 1 -> 2 are on nodes 0 and 1)
     inter = (t.src // 2 != t.dst // 2) & (t.kind == "F")
@@ -96,7 +87,7 @@ def test_a_queued_transfer_says_how_long_it_waited_for_the_link(page, tmp_path):
     queued = np.flatnonzero(t.start > t.ready)
     assert len(queued), "the link never queued"
     i = int(queued[0])
-    load(page, res, tmp_path)
+    open_chart(page, res, tmp_path, name="transfers")
     box = transfer_box(page, i, "out")
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     text = text_of(page)
@@ -106,7 +97,7 @@ def test_a_queued_transfer_says_how_long_it_waited_for_the_link(page, tmp_path):
 
 def test_the_lane_switch_hides_and_shows_the_transfers(page, tmp_path):
     res = across_nodes()
-    root = load(page, res, tmp_path)
+    root = open_chart(page, res, tmp_path, name="transfers")
     canvas = root.locator("canvas")
     tall = canvas.bounding_box()["height"]
     toggle = root.locator(".ppviz-transfer-toggle input")
@@ -126,7 +117,7 @@ def test_the_lane_switch_hides_and_shows_the_transfers(page, tmp_path):
 
 def test_exposed_communication_stands_beside_the_bubble(page, tmp_path):
     res = across_nodes()
-    root = load(page, res, tmp_path)
+    root = open_chart(page, res, tmp_path, name="transfers")
     metrics = [" ".join(m.split()) for m in root.locator(".ppviz-metric").all_inner_texts()]
     labels = [m.split(" ")[0].lower() for m in metrics]
     assert labels.index("exposed") == labels.index("bubble") + 1
@@ -135,15 +126,15 @@ def test_exposed_communication_stands_beside_the_bubble(page, tmp_path):
     assert card.upper().startswith("EXPOSED COMM") or card.startswith("exposed comm")
     assert f"{number(float(res.exposed_comm.max()), 'ms')} max per device · {percent(share)} of all" in card
     # a run without transfers has no such card and no lane
-    plain = load(page, ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, comm=0.25)), tmp_path,
-                 "plain")
+    plain = open_chart(page, ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, comm=0.25)),
+                       tmp_path, name="plain")
     assert "exposed comm" not in plain.locator(".ppviz-header").inner_text().lower()
     assert plain.get_attribute("data-transfers") == "none"
 
 
 def test_at_64_devices_the_lanes_stay_drawn_and_fast(page, tmp_path):
     res = across_nodes(p=64, m=128, per_node=8)
-    root = load(page, res, tmp_path)
+    root = open_chart(page, res, tmp_path, name="transfers")
     assert root.get_attribute("data-transfers") == "shown"
     assert float(root.get_attribute("data-draw-ms")) < 1000
     # the inter-node sends of device 7 (to device 8, on the next node) colour its lane
@@ -164,7 +155,7 @@ def test_offloads_host_copies_show_in_the_lanes_with_what_they_copy(page, tmp_pa
     res = ppviz.simulate(ppviz.Config(schedule="1f1b", devices=4, microbatches=8, f=4.0, b=8.0, time_unit="ms",
                                       activation_bytes=ACTIVATION, offload=ppviz.Offload(0.5, link=host_link)))
     h = res.host_copies
-    root = load(page, res, tmp_path, "offload")
+    root = open_chart(page, res, tmp_path, name="offload")
     assert root.get_attribute("data-transfers") == "shown"
     assert "host copies (under each row: offloads, then reloads)" in page.locator(".ppviz-legend").inner_text()
     action = lambda k: f"{res.ops.stage[k]}{res.ops.kind[k]}{res.ops.microbatch[k]}"  # noqa: E731
