@@ -80,17 +80,22 @@ class Groups:
         return self.tp if self.etp is None else self.etp
 
     @property
+    def expert_ranks(self) -> int:
+        """The ranks of a stage the expert-parallel groups are carved from, tp · cp · dp / expert
+        tp: Megatron-LM carves them out of its data- and context-parallel ranks, and with an
+        expert tensor parallelism below t out of its tensor-parallel ones too."""
+        return self.tp * self.cp * self.dp // self.expert_tp
+
+    @property
     def holds_expert_groups(self) -> bool:
-        """Whether a stage's ranks split into whole expert-parallel groups: Megatron-LM carves them
-        out of its data- and context-parallel ranks, and with an expert tensor parallelism below t
-        out of its tensor-parallel ones too (tp · cp · dp / expert tp of them)."""
-        return (self.tp * self.cp * self.dp // self.expert_tp) % self.ep == 0
+        """Whether a stage's ranks split into whole expert-parallel groups."""
+        return self.expert_ranks % self.ep == 0
 
     @property
     def edp(self) -> int:
         """The expert-data-parallel group's size: the ranks of a pipeline stage that hold the same
         experts, tp · cp · dp / (ep · expert tp) (Megatron-LM: world / (pp · ep · expert tp))."""
-        return self.tp * self.cp * self.dp // (self.ep * self.expert_tp)
+        return self.expert_ranks // self.ep
 
     def stride(self, group: str) -> int:
         """Ranks between consecutive members of ``group`` (1 for tensor parallelism); the expert-

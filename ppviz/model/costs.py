@@ -356,13 +356,12 @@ def stage_costs(model: Transformer, hardware: Hardware, layout: Layout, training
 
 
 def _check_expert_split(groups: Groups) -> None:
-    """Megatron-LM carves the expert-parallel group out of a stage's data- and context-parallel
-    ranks, and, with an expert tensor parallelism below t, out of its tensor-parallel ones too."""
+    """Refuses groups whose stage ranks do not split into expert-parallel groups
+    (:attr:`Groups.expert_ranks`)."""
     if not groups.holds_expert_groups:
-        ranks = groups.tp * groups.cp * groups.dp // groups.expert_tp
         across = "tensor_parallel × " if groups.expert_tp != groups.tp else ""
         raise ConfigError("expert_parallel", groups.ep, f"give a divisor of {across}data_parallel × context_parallel"
-                          f"{' / expert_tensor_parallel' if across else ''} = {ranks}",
+                          f"{' / expert_tensor_parallel' if across else ''} = {groups.expert_ranks}",
                           reason="Megatron-LM splits each expert-parallel group's experts over a stage's ranks, "
                           "and these do not divide into such groups")
 
